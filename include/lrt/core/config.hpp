@@ -1,0 +1,48 @@
+// lrt/core/config.hpp: environment macros shared by every header (host and device).
+// Macros here describe the compiler and platform only; model choices are template parameters.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define LRT_VERSION_MAJOR 0
+#define LRT_VERSION_MINOR 1
+#define LRT_VERSION_PATCH 0
+
+// LRT_HD marks code that runs on the host and, under nvcc, on the device too: functors,
+// evaluators, shape maths, the RNG. Everything else is host-only.
+#if defined(__CUDACC__)
+#define LRT_HD __host__ __device__
+#define LRT_DEVICE_COMPILER 1
+#else
+#define LRT_HD
+#define LRT_DEVICE_COMPILER 0
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define LRT_ON_DEVICE 1
+#else
+#define LRT_ON_DEVICE 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LRT_RESTRICT __restrict__
+#define LRT_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define LRT_RESTRICT
+#define LRT_ALWAYS_INLINE inline
+#endif
+
+namespace lrt {
+inline namespace v0 {
+
+/// Index and extent type of every tensor (signed: differences of indices are common).
+using index_t = std::int64_t;
+
+namespace detail {
+template <class...>
+inline constexpr bool always_false = false;
+}  // namespace detail
+
+}  // namespace v0
+}  // namespace lrt

@@ -1,0 +1,22 @@
+// lrt/lrt.hpp: everything lrt offers on the CPU. Safe with any C++20 compiler (no CUDA headers).
+//
+//   #include <lrt/lrt.hpp>
+//   lrt::Tensor<float, 2> a({2, 3}), b({2, 3});
+//   a = lrt::uniform<float>(a.shape(), /*seed=*/1);
+//   b = a * 2.f + lrt::exp(a);            // one fused pass, no temporaries
+//   auto c = lrt::matmul(a, b.t());        // (2, 2), Eigen or OpenBLAS
+//   fmt::print("{}\n", c);
+//
+// Shape letters used in comments: B batch, T time, C channels, H heads, Dh head dim, V vocab,
+// L layers, S subsets.
+#pragma once
+
+#include "core.hpp"
+
+#include "backend/cpu/device.hpp"
+#include "backend/cpu/gemm.hpp"
+#include "backend/cpu/reduce.hpp"
+#include "tensor/format.hpp"
+#include "tensor/linalg.hpp"
+#include "tensor/random.hpp"
+#include "tensor/reduce.hpp"
