@@ -88,6 +88,7 @@ class IndexedView : public ExprBase<IndexedView<T, R, D>> {
     shape_ = base.shape();
     shape_[axis_] = idx.size();
   }
+  IndexedView(const IndexedView&) = default;
   /// Scatter: writes e into the selected rows (the index list must not repeat an index).
   template <Expression E>
   const IndexedView& operator=(const E& e) const;

@@ -39,6 +39,11 @@ namespace detail {
 template <class T, class D>
 bool blas_layout(const TensorView<T, 2, D>& v, index_t& ld, bool& trans) {
   const index_t r = v.shape()[0], c = v.shape()[1], s0 = v.strides()[0], s1 = v.strides()[1];
+  if (r == 0 || c == 0) {  // nothing is read: any layout will do
+    ld = std::max<index_t>(c, 1);
+    trans = false;
+    return true;
+  }
   if ((c <= 1 || s1 == 1) && (r <= 1 || s0 >= std::max<index_t>(c, 1))) {
     ld = r <= 1 ? std::max<index_t>(c, 1) : s0;
     trans = false;

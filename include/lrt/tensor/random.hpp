@@ -17,15 +17,14 @@ struct Philox {
   struct Block {
     std::uint32_t v[4];
   };
-  LRT_HD static Block generate(std::uint64_t seed, std::uint64_t counter) {
-    std::uint32_t c0 = static_cast<std::uint32_t>(counter),
-                  c1 = static_cast<std::uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-    std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+  /// The full generator: a 128-bit counter (4 words) under a 64-bit key (2 words).
+  LRT_HD static Block generate(const std::uint32_t (&ctr)[4], const std::uint32_t (&key)[2]) {
+    std::uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
     for (int r = 0; r < 10; ++r) {
       const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * c0;
       const std::uint64_t p1 = std::uint64_t{0xCD9E8D57u} * c2;
-      const std::uint32_t hi0 = static_cast<std::uint32_t>(p0 >> 32), lo0 = static_cast<std::uint32_t>(p0);
-      const std::uint32_t hi1 = static_cast<std::uint32_t>(p1 >> 32), lo1 = static_cast<std::uint32_t>(p1);
+      const auto hi0 = static_cast<std::uint32_t>(p0 >> 32), lo0 = static_cast<std::uint32_t>(p0);
+      const auto hi1 = static_cast<std::uint32_t>(p1 >> 32), lo1 = static_cast<std::uint32_t>(p1);
       c0 = hi1 ^ c1 ^ k0;
       c1 = lo1;
       c2 = hi0 ^ c3 ^ k1;
@@ -34,6 +33,14 @@ struct Philox {
       k1 += 0xBB67AE85u;
     }
     return Block{{c0, c1, c2, c3}};
+  }
+  /// lrt's streams: counter = (block index, 0), key = seed.
+  LRT_HD static Block generate(std::uint64_t seed, std::uint64_t block) {
+    const std::uint32_t ctr[4] = {static_cast<std::uint32_t>(block),
+                                  static_cast<std::uint32_t>(block >> 32), 0u, 0u};
+    const std::uint32_t key[2] = {static_cast<std::uint32_t>(seed),
+                                  static_cast<std::uint32_t>(seed >> 32)};
+    return generate(ctr, key);
   }
   /// The 32-bit word number n of the stream (word n is lane n % 4 of block n / 4).
   LRT_HD static std::uint32_t word(std::uint64_t seed, std::uint64_t n) {

@@ -37,7 +37,7 @@ using eval_device_t = std::conditional_t<std::is_same_v<typename E::device_type,
 template <class E, class F>
 decltype(auto) with_values(const E& e, F&& f) {
   if constexpr (is_view_like<E>::value) {
-    return f(e.view());
+    return f(TensorView<const typename E::value_type, E::rank, typename E::device_type>(e.view()));
   } else {
     const Tensor<typename E::value_type, E::rank, eval_device_t<E>> tmp(e);
     return f(tmp.view());

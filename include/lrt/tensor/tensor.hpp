@@ -72,8 +72,8 @@ class Tensor : public ExprBase<Tensor<T, R, D>>, public ViewOps<Tensor<T, R, D>,
   using device_type = D;
   static constexpr int rank = R;
 
-  /// An empty tensor (all extents 0 for R > 0); assigning an expression to it sizes it.
-  Tensor() = default;
+  /// An empty tensor (all extents 0; rank 0 holds one zero); assigning an expression sizes it.
+  Tensor() : Tensor(Shape<R>{}) {}
   /// Zero-filled tensor of the given shape.
   explicit Tensor(const Shape<R>& shape) : Tensor(shape, uninitialized) {
     if (buf_.data()) DeviceTraits<D>::zero(buf_.data(), bytes());

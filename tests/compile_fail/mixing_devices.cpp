@@ -1,0 +1,8 @@
+// expect-error: mixing devices in one expression
+#include <lrt/lrt.hpp>
+int main() {
+  lrt::Tensor<float, 1> a(lrt::Shape<1>{3});
+  lrt::TensorView<float, 1, lrt::cuda::Device> v(nullptr, lrt::Shape<1>{3});
+  auto e = a + v;
+  (void)e;
+}

@@ -1,0 +1,7 @@
+// expect-error: is the matrix transpose
+#include <lrt/lrt.hpp>
+int main() {
+  lrt::Tensor<float, 3> a(lrt::Shape<3>{1, 2, 3});
+  auto t = a.t();
+  (void)t;
+}
