@@ -1,4 +1,4 @@
-// lrt/backend/cpu/device.hpp: host memory (64-byte aligned) and the elementwise executor that
+// lrt/backend/cpu/device.hpp: host memory (64-byte aligned, cached: allocator.hpp) and the elementwise executor that
 // runs an expression's evaluator over the destination on lrt's thread pool.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <new>
 
 #include "../../core/thread_pool.hpp"
+#include "allocator.hpp"
 #include "../../tensor/expr_base.hpp"
 
 namespace lrt {
@@ -13,12 +14,10 @@ inline namespace v0 {
 
 template <>
 struct DeviceTraits<cpu::Device> {
-  static constexpr std::size_t alignment = 64;
-  static void* allocate(std::size_t bytes) {
-    return ::operator new(bytes, std::align_val_t{alignment});
-  }
-  static void deallocate(void* p, std::size_t) noexcept {
-    ::operator delete(p, std::align_val_t{alignment});
+  static constexpr std::size_t alignment = cpu::CachingAllocator::alignment;
+  static void* allocate(std::size_t bytes) { return cpu::CachingAllocator::global().allocate(bytes); }
+  static void deallocate(void* p, std::size_t bytes) noexcept {
+    cpu::CachingAllocator::global().deallocate(p, bytes);
   }
   static void zero(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
   static void copy_from_host(void* dst, const void* src, std::size_t bytes) {
