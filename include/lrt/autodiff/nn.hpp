@@ -1,0 +1,185 @@
+// lrt/autodiff/nn.hpp: the transformer's fused differentiable ops: RMSNorm, RoPE, softmax,
+// embedding lookup, softcapped cross-entropy, causal attention (GQA, sliding window, queries at
+// arbitrary original positions). Forward and backward kernels live in backend/cpu/{nn,attention}.hpp.
+// Shapes: B batch, T time, H heads, Hkv KV heads, Dh head dim, C channels, V vocab, N rows.
+#pragma once
+
+#include <memory>
+
+#include "../backend/cpu/attention.hpp"
+#include "../backend/cpu/nn.hpp"
+#include "ops.hpp"
+
+namespace lrt {
+inline namespace v0 {
+namespace ad {
+
+namespace detail {
+template <class T, int R, class D>
+auto as_rows(const Tensor<T, R, D>& t) {  // (..., C) -> (N, C)
+  const index_t C = R > 0 ? t.shape()[R - 1] : 1;
+  return t.view().template reshape<2>(Shape<2>{t.numel() / std::max<index_t>(C, 1), C});
+}
+template <class T, int R, class D>
+auto as_rows(Tensor<T, R, D>& t) {
+  const index_t C = R > 0 ? t.shape()[R - 1] : 1;
+  return t.view().template reshape<2>(Shape<2>{t.numel() / std::max<index_t>(C, 1), C});
+}
+template <class D>
+constexpr void require_cpu() {
+  static_assert(std::is_same_v<D, cpu::Device>,
+                "this fused op has only a CPU kernel so far (the CUDA kernels come with the CUDA backend)");
+}
+}  // namespace detail
+
+/// RMSNorm without weights over the last axis: x / sqrt(mean(x^2) + eps), eps = fp32 epsilon.
+template <class T, int R, Device D>
+Var<T, R, D> rmsnorm(const Var<T, R, D>& x, double eps = cpu::rmsnorm_eps) {
+  detail::require_cpu<D>();
+  Tensor<T, R, D> y(x.shape(), uninitialized);
+  const index_t C = x.shape()[R - 1], N = x.shape().numel() / std::max<index_t>(C, 1);
+  Tensor<T, 1, D> rinv(Shape<1>{N}, uninitialized);
+  cpu::rmsnorm_forward<T>(detail::as_rows(x.value()), detail::as_rows(y), rinv.view(), eps);
+  return record<T, R, D>("rmsnorm", std::move(y),
+                         [x, rinv = std::move(rinv)](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
+                           if (!x.requires_grad()) return;
+                           Tensor<T, R, D> gx(gy.shape(), uninitialized);
+                           cpu::rmsnorm_backward<T>(detail::as_rows(y), rinv.view(), detail::as_rows(gy),
+                                                    detail::as_rows(gx));
+                           accumulate(x, std::move(gx));
+                         }, x);
+}
+
+/// Cos/sin tables for RoPE at given positions (shared by every layer that uses them).
+template <class T>
+struct RopeTable {
+  std::shared_ptr<const Tensor<T, 2>> cos, sin;  // (P, Dh/2)
+  /// Tables for positions (P) and head dim Dh; bf16_tables rounds them like the release.
+  static RopeTable make(TensorView<const index_t, 1> positions, index_t Dh, bool bf16_tables = true) {
+    auto [c, s] = cpu::rope_tables<T>(positions, Dh, bf16_tables);
+    return {std::make_shared<const Tensor<T, 2>>(std::move(c)), std::make_shared<const Tensor<T, 2>>(std::move(s))};
+  }
+  /// Tables for positions 0..T-1.
+  static RopeTable make(index_t T_, index_t Dh, bool bf16_tables = true) {
+    const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{T_}, index_t{0});
+    return make(pos.view(), Dh, bf16_tables);
+  }
+};
+
+/// RoPE (half-split pairing, rotation by -theta) on x (B, T, H, Dh), row t of the tables for
+/// time index t of x (pass tables made from the tokens' original positions).
+template <class T, Device D>
+Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T>& table) {
+  detail::require_cpu<D>();
+  Tensor<T, 4, D> y(x.shape(), uninitialized);
+  cpu::rope_apply<T>(x.value().view(), table.cos->view(), table.sin->view(), y.view(), false);
+  return record<T, 4, D>("rope", std::move(y),
+                         [x, table](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>&) {
+                           if (!x.requires_grad()) return;
+                           Tensor<T, 4, D> gx(gy.shape(), uninitialized);
+                           cpu::rope_apply<T>(gy.view(), table.cos->view(), table.sin->view(), gx.view(), true);
+                           accumulate(x, std::move(gx));
+                         }, x);
+}
+
+/// Softmax over the last axis.
+template <class T, int R, Device D>
+Var<T, R, D> softmax(const Var<T, R, D>& x) {
+  detail::require_cpu<D>();
+  Tensor<T, R, D> y(x.shape(), uninitialized);
+  cpu::softmax_forward<T>(detail::as_rows(x.value()), detail::as_rows(y));
+  return record<T, R, D>("softmax", std::move(y),
+                         [x](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
+                           if (!x.requires_grad()) return;
+                           Tensor<T, R, D> gx(gy.shape(), uninitialized);
+                           cpu::softmax_backward<T>(detail::as_rows(y), detail::as_rows(gy), detail::as_rows(gx));
+                           accumulate(x, std::move(gx));
+                         }, x);
+}
+
+/// table[ids]: ids (B, T) -> (B, T, C); the backward scatter-adds into the table's gradient.
+template <class T, Device D>
+Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& table) {
+  detail::require_cpu<D>();
+  const index_t B = ids.shape()[0], Tt = ids.shape()[1], C = table.shape()[1];
+  Tensor<T, 3, D> y(Shape<3>{B, Tt, C}, uninitialized);
+  Tensor<index_t, 1, D> flat(ids.view().template reshape<1>(Shape<1>{B * Tt}));
+  cpu::embedding_forward<T>(flat.view(), table.value().view(), detail::as_rows(y));
+  return record<T, 3, D>("embedding", std::move(y),
+                         [table, flat = std::move(flat)](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+                           if (auto* g = grad_slot(table))
+                             cpu::embedding_backward<T>(flat.view(), detail::as_rows(gy), g->view());
+                         }, table);
+}
+
+/// Result of cross_entropy: the differentiable mean and the per-token losses (nats, 0 where
+/// ignored), e.g. for bits-per-byte.
+template <class T, class D>
+struct CrossEntropy {
+  Var<T, 0, D> loss;        // mean over non-ignored targets (0 if there are none)
+  Tensor<T, 1, D> per_token;  // (N)
+  index_t count = 0;          // non-ignored targets
+};
+
+/// Fused softcap (cap * tanh(z / cap); cap <= 0 disables it) + log-softmax + cross-entropy over
+/// the first `vocab` columns of logits (N, Vp) (vocab < 0: all), targets (N), ignore_index -1.
+template <class T, Device D>
+CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_t, 1, D>& targets, T cap = T(15),
+                                 index_t vocab = -1, index_t ignore_index = -1) {
+  detail::require_cpu<D>();
+  const index_t N = logits.shape()[0], V = vocab < 0 ? logits.shape()[1] : vocab;
+  check(targets.shape()[0] == N, "cross_entropy", "logits ", to_string(logits.shape()), " vs targets ",
+        to_string(targets.shape()));
+  Tensor<T, 1, D> per(Shape<1>{N}, uninitialized), lse(Shape<1>{N}, uninitialized);
+  cpu::softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index, per.view(), lse.view());
+  index_t count = 0;
+  for (index_t i = 0; i < N; ++i) count += targets(i) != ignore_index;
+  const T inv = count > 0 ? T(1) / static_cast<T>(count) : T(0);
+  auto loss = record<T, 0, D>(
+      "cross_entropy", Tensor<T, 0, D>::full(Shape<0>{}, lrt::sum(per) * inv),
+      [logits, tg = Tensor<index_t, 1, D>(targets), lse = std::move(lse), V, cap, ignore_index, inv](
+          const Tensor<T, 0, D>& gy, const Tensor<T, 0, D>&) {
+        auto* g = grad_slot(logits);
+        if (!g) return;
+        const index_t n = tg.shape()[0];
+        const Tensor<T, 1, D> rowg = Tensor<T, 1, D>::full(Shape<1>{n}, *gy.data() * inv);
+        Tensor<T, 2, D> dl(logits.shape(), uninitialized);
+        cpu::softcap_xent_backward<T>(logits.value().view(), tg.view(), V, cap, ignore_index, lse.view(), rowg.view(),
+                                      dl.view());
+        *g += dl;
+      },
+      logits);
+  return {loss, std::move(per), count};
+}
+
+/// Causal attention with GQA and a sliding window, queries at original positions qpos.
+/// q (B, Tq, H, Dh), k, v (B, Tk, Hkv, Dh), qpos (Tq) increasing -> (B, Tq, H, Dh).
+/// A query at p attends key j iff j <= p and p - j <= window. Memory O(T) per head: the forward
+/// saves the output and the log-sum-exp; the backward recomputes the scores.
+template <class T, Device D>
+Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
+                       const Tensor<index_t, 1, D>& qpos, index_t window) {
+  detail::require_cpu<D>();
+  const index_t B = q.shape()[0], Tq = q.shape()[1], H = q.shape()[2], Dh = q.shape()[3];
+  const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
+  Tensor<T, 4, D> out(q.shape(), uninitialized);
+  Tensor<T, 3, D> lse(Shape<3>{B, H, Tq}, uninitialized);
+  cpu::attention_forward<T>(q.value().view(), k.value().view(), v.value().view(), qpos.view(), window, scale,
+                            out.view(), lse.view());
+  return record<T, 4, D>(
+      "attention", std::move(out),
+      [q, k, v, qp = Tensor<index_t, 1, D>(qpos), window, scale, lse = std::move(lse)](
+          const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>& y) {
+        Tensor<T, 4, D> dq(q.shape(), uninitialized), dk(k.shape(), uninitialized), dv(v.shape(), uninitialized);
+        cpu::attention_backward<T>(q.value().view(), k.value().view(), v.value().view(), qp.view(), window, scale,
+                                   y.view(), lse.view(), gy.view(), dq.view(), dk.view(), dv.view());
+        accumulate(q, std::move(dq));
+        accumulate(k, std::move(dk));
+        accumulate(v, std::move(dv));
+      },
+      q, k, v);
+}
+
+}  // namespace ad
+}  // namespace v0
+}  // namespace lrt

@@ -1,0 +1,259 @@
+// lrt/backend/cpu/nn.hpp: CPU kernels of the transformer's fused ops, forward and backward, on
+// row-major views (callers reshape to rows). Used by the autodiff ops and by decoding.
+// Shapes: N rows (B*T tokens), C channels, Dh head dim, V vocabulary.
+// Not here: attention (attention.hpp), matrix products (gemm.hpp).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "../../tensor/reduce.hpp"
+#include "device.hpp"
+
+namespace lrt {
+inline namespace v0 {
+namespace cpu {
+
+/// RMSNorm epsilon of the spec: fp32 machine epsilon.
+inline constexpr double rmsnorm_eps = 1.1920929e-07;
+
+namespace detail {
+inline void require_rows(bool ok, const char* op, const std::string& what) { check(ok, op, what); }
+template <class T, int R>
+void require_contiguous(const TensorView<T, R, cpu::Device>& v, const char* op, const char* name) {
+  check(v.is_contiguous(), op, name, " of shape ", to_string(v.shape()), " must be contiguous");
+}
+}  // namespace detail
+
+/// y = x / sqrt(mean(x^2) + eps) per row; rinv[i] = the row's 1/sqrt(...).
+/// x, y: (N, C)   rinv: (N)
+template <class T>
+void rmsnorm_forward(TensorView<const T, 2> x, TensorView<T, 2> y, TensorView<T, 1> rinv,
+                     double eps = rmsnorm_eps) {
+  const index_t N = x.shape()[0], C = x.shape()[1];
+  check(y.shape() == x.shape() && rinv.shape()[0] == N, "rmsnorm", "shapes x ", to_string(x.shape()),
+        ", y ", to_string(y.shape()), ", rinv ", to_string(rinv.shape()), " do not match");
+  parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i) {
+      const T* xr = &x(i, 0);
+      T* yr = &y(i, 0);
+      const index_t sx = x.strides()[1], sy = y.strides()[1];
+      T ss = 0;
+      for (index_t j = 0; j < C; ++j) ss += xr[j * sx] * xr[j * sx];
+      const T r = T(1) / std::sqrt(ss / T(C) + T(eps));
+      for (index_t j = 0; j < C; ++j) yr[j * sy] = xr[j * sx] * r;
+      rinv(i) = r;
+    }
+  });
+}
+
+/// gx = rinv * (gy - y * mean(gy * y)) per row.   y, gy, gx: (N, C)   rinv: (N)
+template <class T>
+void rmsnorm_backward(TensorView<const T, 2> y, TensorView<const T, 1> rinv, TensorView<const T, 2> gy,
+                      TensorView<T, 2> gx) {
+  const index_t N = y.shape()[0], C = y.shape()[1];
+  check(gy.shape() == y.shape() && gx.shape() == y.shape() && rinv.shape()[0] == N, "rmsnorm_backward",
+        "shapes y ", to_string(y.shape()), ", gy ", to_string(gy.shape()), ", gx ", to_string(gx.shape()),
+        " do not match");
+  parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i) {
+      T dot = 0;
+      for (index_t j = 0; j < C; ++j) dot += gy(i, j) * y(i, j);
+      const T m = dot / T(C), r = rinv(i);
+      for (index_t j = 0; j < C; ++j) gx(i, j) = r * (gy(i, j) - y(i, j) * m);
+    }
+  });
+}
+
+/// Rounds a float to the nearest bfloat16 (ties to even) and back.
+inline float round_to_bf16(float x) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, nan
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  return std::bit_cast<float>(u);
+}
+
+/// RoPE tables for the given absolute positions: cos, sin of pos * 10000^(-2j/Dh), j < Dh/2,
+/// computed in fp32 (as the release does), optionally rounded to bf16.   -> cos, sin: (P, Dh/2)
+template <class T>
+std::pair<Tensor<T, 2>, Tensor<T, 2>> rope_tables(TensorView<const index_t, 1> positions, index_t Dh,
+                                                  bool bf16_tables = true) {
+  check(Dh > 0 && Dh % 2 == 0, "rope", "head dim must be even and positive, got ", Dh);
+  const index_t P = positions.shape()[0], half = Dh / 2;
+  Tensor<T, 2> cs(Shape<2>{P, half}, uninitialized), sn(Shape<2>{P, half}, uninitialized);
+  for (index_t j = 0; j < half; ++j) {
+    const float inv = 1.0f / std::pow(10000.0f, static_cast<float>(2 * j) / static_cast<float>(Dh));
+    for (index_t p = 0; p < P; ++p) {
+      check(positions(p) >= 0, "rope", "negative position ", positions(p));
+      const float th = static_cast<float>(positions(p)) * inv;
+      float c = std::cos(th), s = std::sin(th);
+      if (bf16_tables) {
+        c = round_to_bf16(c);
+        s = round_to_bf16(s);
+      }
+      cs(p, j) = static_cast<T>(c);
+      sn(p, j) = static_cast<T>(s);
+    }
+  }
+  return {std::move(cs), std::move(sn)};
+}
+
+/// Half-split rotation by -theta (the release's sign): with a = x_j, b = x_{j+Dh/2},
+/// y_j = a cos + b sin, y_{j+Dh/2} = -a sin + b cos. inverse = true rotates back (the backward).
+/// x, y: (B, T, H, Dh)   cos, sin: (T, Dh/2), row t for time index t of x
+template <class T>
+void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView<const T, 2> sin,
+                TensorView<T, 4> y, bool inverse = false) {
+  const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3], half = Dh / 2;
+  check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && y.shape() == x.shape(),
+        "rope", "x ", to_string(x.shape()), " needs tables of shape ", to_string(Shape<2>{Tt, half}), ", got ",
+        to_string(cos.shape()), " and ", to_string(sin.shape()));
+  const T sg = inverse ? T(-1) : T(1);
+  parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
+    for (index_t bt = b0; bt < e0; ++bt) {
+      const index_t bb = bt / Tt, t = bt % Tt;
+      for (index_t h = 0; h < H; ++h)
+        for (index_t j = 0; j < half; ++j) {
+          const T a = x(bb, t, h, j), c = x(bb, t, h, j + half);
+          const T co = cos(t, j), si = sg * sin(t, j);
+          y(bb, t, h, j) = a * co + c * si;
+          y(bb, t, h, j + half) = -a * si + c * co;
+        }
+    }
+  });
+}
+
+/// Row-wise softmax.   x, y: (N, C)
+template <class T>
+void softmax_forward(TensorView<const T, 2> x, TensorView<T, 2> y) {
+  const index_t N = x.shape()[0], C = x.shape()[1];
+  check(y.shape() == x.shape(), "softmax", "shapes ", to_string(x.shape()), " and ", to_string(y.shape()),
+        " differ");
+  parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i) {
+      T m = -std::numeric_limits<T>::infinity();
+      for (index_t j = 0; j < C; ++j) m = std::max(m, x(i, j));
+      T s = 0;
+      for (index_t j = 0; j < C; ++j) s += (y(i, j) = std::exp(x(i, j) - m));
+      const T inv = T(1) / s;
+      for (index_t j = 0; j < C; ++j) y(i, j) *= inv;
+    }
+  });
+}
+
+/// gx = y * (gy - sum(gy * y)) per row.   y, gy, gx: (N, C)
+template <class T>
+void softmax_backward(TensorView<const T, 2> y, TensorView<const T, 2> gy, TensorView<T, 2> gx) {
+  const index_t N = y.shape()[0], C = y.shape()[1];
+  parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i) {
+      T dot = 0;
+      for (index_t j = 0; j < C; ++j) dot += gy(i, j) * y(i, j);
+      for (index_t j = 0; j < C; ++j) gx(i, j) = y(i, j) * (gy(i, j) - dot);
+    }
+  });
+}
+
+/// Fused softcap + log-softmax + cross-entropy over the first V columns of each row.
+/// z = cap * tanh(l / cap) (cap <= 0: z = l); loss[i] = logsumexp(z_i) - z_i[t_i], 0 where the
+/// target is ignore_index. lse[i] is saved for the backward.
+/// logits: (N, Vp)   targets: (N)   loss, lse: (N)
+template <class T>
+void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V,
+                          T cap, index_t ignore_index, TensorView<T, 1> loss, TensorView<T, 1> lse) {
+  const index_t N = logits.shape()[0];
+  check(V >= 1 && V <= logits.shape()[1], "cross_entropy", "vocab ", V, " out of range for logits ",
+        to_string(logits.shape()));
+  check(targets.shape()[0] == N && loss.shape()[0] == N && lse.shape()[0] == N, "cross_entropy", "logits ",
+        to_string(logits.shape()), " and targets ", to_string(targets.shape()), " disagree on rows");
+  for (index_t i = 0; i < N; ++i) {
+    const index_t t = targets(i);
+    check(t == ignore_index || (t >= 0 && t < V), "cross_entropy", "target ", t, " at row ", i,
+          " out of range for vocab ", V);
+  }
+  parallel_for(N, std::max<index_t>(1, 8192 / V), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i) {
+      auto z = [&](index_t j) { return cap > T(0) ? cap * std::tanh(logits(i, j) / cap) : logits(i, j); };
+      T m = -std::numeric_limits<T>::infinity();
+      for (index_t j = 0; j < V; ++j) m = std::max(m, z(j));
+      T s = 0;
+      for (index_t j = 0; j < V; ++j) s += std::exp(z(j) - m);
+      const T l = m + std::log(s);
+      lse(i) = l;
+      const index_t t = targets(i);
+      loss(i) = t == ignore_index ? T(0) : l - z(t);
+    }
+  });
+}
+
+/// dlogits[i, :] = g[i] * (softmax(z_i) - onehot(t_i)) * dz/dl, zero for ignored rows and for
+/// columns >= V.   g: (N) upstream gradient of each row's loss
+template <class T>
+void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V,
+                           T cap, index_t ignore_index, TensorView<const T, 1> lse, TensorView<const T, 1> g,
+                           TensorView<T, 2> dlogits) {
+  const index_t N = logits.shape()[0], Vp = logits.shape()[1];
+  check(dlogits.shape() == logits.shape(), "cross_entropy_backward", "dlogits ", to_string(dlogits.shape()),
+        " vs logits ", to_string(logits.shape()));
+  parallel_for(N, std::max<index_t>(1, 8192 / Vp), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i) {
+      const index_t t = targets(i);
+      if (t == ignore_index || g(i) == T(0)) {
+        for (index_t j = 0; j < Vp; ++j) dlogits(i, j) = T(0);
+        continue;
+      }
+      const T gi = g(i), l = lse(i);
+      for (index_t j = 0; j < V; ++j) {
+        T zj, dz = T(1);
+        if (cap > T(0)) {
+          const T th = std::tanh(logits(i, j) / cap);
+          zj = cap * th;
+          dz = T(1) - th * th;
+        } else {
+          zj = logits(i, j);
+        }
+        const T p = std::exp(zj - l) - (j == t ? T(1) : T(0));
+        dlogits(i, j) = gi * p * dz;
+      }
+      for (index_t j = V; j < Vp; ++j) dlogits(i, j) = T(0);
+    }
+  });
+}
+
+/// out[i, :] = table[ids[i], :].   ids: (N)   table: (V, C)   out: (N, C)
+template <class T>
+void embedding_forward(TensorView<const index_t, 1> ids, TensorView<const T, 2> table, TensorView<T, 2> out) {
+  const index_t N = ids.shape()[0], V = table.shape()[0], C = table.shape()[1];
+  check(out.shape() == Shape<2>{N, C}, "embedding", "output ", to_string(out.shape()), " for ", N,
+        " ids and table ", to_string(table.shape()));
+  for (index_t i = 0; i < N; ++i)
+    check(ids(i) >= 0 && ids(i) < V, "embedding", "id ", ids(i), " at position ", i,
+          " out of range for table ", to_string(table.shape()));
+  parallel_for(N, std::max<index_t>(1, 8192 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
+    for (index_t i = b; i < e; ++i)
+      for (index_t j = 0; j < C; ++j) out(i, j) = table(ids(i), j);
+  });
+}
+
+/// gtable[ids[i], :] += gout[i, :] (scatter-add; repeated ids accumulate in row order, so the
+/// result does not depend on the thread count).   gout: (N, C)   gtable: (V, C)
+template <class T>
+void embedding_backward(TensorView<const index_t, 1> ids, TensorView<const T, 2> gout, TensorView<T, 2> gtable) {
+  const index_t N = ids.shape()[0], C = gtable.shape()[1];
+  check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", to_string(gout.shape()),
+        " for ", N, " ids and table ", to_string(gtable.shape()));
+  // Threads own disjoint channel ranges: no races, fixed order per element.
+  parallel_for(C, 16, [&](index_t c0, index_t c1) {
+    for (index_t i = 0; i < N; ++i)
+      for (index_t j = c0; j < c1; ++j) gtable(ids(i), j) += gout(i, j);
+  });
+}
+
+}  // namespace cpu
+}  // namespace v0
+}  // namespace lrt
