@@ -150,6 +150,8 @@ template <class T, int R, Device D, Scalar S>
 Var<T, R, D> operator+(S s, const Var<T, R, D>& x) { return add_scalar(x, static_cast<T>(s)); }
 template <class T, int R, Device D, Scalar S>
 Var<T, R, D> operator-(const Var<T, R, D>& x, S s) { return add_scalar(x, -static_cast<T>(s)); }
+template <class T, int R, Device D, Scalar S>
+Var<T, R, D> operator-(S s, const Var<T, R, D>& x) { return add_scalar(scale(x, T(-1)), static_cast<T>(s)); }
 template <class T, int R, Device D>
 Var<T, R, D> operator-(const Var<T, R, D>& x) { return scale(x, T(-1)); }
 

@@ -1,8 +1,9 @@
 // lrt/tensor/random.hpp: counter-based random numbers (Philox4x32-10).
 // Element i of a fill with (seed, offset) depends only on (seed, offset + i), so a stream is
 // the same on every device and thread count, and can be resumed from a stored offset.
-// Uniform values are bit-identical across devices; normal values go through log/cos/sin and
-// may differ in the last ulp between CPU libm and CUDA's math library.
+// Uniform values are bit-identical across devices (host builds must not contract a*b+c into an
+// FMA: -ffp-contract=off, which ISO -std=c++20 implies on GCC); normal values go through
+// log/cos/sin and may differ in the last ulp between CPU libm and CUDA's math library.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,10 @@ struct UniformGen {
   T lo, hi;
   LRT_HD T operator()(index_t i) const {
     const float u = unit_float(Philox::word(seed, offset + static_cast<std::uint64_t>(i)));
+#if LRT_ON_DEVICE  // no FMA contraction: the same rounding as the host's separate mul and add
+    if constexpr (std::is_same_v<T, float>) return __fadd_rn(lo, __fmul_rn(u, hi - lo));
+    if constexpr (std::is_same_v<T, double>) return __dadd_rn(lo, __dmul_rn(double(u), hi - lo));
+#endif
     return lo + static_cast<T>(u) * (hi - lo);
   }
 };
