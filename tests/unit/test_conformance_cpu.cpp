@@ -1,8 +1,8 @@
-// tests/cuda/conformance_cpu.cpp: the device-generic conformance bodies on lrt::cpu::Device, so
+// tests/unit/test_conformance_cpu.cpp: the device-generic conformance bodies on lrt::cpu::Device, so
 // the bodies (and their host references) are checked on every machine, GPU or not. Plain C++;
 // no main: link it into a doctest runner (e.g. lrt_tests).
 #include <lrt/lrt.hpp>
 
-#include "conformance.hpp"
+#include "../cuda/conformance.hpp"
 
 LRT_CONFORMANCE_TEST_CASES(lrt::cpu::Device, "conformance cpu")
