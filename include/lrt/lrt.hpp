@@ -13,8 +13,10 @@
 
 #include "core.hpp"
 
+#include "backend/cpu/attention.hpp"
 #include "backend/cpu/device.hpp"
 #include "backend/cpu/gemm.hpp"
+#include "backend/cpu/nn.hpp"
 #include "backend/cpu/reduce.hpp"
 #include "tensor/format.hpp"
 #include "tensor/linalg.hpp"

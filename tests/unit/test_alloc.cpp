@@ -103,3 +103,50 @@ TEST_CASE("the CPU caching allocator reuses blocks: a repeated loop stops alloca
   lrt::cpu::empty_cache();
   CHECK(lrt::cpu::memory_stats().cached == 0);
 }
+
+#include <lrt/autodiff.hpp>
+
+TEST_CASE("autodiff: after the first step a training step allocates nothing; backward frees activations") {
+  namespace ad = lrt::ad;
+  const index_t B = 2, T = 16, C = 32, H = 2, Dh = 16, V = 40;
+  ad::Param<float, 2> wte(Tensor<float, 2>(lrt::normal<float>(Shape<2>{V, C}, 1)));
+  ad::Param<float, 2> wq(Tensor<float, 2>(lrt::uniform<float>(Shape<2>{H * Dh, C}, 2, 0, -0.2f, 0.2f)));
+  ad::Param<float, 2> wk(Tensor<float, 2>(lrt::uniform<float>(Shape<2>{H * Dh, C}, 3, 0, -0.2f, 0.2f)));
+  ad::Param<float, 2> wv(Tensor<float, 2>(lrt::uniform<float>(Shape<2>{H * Dh, C}, 4, 0, -0.2f, 0.2f)));
+  ad::Param<float, 2> w1(Tensor<float, 2>(lrt::uniform<float>(Shape<2>{4 * C, C}, 5, 0, -0.2f, 0.2f)));
+  ad::Param<float, 2> head(Tensor<float, 2>(lrt::uniform<float>(Shape<2>{V, C}, 6, 0, -0.2f, 0.2f)));
+  Tensor<index_t, 2> ids(Shape<2>{B, T});
+  Tensor<index_t, 1> tg(Shape<1>{B * T});
+  for (index_t i = 0; i < B * T; ++i) {
+    ids.data()[i] = (i * 7) % V;
+    tg(i) = (i * 11) % V;
+  }
+  const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{T}, index_t{0});
+  const auto rope = ad::RopeTable<float>::make(T, Dh);
+  ad::Graph g;
+  std::size_t after_forward = 0, after_backward = 0;
+  auto step = [&] {
+    g.clear();
+    const std::size_t base = lrt::cpu::memory_stats().in_use;
+    auto x = ad::rmsnorm(ad::embedding(ids, wte.var()));
+    auto q = ad::rope(ad::reshape(ad::linear(x, wq.var()), Shape<4>{B, T, H, Dh}), rope);
+    auto k = ad::rope(ad::reshape(ad::linear(x, wk.var()), Shape<4>{B, T, H, Dh}), rope);
+    auto v = ad::reshape(ad::linear(x, wv.var()), Shape<4>{B, T, H, Dh});
+    x = x + ad::reshape(ad::attention(q, k, v, pos, T), Shape<3>{B, T, C});
+    x = x + ad::linear(ad::relu2(ad::linear(x, w1.var())), ad::constant(Tensor<float, 2>(Shape<2>{C, 4 * C})));
+    auto loss = ad::cross_entropy(ad::linear(ad::reshape(x, Shape<2>{B * T, C}), head.var()), tg).loss;
+    after_forward = lrt::cpu::memory_stats().in_use - base;
+    ad::backward(loss);
+    after_backward = lrt::cpu::memory_stats().in_use - base;
+  };
+  for (int i = 0; i < 3; ++i) step();  // warm-up: caches, free lists and the arena reach their size
+  const auto s0 = lrt::cpu::memory_stats();
+  const long long n = allocations_during([&] { step(); step(); step(); });
+  CHECK(n == 0);  // no operator new at all: nodes in the arena, tensors from the cache
+  CHECK(lrt::cpu::memory_stats().system_allocs == s0.system_allocs);
+  // activations are gone after backward; what remains is the gradients, saved inputs of
+  // constants (ids, targets) and the retained loss
+  CAPTURE(after_forward);
+  CAPTURE(after_backward);
+  CHECK(after_backward < after_forward / 3);
+}

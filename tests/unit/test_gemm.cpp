@@ -126,3 +126,19 @@ TEST_CASE("gemm shape errors") {
   lrt::gemm(z, e1, e2);
   CHECK(z(0, 0) == 0.f);
 }
+
+TEST_CASE("gemm results do not depend on how the pool splits the rows") {
+  // The same GEMM run serially (inside a pool task, where lrt never splits) and on the pool.
+  std::mt19937 rng(31);
+  for (auto [M, K, N] : {std::tuple{64, 637, 64}, std::tuple{300, 200, 150}, std::tuple{1000, 64, 96},
+                         std::tuple{257, 129, 33}}) {
+    Tensor<float, 2> a(Shape<2>{M, K}), b(Shape<2>{K, N});
+    fill_random(a, rng);
+    fill_random(b, rng);
+    Tensor<float, 2> pooled = lrt::matmul(a, b), serial(Shape<2>{M, N});
+    lrt::parallel_for(2, 1, [&](index_t b0, index_t) {
+      if (b0 == 0) lrt::gemm(serial, a, b);
+    });
+    CHECK(equal(pooled.view(), serial.view()));
+  }
+}

@@ -222,14 +222,14 @@ class Var {
   /// The forward value; throws if backward already freed it.
   const Tensor<T, R, D>& value() const {
     check_node();
-    check(!n_->value_freed, "autodiff", "the value of '", n_->op(), "' ", to_string(n_->shape),
+    check(!n_->value_freed, "autodiff", "the value of '", n_->op(), "' ", n_->shape,
           " was freed by backward: call retain() before backward to keep it");
     return n_->value;
   }
   /// The gradient after backward; throws if none was computed.
   const Tensor<T, R, D>& grad() const {
     check_node();
-    check(n_->grad_ready, "autodiff", "no gradient for '", n_->op(), "' ", to_string(n_->shape),
+    check(n_->grad_ready, "autodiff", "no gradient for '", n_->op(), "' ", n_->shape,
           ": it does not require grad, is not an ancestor of the loss, or backward freed it "
           "(retain() keeps it)");
     return n_->grad;
@@ -321,8 +321,8 @@ void accumulate(const Var<T, R, D>& v, E&& g) {
   VarNode<T, R, D>* n = v.node();
   const auto gs = g.shape();
   static_assert(std::remove_cvref_t<E>::rank <= R, "a gradient cannot have a higher rank than its variable");
-  check(lrt::detail::broadcasts_to(gs, n->shape), "backward", "gradient of shape ", to_string(gs),
-        " does not match the shape ", to_string(n->shape), " of '", n->op(), "'");
+  check(lrt::detail::broadcasts_to(gs, n->shape), "backward", "gradient of shape ", gs,
+        " does not match the shape ", n->shape, " of '", n->op(), "'");
   if (!n->grad_ready) {
     if constexpr (std::is_same_v<std::remove_cvref_t<E>, Tensor<T, R, D>> && !std::is_lvalue_reference_v<E>) {
       if (gs == n->shape) {  // take the buffer
@@ -353,8 +353,8 @@ Var<T, R, D> record(const char* op, Tensor<T, R, D>&& value, F&& bw, const In&..
 template <class T, int R, Device D>
 void backward(const Var<T, R, D>& y, const Tensor<T, R, D>& seed) {
   check(static_cast<bool>(y), "backward", "backward on an empty Var");
-  check(seed.shape() == y.shape(), "backward", "seed of shape ", to_string(seed.shape()),
-        " does not match the output shape ", to_string(y.shape()));
+  check(seed.shape() == y.shape(), "backward", "seed of shape ", seed.shape(),
+        " does not match the output shape ", y.shape());
   VarNode<T, R, D>* n = y.node();
   check(!n->value_freed, "backward", "the graph through '", n->op(),
         "' was already freed by an earlier backward: clear the graph and run the forward again");
@@ -367,10 +367,12 @@ void backward(const Var<T, R, D>& y, const Tensor<T, R, D>& seed) {
 /// Backward from a scalar loss.
 template <class T, int R, Device D>
 void backward(const Var<T, R, D>& loss) {
-  check(R == 0, "backward", "output '", loss ? loss.node()->op() : "?", "' has shape ",
-        loss ? to_string(loss.shape()) : std::string("?"),
-        ": backward without a seed needs a scalar (pass a seed of the output's shape)");
-  if constexpr (R == 0) {
+  if constexpr (R != 0) {
+    throw Error("backward", lrt::detail::str_cat("output '", loss ? loss.node()->op() : "?", "' has shape ",
+                                                 loss ? to_string(loss.shape()) : std::string("?"),
+                                                 ": backward without a seed needs a scalar (pass a seed of the "
+                                                 "output's shape)"));
+  } else {
     backward(loss, Tensor<T, 0, D>::full(Shape<0>{}, T(1)));
   }
 }

@@ -128,8 +128,8 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
                                  index_t vocab = -1, index_t ignore_index = -1) {
   detail::require_cpu<D>();
   const index_t N = logits.shape()[0], V = vocab < 0 ? logits.shape()[1] : vocab;
-  check(targets.shape()[0] == N, "cross_entropy", "logits ", to_string(logits.shape()), " vs targets ",
-        to_string(targets.shape()));
+  check(targets.shape()[0] == N, "cross_entropy", "logits ", logits.shape(), " vs targets ",
+        targets.shape());
   Tensor<T, 1, D> per(Shape<1>{N}, uninitialized), lse(Shape<1>{N}, uninitialized);
   cpu::softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index, per.view(), lse.view());
   index_t count = 0;

@@ -241,7 +241,7 @@ Var<T, R, D> linear(const Var<T, R, D>& x, const Var<T, 2, D>& w) {
   static_assert(R == 2 || R == 3, "linear takes x of shape (N, in) or (B, T, in)");
   const Shape<R> xs = x.shape();
   const index_t in = xs[R - 1], out = w.shape()[0];
-  check(w.shape()[1] == in, "linear", "input ", to_string(xs), " vs weight ", to_string(w.shape()),
+  check(w.shape()[1] == in, "linear", "input ", xs, " vs weight ", w.shape(),
         ": inner dims differ");
   const index_t N = xs.numel() / std::max<index_t>(in, 1);
   Shape<R> ys = xs;
@@ -291,8 +291,8 @@ Var<T, R, D> concat(const Var<T, R, D>& a, const Var<T, R, D>& b, int axis) {
   const int ax = lrt::detail::normalize_axis(axis, R, "concat");
   Shape<R> s = a.shape();
   for (int d = 0; d < R; ++d)
-    check(d == ax || a.shape()[d] == b.shape()[d], "concat", "shapes ", to_string(a.shape()), " and ",
-          to_string(b.shape()), " differ outside axis ", ax);
+    check(d == ax || a.shape()[d] == b.shape()[d], "concat", "shapes ", a.shape(), " and ",
+          b.shape(), " differ outside axis ", ax);
   const index_t na = a.shape()[ax];
   s[ax] = na + b.shape()[ax];
   Tensor<T, R, D> y(s, uninitialized);

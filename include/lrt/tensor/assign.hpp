@@ -41,11 +41,13 @@ constexpr void check_assign_types() {
 /// True when evaluating e element by element into dst could read an element already written.
 template <class DT, int R, class D, class E>
 bool unsafe_alias(const TensorView<DT, R, D>& dst, bool dst_indexed, const E& e) {
-  const auto [dlo, dhi] = byte_range(dst);
+  const auto drange = byte_range(dst);
+  const char *dlo = drange.first, *dhi = drange.second;  // plain variables: lambdas may capture them
   if (dlo == dhi) return false;
   bool unsafe = false;
   e.visit_leaves([&](const auto& leaf, bool indexed) {
-    const auto [lo, hi] = byte_range(leaf);
+    const auto range = byte_range(leaf);
+    const char *lo = range.first, *hi = range.second;
     if (lo == hi || !(lo < dhi && dlo < hi)) return;
     using L = std::remove_cvref_t<decltype(leaf)>;
     bool same = false;
@@ -65,7 +67,7 @@ template <class T, int R, Device D, Expression E>
 void assign(const TensorView<T, R, D>& dst, const E& e, const char* op) {
   detail::check_assign_types<TensorView<T, R, D>, E>();
   check(detail::broadcasts_to(e.shape(), dst.shape()), op, "shape mismatch: destination ",
-        to_string(dst.shape()), " vs expression ", to_string(e.shape()));
+        dst.shape(), " vs expression ", e.shape());
   if (dst.numel() == 0) return;
   if (detail::unsafe_alias(dst, false, e)) {
     Tensor<T, R, D> tmp(dst.shape(), uninitialized);
@@ -83,7 +85,7 @@ const IndexedView<T, R, D>& IndexedView<T, R, D>::operator=(const E& e) const {
   detail::check_assign_types<IndexedView, E>();
   check(idx_->unique(), "scatter", "index list repeats an index: scatter would be ambiguous");
   check(detail::broadcasts_to(e.shape(), shape_), "scatter", "shape mismatch: destination ",
-        to_string(shape_), " vs expression ", to_string(e.shape()));
+        shape_, " vs expression ", e.shape());
   if (shape_.numel() == 0) return *this;
   if (detail::unsafe_alias(base_, true, e)) {
     Tensor<value_type, R, D> tmp(shape_, uninitialized);

@@ -84,7 +84,7 @@ class IndexedView : public ExprBase<IndexedView<T, R, D>> {
   IndexedView(const TensorView<T, R, D>& base, int axis, const IndexList<D>& idx)
       : base_(base), axis_(detail::normalize_axis(axis, R, "gather")), idx_(&idx) {
     check(idx.max() < base.shape()[axis_], "gather", "index ", idx.max(),
-          " out of bounds for axis ", axis_, " of shape ", to_string(base.shape()));
+          " out of bounds for axis ", axis_, " of shape ", base.shape());
     shape_ = base.shape();
     shape_[axis_] = idx.size();
   }

@@ -64,7 +64,7 @@ auto as_view(V&& x) {
 
 template <class T, int R, class D>
 void check_same_matmul(const Shape<R>& a, const Shape<R>& b, const char* op) {
-  check(a[R - 1] == b[R - 2], op, "inner dims differ: ", to_string(a), " vs ", to_string(b));
+  check(a[R - 1] == b[R - 2], op, "inner dims differ: ", a, " vs ", b);
 }
 
 }  // namespace detail
@@ -88,10 +88,10 @@ void gemm(CV&& c_, const AV& a_, const BV& b_, typename std::remove_cvref_t<CV>:
                     std::is_same_v<typename decltype(b)::device_type, D>,
                 "gemm operands must live on the same device");
   const index_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-  check(b.shape()[0] == K, "gemm", "inner dims differ: ", to_string(a.shape()), " vs ",
-        to_string(b.shape()));
-  check(c.shape()[0] == M && c.shape()[1] == N, "gemm", "output shape ", to_string(c.shape()),
-        " does not match ", to_string(a.shape()), " x ", to_string(b.shape()));
+  check(b.shape()[0] == K, "gemm", "inner dims differ: ", a.shape(), " vs ",
+        b.shape());
+  check(c.shape()[0] == M && c.shape()[1] == N, "gemm", "output shape ", c.shape(),
+        " does not match ", a.shape(), " x ", b.shape());
   if (M == 0 || N == 0) return;
   index_t lda, ldb, ldc;
   bool ta, tb, tc;
@@ -133,11 +133,11 @@ void gemm_batched(CV&& c_, const AV& a_, const BV& b_,
                     std::is_same_v<typename decltype(b)::device_type, D>,
                 "gemm operands must live on the same device");
   const index_t Bt = c.shape()[0], M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
-  check(b.shape()[1] == K, "gemm_batched", "inner dims differ: ", to_string(a.shape()), " vs ",
-        to_string(b.shape()));
+  check(b.shape()[1] == K, "gemm_batched", "inner dims differ: ", a.shape(), " vs ",
+        b.shape());
   check(a.shape()[0] == Bt && b.shape()[0] == Bt && c.shape()[1] == M && c.shape()[2] == N,
-        "gemm_batched", "shapes do not match: ", to_string(c.shape()), " = ", to_string(a.shape()),
-        " x ", to_string(b.shape()));
+        "gemm_batched", "shapes do not match: ", c.shape(), " = ", a.shape(),
+        " x ", b.shape());
   if (Bt == 0 || M == 0 || N == 0) return;
   index_t lda, ldb, ldc;
   bool ta, tb, tc;
@@ -178,7 +178,7 @@ auto matmul(const AV& a_, const BV& b_) {
   static_assert((Ra == 2 || Ra == 3) && Rb <= Ra && Rb >= 2,
                 "matmul supports (M,K)x(K,N), (B,M,K)x(B,K,N) and (B,M,K)x(K,N)");
   check(a.shape()[Ra - 1] == b.shape()[Rb - 2], "matmul", "inner dims differ: ",
-        to_string(a.shape()), " vs ", to_string(b.shape()));
+        a.shape(), " vs ", b.shape());
   if constexpr (Ra == 2) {
     Tensor<T, 2, D> c(Shape<2>{a.shape()[0], b.shape()[1]}, uninitialized);
     gemm(c, a, b);
@@ -195,8 +195,8 @@ auto matmul(const AV& a_, const BV& b_) {
         gemm_batched(c, a, bb);
       }
     } else {
-      check(a.shape()[0] == b.shape()[0], "matmul", "batch sizes differ: ", to_string(a.shape()),
-            " vs ", to_string(b.shape()));
+      check(a.shape()[0] == b.shape()[0], "matmul", "batch sizes differ: ", a.shape(),
+            " vs ", b.shape());
       gemm_batched(c, a, b);
     }
     return c;

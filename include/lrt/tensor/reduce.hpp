@@ -64,7 +64,7 @@ Tensor<reduce_result_t<Op, T>, R - 1, D> reduce_axis(const TensorView<const T, R
   static_assert(R >= 1, "reducing over an axis needs rank >= 1");
   const int a = normalize_axis(axis, R, reduce_name(Op));
   check(Op == ReduceOp::Sum || v.shape()[a] > 0, reduce_name(Op), "reduction over the empty axis ",
-        a, " of shape ", to_string(v.shape()));
+        a, " of shape ", v.shape());
   Shape<R - 1> out_shape;
   for (int k = 0, j = 0; k < R; ++k)
     if (k != a) out_shape[j++] = v.shape()[k];
@@ -76,7 +76,7 @@ Tensor<reduce_result_t<Op, T>, R - 1, D> reduce_axis(const TensorView<const T, R
 template <ReduceOp Op, class T, int R, class D>
 reduce_result_t<Op, T> reduce_all(const TensorView<const T, R, D>& v) {
   check(Op == ReduceOp::Sum || v.numel() > 0, reduce_name(Op), "reduction over an empty tensor of shape ",
-        to_string(v.shape()));
+        v.shape());
   if (!v.is_contiguous()) {
     const Tensor<T, R, D> c(v);
     return reduce_all<Op>(c.view());

@@ -55,7 +55,7 @@ struct ViewFns {
     const int a = normalize_axis(axis, R, "select");
     if (i < 0) i += s.shape()[a];
     check(0 <= i && i < s.shape()[a], "select", "index ", i, " out of bounds for axis ", a,
-          " of shape ", to_string(s.shape()));
+          " of shape ", s.shape());
     Shape<R - 1> sh;
     Strides<R - 1> st;
     for (int k = 0, j = 0; k < R; ++k)
@@ -72,7 +72,7 @@ struct ViewFns {
     Strides<R> st;
     for (int k = 0; k < R; ++k) {
       const index_t p = perm[k];
-      check(p >= 0 && p < R && !seen[p], "permute", "invalid permutation ", to_string(perm),
+      check(p >= 0 && p < R && !seen[p], "permute", "invalid permutation ", perm,
             " for rank ", R);
       seen[p] = true;
       sh[k] = s.shape()[p];
@@ -92,10 +92,10 @@ struct ViewFns {
   template <int R2, class U, int R, class D>
   static TensorView<U, R2, D> reshape(const TensorView<U, R, D>& s, const Shape<R2>& shape) {
     check_extents(shape, "reshape");
-    check(shape.numel() == s.numel(), "reshape", "cannot reshape ", to_string(s.shape()), " (",
-          s.numel(), " elements) to ", to_string(shape), " (", shape.numel(), " elements)");
-    check(s.is_contiguous(), "reshape", "view of shape ", to_string(s.shape()), " with strides ",
-          to_string(s.strides()), " is not contiguous: call contiguous() first");
+    check(shape.numel() == s.numel(), "reshape", "cannot reshape ", s.shape(), " (",
+          s.numel(), " elements) to ", shape, " (", shape.numel(), " elements)");
+    check(s.is_contiguous(), "reshape", "view of shape ", s.shape(), " with strides ",
+          s.strides(), " is not contiguous: call contiguous() first");
     return TensorView<U, R2, D>(s.data(), shape, row_major_strides(shape));
   }
   template <class U, int R, class D>
@@ -249,7 +249,7 @@ class TensorView : public ExprBase<TensorView<T, R, D>>,
     const index_t idx[R > 0 ? R : 1] = {static_cast<index_t>(i)...};
     for (int k = 0; k < R; ++k)
       check(idx[k] >= 0 && idx[k] < shape_[k], "at", "index ", idx[k], " out of bounds for axis ",
-            k, " of shape ", to_string(shape_));
+            k, " of shape ", shape_);
     return (*this)(i...);
   }
 

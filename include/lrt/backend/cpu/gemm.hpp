@@ -1,7 +1,8 @@
 // lrt/backend/cpu/gemm.hpp: CPU GEMM through Eigen, or through OpenBLAS's cblas when lrt is
 // built with LRT_USE_OPENBLAS (measured faster on the reference machine; see README). Either
 // library runs single-threaded: lrt's own pool splits the work (over batches, else over rows
-// of C), so no BLAS or OpenMP pool ever runs beside it.
+// of C, in fixed blocks so that results do not depend on the thread count), so no BLAS or
+// OpenMP pool ever runs beside it.
 #pragma once
 
 #include <mutex>
@@ -96,8 +97,8 @@ template <>
 struct GemmBackend<cpu::Device> {
   /// Below this many flops per GEMM the work stays on the calling thread.
   static constexpr double parallel_flops = 4.0e6;
-  /// Least rows of C per task when a single GEMM is split.
-  static constexpr index_t min_rows = 32;
+  /// A GEMM with at least 2 * block_rows rows of C runs as blocks of block_rows rows, in parallel.
+  static constexpr index_t block_rows = 256;
 
   template <class T>
   static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a,
@@ -106,19 +107,24 @@ struct GemmBackend<cpu::Device> {
     const double flops = 2.0 * double(M) * double(N) * double(K);
     const int threads = num_threads();
     auto one = [&](index_t i) {
-      MatRef<T> ai{a.p + i * sa, a.ld, a.trans}, bi{b.p + i * sb, b.ld, b.trans};
+      const MatRef<T> ai{a.p + i * sa, a.ld, a.trans}, bi{b.p + i * sb, b.ld, b.trans};
       T* ci = C + i * sc;
-      if (threads == 1 || flops < parallel_flops || M < 2 * min_rows || batch >= threads) {
+      if (M < 2 * block_rows) {
         cpu::detail::gemm1(M, N, K, alpha, ai, bi, beta, ci, ldc);
         return;
       }
-      // Split rows of C (and of op(A)) across the pool.
-      parallel_for(M, min_rows, [&](index_t r0, index_t r1) {
-        const MatRef<T> ar{ai.trans ? ai.p + r0 : ai.p + r0 * ai.ld, ai.ld, ai.trans};
-        cpu::detail::gemm1(r1 - r0, N, K, alpha, ar, bi, beta, ci + r0 * ldc, ldc);
+      // Fixed blocks of rows of C (and of op(A)), whatever the thread count: the calls, and so
+      // the rounding, are the same with 1 thread or many (BLAS libraries pick kernels by size).
+      const index_t blocks = (M + block_rows - 1) / block_rows;
+      parallel_for(blocks, 1, [&](index_t b0, index_t b1) {
+        for (index_t blk = b0; blk < b1; ++blk) {
+          const index_t r0 = blk * block_rows, r1 = std::min(M, r0 + block_rows);
+          const MatRef<T> ar{ai.trans ? ai.p + r0 : ai.p + r0 * ai.ld, ai.ld, ai.trans};
+          cpu::detail::gemm1(r1 - r0, N, K, alpha, ar, bi, beta, ci + r0 * ldc, ldc);
+        }
       });
     };
-    if (batch >= threads && threads > 1 && flops * double(batch) >= parallel_flops) {
+    if (batch > 1 && threads > 1 && flops * double(batch) >= parallel_flops) {
       parallel_for(batch, 1, [&](index_t b0, index_t b1) {
         for (index_t i = b0; i < b1; ++i) one(i);
       });

@@ -25,7 +25,7 @@ namespace detail {
 inline void require_rows(bool ok, const char* op, const std::string& what) { check(ok, op, what); }
 template <class T, int R>
 void require_contiguous(const TensorView<T, R, cpu::Device>& v, const char* op, const char* name) {
-  check(v.is_contiguous(), op, name, " of shape ", to_string(v.shape()), " must be contiguous");
+  check(v.is_contiguous(), op, name, " of shape ", v.shape(), " must be contiguous");
 }
 }  // namespace detail
 
@@ -35,8 +35,8 @@ template <class T>
 void rmsnorm_forward(TensorView<const T, 2> x, TensorView<T, 2> y, TensorView<T, 1> rinv,
                      double eps = rmsnorm_eps) {
   const index_t N = x.shape()[0], C = x.shape()[1];
-  check(y.shape() == x.shape() && rinv.shape()[0] == N, "rmsnorm", "shapes x ", to_string(x.shape()),
-        ", y ", to_string(y.shape()), ", rinv ", to_string(rinv.shape()), " do not match");
+  check(y.shape() == x.shape() && rinv.shape()[0] == N, "rmsnorm", "shapes x ", x.shape(),
+        ", y ", y.shape(), ", rinv ", rinv.shape(), " do not match");
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       const T* xr = &x(i, 0);
@@ -57,7 +57,7 @@ void rmsnorm_backward(TensorView<const T, 2> y, TensorView<const T, 1> rinv, Ten
                       TensorView<T, 2> gx) {
   const index_t N = y.shape()[0], C = y.shape()[1];
   check(gy.shape() == y.shape() && gx.shape() == y.shape() && rinv.shape()[0] == N, "rmsnorm_backward",
-        "shapes y ", to_string(y.shape()), ", gy ", to_string(gy.shape()), ", gx ", to_string(gx.shape()),
+        "shapes y ", y.shape(), ", gy ", gy.shape(), ", gx ", gx.shape(),
         " do not match");
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
@@ -111,8 +111,8 @@ void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView
                 TensorView<T, 4> y, bool inverse = false) {
   const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3], half = Dh / 2;
   check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && y.shape() == x.shape(),
-        "rope", "x ", to_string(x.shape()), " needs tables of shape ", to_string(Shape<2>{Tt, half}), ", got ",
-        to_string(cos.shape()), " and ", to_string(sin.shape()));
+        "rope", "x ", x.shape(), " needs tables of shape ", Shape<2>{Tt, half}, ", got ",
+        cos.shape(), " and ", sin.shape());
   const T sg = inverse ? T(-1) : T(1);
   parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
     for (index_t bt = b0; bt < e0; ++bt) {
@@ -132,7 +132,7 @@ void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView
 template <class T>
 void softmax_forward(TensorView<const T, 2> x, TensorView<T, 2> y) {
   const index_t N = x.shape()[0], C = x.shape()[1];
-  check(y.shape() == x.shape(), "softmax", "shapes ", to_string(x.shape()), " and ", to_string(y.shape()),
+  check(y.shape() == x.shape(), "softmax", "shapes ", x.shape(), " and ", y.shape(),
         " differ");
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
@@ -168,9 +168,9 @@ void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_
                           T cap, index_t ignore_index, TensorView<T, 1> loss, TensorView<T, 1> lse) {
   const index_t N = logits.shape()[0];
   check(V >= 1 && V <= logits.shape()[1], "cross_entropy", "vocab ", V, " out of range for logits ",
-        to_string(logits.shape()));
+        logits.shape());
   check(targets.shape()[0] == N && loss.shape()[0] == N && lse.shape()[0] == N, "cross_entropy", "logits ",
-        to_string(logits.shape()), " and targets ", to_string(targets.shape()), " disagree on rows");
+        logits.shape(), " and targets ", targets.shape(), " disagree on rows");
   for (index_t i = 0; i < N; ++i) {
     const index_t t = targets(i);
     check(t == ignore_index || (t >= 0 && t < V), "cross_entropy", "target ", t, " at row ", i,
@@ -198,8 +198,8 @@ void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index
                            T cap, index_t ignore_index, TensorView<const T, 1> lse, TensorView<const T, 1> g,
                            TensorView<T, 2> dlogits) {
   const index_t N = logits.shape()[0], Vp = logits.shape()[1];
-  check(dlogits.shape() == logits.shape(), "cross_entropy_backward", "dlogits ", to_string(dlogits.shape()),
-        " vs logits ", to_string(logits.shape()));
+  check(dlogits.shape() == logits.shape(), "cross_entropy_backward", "dlogits ", dlogits.shape(),
+        " vs logits ", logits.shape());
   parallel_for(N, std::max<index_t>(1, 8192 / Vp), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       const index_t t = targets(i);
@@ -229,11 +229,11 @@ void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index
 template <class T>
 void embedding_forward(TensorView<const index_t, 1> ids, TensorView<const T, 2> table, TensorView<T, 2> out) {
   const index_t N = ids.shape()[0], V = table.shape()[0], C = table.shape()[1];
-  check(out.shape() == Shape<2>{N, C}, "embedding", "output ", to_string(out.shape()), " for ", N,
-        " ids and table ", to_string(table.shape()));
+  check(out.shape() == Shape<2>{N, C}, "embedding", "output ", out.shape(), " for ", N,
+        " ids and table ", table.shape());
   for (index_t i = 0; i < N; ++i)
     check(ids(i) >= 0 && ids(i) < V, "embedding", "id ", ids(i), " at position ", i,
-          " out of range for table ", to_string(table.shape()));
+          " out of range for table ", table.shape());
   parallel_for(N, std::max<index_t>(1, 8192 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i)
       for (index_t j = 0; j < C; ++j) out(i, j) = table(ids(i), j);
@@ -245,8 +245,8 @@ void embedding_forward(TensorView<const index_t, 1> ids, TensorView<const T, 2> 
 template <class T>
 void embedding_backward(TensorView<const index_t, 1> ids, TensorView<const T, 2> gout, TensorView<T, 2> gtable) {
   const index_t N = ids.shape()[0], C = gtable.shape()[1];
-  check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", to_string(gout.shape()),
-        " for ", N, " ids and table ", to_string(gtable.shape()));
+  check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", gout.shape(),
+        " for ", N, " ids and table ", gtable.shape());
   // Threads own disjoint channel ranges: no races, fixed order per element.
   parallel_for(C, 16, [&](index_t c0, index_t c1) {
     for (index_t i = 0; i < N; ++i)
