@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what lrt needs on Debian 12 (idempotent, quick when everything is present).
+# Usage: scripts/setup.sh [--corpus]   (--corpus also fetches the Brown Corpus into data/)
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+pkgs=(build-essential cmake ninja-build ccache libeigen3-dev libfmt-dev doctest-dev
+      libopenblas-dev pkg-config)
+want_corpus=0
+for a in "$@"; do
+  case "$a" in
+    --corpus) want_corpus=1 ;;
+    *) echo "setup.sh: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+[ "$want_corpus" = 1 ] && pkgs+=(npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=(); elif command -v sudo >/dev/null; then SUDO=(sudo -n); else
+    echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2; exit 1; fi
+  echo "setup.sh: installing ${missing[*]}"
+  # -n: never prompt (no terminal); wait for a concurrent apt/dpkg run instead of failing.
+  apt_opts=(-o DPkg::Lock::Timeout=600)
+  "${SUDO[@]}" apt-get "${apt_opts[@]}" update -qq
+  "${SUDO[@]}" apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup.sh: all packages present"
+fi
+
+if [ "$want_corpus" = 1 ]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  "$root/scripts/get_corpus.sh"
+fi

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Set up and run every test: packages (scripts/setup.sh), the default preset (unit,
+# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests again
+# under AddressSanitizer + UBSan (the `asan` preset).
+#
+# Environment:
+#   LRT_SKIP_ASAN=1   skip the sanitizer build and run
+#   LRT_JOBS=N        parallel build/test jobs (default 2)
+#   CCACHE_DIR        compiler cache (default $HOME/.cache/lrt-ccache, outside the clone)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+jobs="${LRT_JOBS:-2}"
+export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/root}/.cache/lrt-ccache}"
+mkdir -p "$CCACHE_DIR"
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+
+t_start=$SECONDS
+phase_start=$SECONDS
+timings=()
+phase() {  # phase NAME -- record the time spent since the previous call
+  local now=$SECONDS
+  timings+=("$(printf '%-28s %5ds' "$1" $((now - phase_start)))")
+  echo "== [$1] done in $((now - phase_start))s"
+  phase_start=$now
+}
+report() {
+  local rc=$?
+  echo
+  echo "== timings"
+  local t
+  for t in "${timings[@]}"; do echo "   $t"; done
+  echo "   $(printf '%-28s %5ds' total $((SECONDS - t_start)))"
+  if [ "$rc" -eq 0 ]; then echo "== test.sh: all tests passed"; else echo "== test.sh: FAILED (exit $rc)" >&2; fi
+}
+trap report EXIT
+
+echo "== setup"
+bash "$root/scripts/setup.sh" </dev/null
+phase setup
+
+# nvcc: use PATH, else the usual toolkit location; CMake finds it through CUDACXX.
+if ! command -v nvcc >/dev/null 2>&1 && [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
+
+if command -v ccache >/dev/null 2>&1; then ccache -z >/dev/null 2>&1 || true; fi
+
+echo "== configure (preset default)"
+cmake --preset default </dev/null
+phase configure
+# What CMake decided (check_language(CUDA) compiles a probe, so a broken nvcc counts as none).
+cuda_compiler="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null | head -n1)"
+case "$cuda_compiler" in
+  ""|*NOTFOUND) echo "CUDA: nvcc not found, skipped" ;;
+  *) echo "CUDA: using $cuda_compiler (CUDA tests are built and run)" ;;
+esac
+
+echo "== build (preset default, -j$jobs)"
+cmake --build --preset default -j "$jobs" </dev/null
+phase build
+
+echo "== test (preset default, -j$jobs)"
+ctest --preset default -j "$jobs" </dev/null
+phase test
+
+if [ "${LRT_SKIP_ASAN:-0}" = 1 ]; then
+  echo "== asan: skipped (LRT_SKIP_ASAN=1)"
+else
+  echo "== configure (preset asan)"
+  cmake --preset asan </dev/null
+  phase "asan configure"
+  echo "== build lrt_tests (preset asan, -j$jobs)"
+  cmake --build --preset asan -j "$jobs" </dev/null
+  phase "asan build"
+  echo "== unit tests under ASan+UBSan"
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
+  UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+    "$root/build-asan/bin/lrt_tests" </dev/null
+  phase "asan test"
+fi
+
+if command -v ccache >/dev/null 2>&1; then
+  echo "== ccache ($CCACHE_DIR)"; ccache -s 2>/dev/null | sed -n '1,12p' || true
+fi
