@@ -98,7 +98,7 @@ struct GemmBackend<cpu::Device> {
   /// Below this many flops per GEMM the work stays on the calling thread.
   static constexpr double parallel_flops = 4.0e6;
   /// A GEMM with at least 2 * block_rows rows of C runs as blocks of block_rows rows, in parallel.
-  static constexpr index_t block_rows = 256;
+  static constexpr index_t block_rows = 128;
 
   template <class T>
   static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a,

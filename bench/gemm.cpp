@@ -1,0 +1,471 @@
+// lrt-bench-gemm: single-precision GEMM throughput of lrt::gemm on transformer shapes, measured
+// in one run beside the two libraries it can sit on: Eigen's own GEMM (Map + noalias product,
+// single thread) and OpenBLAS's cblas_sgemm (openblas_set_num_threads(1)), when available.
+//
+//   lrt-bench-gemm [--reps N] [--quick] [--json] [--threads N] [--min-ms X]
+//
+// Shapes: tokens M = B*T in {256, 1024, 4096} times d_model in {128, 256, 384, 512}, for the
+// four weight matrices of a transformer block, each in its three GEMMs:
+//   proj     (d -> d)    Q, K, V or output projection       W (d, d)
+//   qkv      (d -> 3d)   fused QKV projection               W (d, 3d)
+//   mlp_up   (d -> 4d)   MLP up-projection                  W (d, 4d)
+//   mlp_down (4d -> d)   MLP down-projection                W (4d, d)
+//   fwd  Y  = X W       (M, K) x (K, N)      "NN"
+//   dX   dX = dY W^T    (M, N) x (N, K)      "NT"  (W^T is a transposed view)
+//   dW   dW = X^T dY    (K, M) x (M, N)      "TN"  (X^T is a transposed view; inner dim = tokens)
+// plus a square 1024^3 GEMM.
+//
+// Each timed sample runs a shape `iters` times (iters chosen in the warm-up so that a sample
+// lasts >= --min-ms); the three implementations are sampled in turn (lrt, Eigen, cblas, lrt,
+// ...) so that machine drift hits all three alike. The table reports medians over the samples
+// (--reps; 3 for shapes whose single run takes over 40 ms unless --reps is given) and two
+// ratios: "lrt/best" = lrt's median GFLOP/s over the better median of Eigen and cblas, and
+// "(max)" = the same with each implementation's fastest sample, which is the steadier figure
+// when other processes share the CPUs. lrt runs on lrt's pool (LRT_NUM_THREADS, or --threads);
+// Eigen and cblas always run on one thread.
+// "other" is the CPU time other processes (and the hypervisor: steal) took during the shape,
+// in CPUs (from /proc/stat minus this process's own rusage); '*' marks shapes above 0.25 CPU,
+// whose timings are suspect.
+//
+// Output: a table (stdout; stderr with --json), and with --json one JSON object per line on
+// stdout: {"kind":"config",...}, one {"kind":"gemm",...} per shape, {"kind":"summary",...}.
+//
+// Build by hand (the CMake target is lrt-bench-gemm):
+//   g++ -std=c++20 -O3 -DNDEBUG -Iinclude -I/usr/include/eigen3 -DLRT_USE_OPENBLAS=1
+//       bench/gemm.cpp -lfmt -lopenblas -lpthread
+// Without -DLRT_USE_OPENBLAS=1 lrt uses Eigen; add -DLRT_BENCH_HAVE_CBLAS=1 -lopenblas to keep
+// the cblas column.
+#include <lrt/lrt.hpp>
+
+#include <Eigen/Core>
+#include <fmt/core.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#if LRT_HAS_OPENBLAS || (defined(LRT_BENCH_HAVE_CBLAS) && LRT_BENCH_HAVE_CBLAS)
+#define BENCH_CBLAS 1
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
+extern "C" char* openblas_get_config(void);
+#else
+#define BENCH_CBLAS 0
+#endif
+
+namespace {
+
+using lrt::index_t;
+using Clock = std::chrono::steady_clock;
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct Options {
+  int reps = 5;
+  bool reps_given = false;
+  bool quick = false;
+  bool json = false;
+  int threads = 0;  // 0: leave LRT_NUM_THREADS alone
+  double min_ms = 3.0;
+};
+
+[[noreturn]] void usage(int rc) {
+  std::fputs(
+      "usage: lrt-bench-gemm [--reps N] [--quick] [--json] [--threads N] [--min-ms X]\n"
+      "  --reps N     timed samples per shape and implementation (default 5, and 3 for shapes\n"
+      "               whose one run takes > 40 ms; median reported)\n"
+      "  --quick      fewer shapes (tokens 256 and 1024, d_model 128 and 512), 3 reps\n"
+      "  --json       one JSON object per line on stdout (the table goes to stderr)\n"
+      "  --threads N  lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)\n"
+      "  --min-ms X   least duration of one timed sample in ms (default 3)\n",
+      rc ? stderr : stdout);
+  std::exit(rc);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "lrt-bench-gemm: {} needs a value\n", a);
+        usage(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--reps") {
+      o.reps = std::atoi(value());
+      o.reps_given = true;
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--threads") {
+      o.threads = std::atoi(value());
+    } else if (a == "--min-ms") {
+      o.min_ms = std::atof(value());
+    } else if (a == "--help" || a == "-h") {
+      usage(0);
+    } else {
+      fmt::print(stderr, "lrt-bench-gemm: unknown argument '{}'\n", a);
+      usage(2);
+    }
+  }
+  if (o.quick && !o.reps_given) o.reps = 3;
+  if (o.reps < 1 || o.min_ms < 0 || o.threads < 0) usage(2);
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// CPU time taken by everything but this process (other processes, the kernel's work for them,
+/// the hypervisor's steal) over an interval, in CPUs: from /proc/stat and getrusage.
+class OtherLoad {
+ public:
+  OtherLoad() { sample(busy0_, self0_, t0_); }
+  double cpus() const {
+    double busy, self;
+    Clock::time_point t;
+    sample(busy, self, t);
+    const double wall = std::chrono::duration<double>(t - t0_).count();
+    if (busy0_ < 0 || busy < 0 || wall <= 0) return -1;
+    return std::max(0.0, ((busy - busy0_) - (self - self0_)) / wall);
+  }
+
+ private:
+  static void sample(double& busy, double& self, Clock::time_point& t) {
+    t = Clock::now();
+    busy = -1;
+    std::ifstream f("/proc/stat");
+    std::string line;
+    if (std::getline(f, line) && line.rfind("cpu ", 0) == 0) {
+      std::istringstream in(line.substr(4));
+      // user nice system idle iowait irq softirq steal
+      double v[8] = {};
+      for (double& x : v) in >> x;
+      busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / double(sysconf(_SC_CLK_TCK));
+    }
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    self = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  }
+  double busy0_, self0_;
+  Clock::time_point t0_;
+};
+
+/// One GEMM problem as BLAS sees it: C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n).
+struct Problem {
+  std::string name;  // e.g. "mlp_up"
+  std::string pass;  // fwd, dX, dW
+  index_t d = 0, tokens = 0;
+  index_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+};
+
+struct Result {
+  Problem p;
+  int iters = 0, reps = 0;
+  double lrt = 0, eig = 0, blas = 0;              // median GFLOP/s
+  double lrt_max = 0, eig_max = 0, blas_max = 0;  // fastest sample, GFLOP/s
+  double err = 0;                                 // max |C - C_eigen| / max |C_eigen|
+  double other = 0;                               // other processes' load, CPUs
+  double ratio() const { return lrt / std::max(eig, blas); }
+  double ratio_max() const { return lrt_max / std::max(eig_max, blas_max); }
+};
+
+/// Stored operand: (rows, cols) row-major; op() reads it transposed when trans.
+lrt::Tensor<float, 2> operand(index_t rows, index_t cols, bool trans, std::uint64_t seed) {
+  lrt::Tensor<float, 2> t(trans ? lrt::Shape<2>{cols, rows} : lrt::Shape<2>{rows, cols},
+                          lrt::uninitialized);
+  t = lrt::uniform<float>(t.shape(), seed, 0, -1.f, 1.f);
+  return t;
+}
+
+template <class F>
+double time_sample(int iters, F&& f) {
+  const auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) f();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+}
+
+Result run_problem(const Problem& p, const Options& o) {
+  const auto A = operand(p.m, p.k, p.ta, 1), B = operand(p.k, p.n, p.tb, 2);
+  lrt::Tensor<float, 2> C_lrt({p.m, p.n}), C_eig({p.m, p.n}), C_blas({p.m, p.n});
+  const OtherLoad load;
+
+  // lrt: op(A), op(B) as (transposed) views.
+  auto run_lrt = [&] {
+    if (p.ta && p.tb) lrt::gemm(C_lrt, A.t(), B.t());
+    else if (p.ta) lrt::gemm(C_lrt, A.t(), B);
+    else if (p.tb) lrt::gemm(C_lrt, A, B.t());
+    else lrt::gemm(C_lrt, A, B);
+  };
+  // Eigen: Map + noalias product (single thread: no OpenMP in this build).
+  const Eigen::Map<const RowMat> Am(A.data(), A.shape()[0], A.shape()[1]),
+      Bm(B.data(), B.shape()[0], B.shape()[1]);
+  Eigen::Map<RowMat> Cm(C_eig.data(), p.m, p.n);
+  auto run_eig = [&] {
+    if (p.ta && p.tb) Cm.noalias() = Am.transpose() * Bm.transpose();
+    else if (p.ta) Cm.noalias() = Am.transpose() * Bm;
+    else if (p.tb) Cm.noalias() = Am * Bm.transpose();
+    else Cm.noalias() = Am * Bm;
+  };
+#if BENCH_CBLAS
+  auto run_blas = [&] {
+    cblas_sgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(p.m), static_cast<blasint>(p.n), static_cast<blasint>(p.k),
+                1.f, A.data(), static_cast<blasint>(A.shape()[1]), B.data(),
+                static_cast<blasint>(B.shape()[1]), 0.f, C_blas.data(),
+                static_cast<blasint>(p.n));
+  };
+#endif
+
+  // Warm-up (also pages in C) and calibration of iterations per sample.
+  const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
+  double t_lrt = time_sample(1, run_lrt), t_slowest = time_sample(1, run_eig);
+#if BENCH_CBLAS
+  t_slowest = std::max(t_slowest, time_sample(1, run_blas));
+#endif
+  t_lrt = std::min(t_lrt, time_sample(1, run_lrt));
+  t_slowest = std::max(t_slowest, t_lrt);
+  const int iters = std::clamp(
+      static_cast<int>(std::ceil(o.min_ms * 1e-3 / std::max(t_lrt, 1e-9))), 1, 100000);
+  const int reps = (!o.reps_given && t_slowest > 0.040) ? std::min(o.reps, 3) : o.reps;
+
+  Result r;
+  r.p = p;
+  r.iters = iters;
+  r.reps = reps;
+  std::vector<double> tl, te, tbv;
+  for (int rep = 0; rep < reps; ++rep) {
+    tl.push_back(time_sample(iters, run_lrt));
+    te.push_back(time_sample(iters, run_eig));
+#if BENCH_CBLAS
+    tbv.push_back(time_sample(iters, run_blas));
+#endif
+  }
+  r.other = load.cpus();
+  auto gf = [&](double t) { return flops / t * 1e-9; };
+  r.lrt = gf(median(tl));
+  r.eig = gf(median(te));
+  r.lrt_max = gf(*std::min_element(tl.begin(), tl.end()));
+  r.eig_max = gf(*std::min_element(te.begin(), te.end()));
+  if (!tbv.empty()) {
+    r.blas = gf(median(tbv));
+    r.blas_max = gf(*std::min_element(tbv.begin(), tbv.end()));
+  }
+
+  // lrt against Eigen (and cblas against Eigen: the two references must agree too).
+  double dmax = 0, cmax = 0;
+  for (index_t i = 0; i < p.m * p.n; ++i) {
+    const float ref = C_eig.data()[i];
+    cmax = std::max(cmax, double(std::fabs(ref)));
+    dmax = std::max(dmax, double(std::fabs(C_lrt.data()[i] - ref)));
+#if BENCH_CBLAS
+    dmax = std::max(dmax, double(std::fabs(C_blas.data()[i] - ref)));
+#endif
+  }
+  r.err = dmax / std::max(cmax, 1e-30);
+  return r;
+}
+
+std::vector<Problem> problems(const Options& o) {
+  const std::vector<index_t> tokens = o.quick ? std::vector<index_t>{256, 1024}
+                                              : std::vector<index_t>{256, 1024, 4096};
+  const std::vector<index_t> dims = o.quick ? std::vector<index_t>{128, 512}
+                                            : std::vector<index_t>{128, 256, 384, 512};
+  struct Layer {
+    const char* name;
+    int kin, nout;  // multiples of d
+  };
+  const Layer layers[] = {{"proj", 1, 1}, {"qkv", 1, 3}, {"mlp_up", 1, 4}, {"mlp_down", 4, 1}};
+  std::vector<Problem> ps;
+  for (index_t M : tokens)
+    for (index_t d : dims)
+      for (const Layer& l : layers) {
+        const index_t K = l.kin * d, N = l.nout * d;
+        ps.push_back({l.name, "fwd", d, M, M, N, K, false, false});  // Y = X W
+        ps.push_back({l.name, "dX", d, M, M, K, N, false, true});    // dX = dY W^T
+        ps.push_back({l.name, "dW", d, M, K, N, M, true, false});    // dW = X^T dY
+      }
+  ps.push_back({"square", "fwd", 1024, 1024, 1024, 1024, 1024, false, false});
+  return ps;
+}
+
+std::string op_code(const Problem& p) {
+  return std::string(p.ta ? "T" : "N") + (p.tb ? "T" : "N");
+}
+
+/// Geometric mean, minimum and count below a threshold of a list of ratios.
+struct Stats {
+  double lg = 0, min = 1e300;
+  int n = 0, below = 0;
+  void add(double x, double threshold = 0.9) {
+    lg += std::log(x);
+    min = std::min(min, x);
+    ++n;
+    below += x < threshold;
+  }
+  double geomean() const { return n ? std::exp(lg / n) : 0; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (o.threads > 0) setenv("LRT_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  std::FILE* tab = o.json ? stderr : stdout;
+
+  const int threads = lrt::num_threads();
+  Eigen::setNbThreads(1);
+#if BENCH_CBLAS
+  openblas_set_num_threads(1);
+  const std::string blas_core = openblas_get_corename();
+  std::string blas_config = openblas_get_config();
+  while (!blas_config.empty() && blas_config.back() == ' ') blas_config.pop_back();
+#else
+  const std::string blas_core = "none", blas_config = "none";
+#endif
+  const bool lrt_on_blas = LRT_HAS_OPENBLAS;
+  const char* backend = lrt_on_blas ? "openblas" : "eigen";
+#if defined(__AVX512F__)
+  const char* simd = "avx512";
+#elif defined(__AVX2__)
+  const char* simd = "avx2";
+#elif defined(__AVX__)
+  const char* simd = "avx";
+#else
+  const char* simd = "sse2";
+#endif
+
+  const auto ps = problems(o);
+  fmt::print(tab,
+             "lrt-bench-gemm: lrt::gemm backend {} | lrt threads {} | Eigen {}.{}.{} ({}, 1 "
+             "thread) | cblas: {} (core {}, 1 thread)\n"
+             "{} shapes, {} reps (median), samples >= {} ms; GFLOP/s = 2*M*N*K / time; "
+             "lrt/best: medians, (max): fastest samples; other: CPUs used by other processes\n\n",
+             backend, threads, EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
+             simd, BENCH_CBLAS ? blas_config : std::string("not built in"), blas_core, ps.size(),
+             o.reps, o.min_ms);
+  if (o.json) {
+    fmt::print(
+        "{{\"kind\":\"config\",\"bench\":\"gemm\",\"backend\":\"{}\",\"threads\":{},"
+        "\"eigen_simd\":\"{}\",\"cblas\":{},\"cblas_core\":\"{}\",\"reps\":{},\"min_ms\":{},"
+        "\"quick\":{}}}\n",
+        backend, threads, simd, BENCH_CBLAS ? "true" : "false", blas_core, o.reps, o.min_ms,
+        o.quick);
+    std::fflush(stdout);
+  }
+  fmt::print(tab,
+             "{:<9} {:<4} {:>4} {:>4} | {:>4} {:>4} {:>4} {:<2} | {:>6} {:>6} {:>6} | {:>8} "
+             "{:>5} {:>9} | {:>5}\n",
+             "layer", "pass", "tok", "d", "M", "N", "K", "op", "lrt", "eigen", "cblas",
+             "lrt/best", "(max)", "cblas/eig", "other");
+  fmt::print(tab, "{:-<97}\n", "");
+  std::fflush(tab);
+
+  const OtherLoad total_load;
+  const auto t_start = Clock::now();
+  std::vector<Result> rs;
+  for (const Problem& p : ps) {
+    const Result r = run_problem(p, o);
+    rs.push_back(r);
+    const bool bad = !(r.err < 1e-4);
+    fmt::print(tab,
+               "{:<9} {:<4} {:>4} {:>4} | {:>4} {:>4} {:>4} {:<2} | {:>6.1f} {:>6.1f} {:>6} | "
+               "{:>8.2f} {:>5.2f} {:>9} | {:>4.2f}{}{}{}\n",
+               p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), r.lrt, r.eig,
+               BENCH_CBLAS ? fmt::format("{:.1f}", r.blas) : std::string("-"), r.ratio(),
+               r.ratio_max(),
+               BENCH_CBLAS ? fmt::format("{:.2f}", r.blas / r.eig) : std::string("-"), r.other,
+               r.other > 0.25 ? "*" : " ", r.ratio() < 0.9 ? "  <0.9" : "",
+               bad ? fmt::format("  MISMATCH rel err {:.2e}", r.err) : "");
+    std::fflush(tab);
+    if (o.json) {
+      fmt::print(
+          "{{\"kind\":\"gemm\",\"layer\":\"{}\",\"pass\":\"{}\",\"tokens\":{},\"d_model\":{},"
+          "\"M\":{},\"N\":{},\"K\":{},\"op\":\"{}\",\"backend\":\"{}\",\"threads\":{},"
+          "\"iters\":{},\"reps\":{},\"gflops_lrt\":{:.3f},\"gflops_eigen\":{:.3f},"
+          "\"gflops_cblas\":{},\"gflops_lrt_max\":{:.3f},\"gflops_eigen_max\":{:.3f},"
+          "\"gflops_cblas_max\":{},\"ratio_lrt_vs_best\":{:.4f},\"ratio_lrt_vs_best_max\":{:.4f},"
+          "\"other_cpus\":{:.3f},\"rel_err\":{:.3e}}}\n",
+          p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), backend, threads, r.iters,
+          r.reps, r.lrt, r.eig, BENCH_CBLAS ? fmt::format("{:.3f}", r.blas) : std::string("null"),
+          r.lrt_max, r.eig_max,
+          BENCH_CBLAS ? fmt::format("{:.3f}", r.blas_max) : std::string("null"), r.ratio(),
+          r.ratio_max(), r.other, r.err);
+      std::fflush(stdout);
+    }
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
+  const double other = total_load.cpus();
+
+  // Summary over the transformer shapes (the square one excluded).
+  Stats best, best_max, own, own_max, be, be_max;
+  int mismatches = 0, suspect = 0;
+  const Result* worst = nullptr;
+  for (const Result& r : rs) {
+    if (!(r.err < 1e-4)) ++mismatches;
+    if (r.p.name == "square") continue;
+    if (r.other > 0.25) ++suspect;
+    best.add(r.ratio());
+    best_max.add(r.ratio_max());
+    // lrt over the library it calls: its own overhead (row splitting, dispatch).
+    own.add(r.lrt / (lrt_on_blas ? r.blas : r.eig));
+    own_max.add(r.lrt_max / (lrt_on_blas ? r.blas_max : r.eig_max));
+    if (BENCH_CBLAS) {
+      be.add(r.blas / r.eig);
+      be_max.add(r.blas_max / r.eig_max);
+    }
+    if (!worst || r.ratio() < worst->ratio()) worst = &r;
+  }
+  fmt::print(tab, "{:-<97}\n", "");
+  fmt::print(tab,
+             "{} transformer shapes; medians (fastest samples):\n"
+             "  lrt / best of Eigen, cblas:  geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f}), "
+             "below 0.90: {} ({})\n"
+             "  lrt / {} called directly: geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f}), below "
+             "0.90: {} ({})\n",
+             best.n, best.geomean(), best_max.geomean(), best.min, best_max.min, best.below,
+             best_max.below, lrt_on_blas ? "cblas" : "Eigen", own.geomean(), own_max.geomean(),
+             own.min, own_max.min, own.below, own_max.below);
+  fmt::print(tab, "  worst lrt/best: {} {} tok {} d {} ({:.3f})\n", worst->p.name,
+             worst->p.pass, worst->p.tokens, worst->p.d, worst->ratio());
+  if (BENCH_CBLAS)
+    fmt::print(tab, "  cblas / Eigen:               geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f})\n",
+               be.geomean(), be_max.geomean(), be.min, be_max.min);
+  fmt::print(tab, "  other processes used {:.2f} CPUs on average; {} shapes above 0.25 (*)\n",
+             other, suspect);
+  if (mismatches) fmt::print(tab, "{} shapes MISMATCH (rel err >= 1e-4)\n", mismatches);
+  fmt::print(tab, "total {:.1f} s\n", secs);
+  if (o.json) {
+    fmt::print(
+        "{{\"kind\":\"summary\",\"bench\":\"gemm\",\"backend\":\"{}\",\"threads\":{},"
+        "\"shapes\":{},\"geomean_ratio_lrt_vs_best\":{:.4f},\"min_ratio_lrt_vs_best\":{:.4f},"
+        "\"below_0_9\":{},\"geomean_ratio_lrt_vs_best_max\":{:.4f},"
+        "\"min_ratio_lrt_vs_best_max\":{:.4f},\"below_0_9_max\":{},"
+        "\"geomean_ratio_lrt_vs_own_backend\":{:.4f},\"min_ratio_lrt_vs_own_backend\":{:.4f},"
+        "\"geomean_cblas_over_eigen\":{},\"other_cpus\":{:.3f},\"suspect_shapes\":{},"
+        "\"mismatches\":{},\"seconds\":{:.1f}}}\n",
+        backend, threads, best.n, best.geomean(), best.min, best.below, best_max.geomean(),
+        best_max.min, best_max.below, own.geomean(), own.min,
+        BENCH_CBLAS ? fmt::format("{:.4f}", be.geomean()) : std::string("null"), other, suspect,
+        mismatches, secs);
+  }
+  return mismatches ? 1 : 0;
+}
