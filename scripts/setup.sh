@@ -1,19 +1,15 @@
 #!/usr/bin/env bash
 # Installs what lrt needs on Debian 12 (idempotent, quick when everything is present).
-# Usage: scripts/setup.sh [--corpus]   (--corpus also fetches the Brown Corpus into data/)
+# Usage: scripts/setup.sh   (the corpus download arrives with the training tools)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 pkgs=(build-essential cmake ninja-build ccache libeigen3-dev libfmt-dev doctest-dev
       libopenblas-dev pkg-config)
-want_corpus=0
 for a in "$@"; do
-  case "$a" in
-    --corpus) want_corpus=1 ;;
-    *) echo "setup.sh: unknown argument '$a'" >&2; exit 2 ;;
-  esac
+  echo "setup.sh: unknown argument '$a'" >&2
+  exit 2
 done
-[ "$want_corpus" = 1 ] && pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -30,9 +26,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
   "${SUDO[@]}" apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "setup.sh: all packages present"
-fi
-
-if [ "$want_corpus" = 1 ]; then
-  root="$(cd "$(dirname "$0")/.." && pwd)"
-  "$root/scripts/get_corpus.sh"
 fi
