@@ -147,3 +147,17 @@ TEST_CASE("grad_check reports agreement and catches a wrong gradient") {
   };
   CHECK(ad::grad_check(wrong, w).max_rel_error > 0.1);
 }
+
+TEST_CASE("a backward rule that produces a gradient of the wrong shape is a clear error") {
+  ad::Param<double, 2> w(Tensor<double, 2>::full(Shape<2>{2, 3}, 1.0));
+  ad::Graph g;
+  auto x = w.var();
+  auto y = ad::record<double, 2, lrt::cpu::Device>(
+      "bad_rule", Tensor<double, 2>(x.value() * 2.0),
+      [x](const Tensor<double, 2>&, const Tensor<double, 2>&) {
+        ad::accumulate(x, Tensor<double, 2>(Shape<2>{3, 2}));  // transposed by mistake
+      },
+      x);
+  CHECK_THROWS_WITH_AS(ad::backward(ad::sum(y)),
+                       "[backward] gradient of shape (3, 2) does not match the shape (2, 3) of 'param'", lrt::Error);
+}
