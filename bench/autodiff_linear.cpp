@@ -1,8 +1,8 @@
-// lrt-bench-autodiff_linear: a linear layer's forward + backward through autodiff against the
+// lrt-bench-autodiff-linear: a linear layer's forward + backward through autodiff against the
 // same three GEMMs called directly, measured in one run. Target: autodiff overhead < 10% at
 // d_model >= 256.
 //   y = x W^T (N, out); dx = dy W (N, in); dW = dy^T x (out, in)
-// Usage: lrt-bench-autodiff_linear [--reps N] [--json]
+// Usage: lrt-bench-autodiff-linear [--reps N] [--json]
 #include <algorithm>
 #include <chrono>
 #include <cstring>

@@ -314,6 +314,19 @@ Tensor<T, R, D>* grad_slot(const Var<T, R, D>& v) {
   return &n->grad;
 }
 
+/// The gradient storage of v and the beta to accumulate into it with (0 when nothing was
+/// accumulated yet: the storage is then uninitialised, so a GEMM writes it without a zero fill).
+/// Returns {nullptr, 0} when v needs no gradient.
+template <class T, int R, Device D>
+std::pair<Tensor<T, R, D>*, T> grad_target(const Var<T, R, D>& v) {
+  if (!v.requires_grad()) return {nullptr, T(0)};
+  VarNode<T, R, D>* n = v.node();
+  if (n->grad_ready) return {&n->grad, T(1)};
+  if (n->grad.shape() != n->shape || n->grad.numel() == 0) n->grad = Tensor<T, R, D>(n->shape, uninitialized);
+  n->grad_ready = true;
+  return {&n->grad, T(0)};
+}
+
 /// Adds g (an expression or tensor that broadcasts to v's shape) into v's gradient, if v wants one.
 template <class T, int R, Device D, class E>
 void accumulate(const Var<T, R, D>& v, E&& g) {

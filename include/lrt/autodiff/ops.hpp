@@ -229,8 +229,8 @@ template <class T, Device D>
 Var<T, 2, D> matmul(const Var<T, 2, D>& a, const Var<T, 2, D>& b) {
   return record<T, 2, D>("matmul", lrt::matmul(a.value(), b.value()),
                          [a, b](const Tensor<T, 2, D>& gy, const Tensor<T, 2, D>&) {
-                           if (auto* ga = grad_slot(a)) lrt::gemm(*ga, gy, b.value().t(), T(1), T(1));
-                           if (auto* gb = grad_slot(b)) lrt::gemm(*gb, a.value().t(), gy, T(1), T(1));
+                           if (auto [ga, beta] = grad_target(a); ga) lrt::gemm(*ga, gy, b.value().t(), T(1), beta);
+                           if (auto [gb, beta] = grad_target(b); gb) lrt::gemm(*gb, a.value().t(), gy, T(1), beta);
                          }, a, b);
 }
 
@@ -252,10 +252,10 @@ Var<T, R, D> linear(const Var<T, R, D>& x, const Var<T, 2, D>& w) {
   return record<T, R, D>("linear", std::move(y),
                          [x, w, N, in, out](const Tensor<T, R, D>& gy, const Tensor<T, R, D>&) {
                            const auto g2 = gy.view().template reshape<2>(Shape<2>{N, out});
-                           if (auto* gx = grad_slot(x))  // (N, out) x (out, in)
-                             lrt::gemm(gx->view().template reshape<2>(Shape<2>{N, in}), g2, w.value(), T(1), T(1));
-                           if (auto* gw = grad_slot(w))  // (out, N) x (N, in)
-                             lrt::gemm(*gw, g2.t(), x.value().view().template reshape<2>(Shape<2>{N, in}), T(1), T(1));
+                           if (auto [gx, beta] = grad_target(x); gx)  // (N, out) x (out, in)
+                             lrt::gemm(gx->view().template reshape<2>(Shape<2>{N, in}), g2, w.value(), T(1), beta);
+                           if (auto [gw, beta] = grad_target(w); gw)  // (out, N) x (N, in)
+                             lrt::gemm(*gw, g2.t(), x.value().view().template reshape<2>(Shape<2>{N, in}), T(1), beta);
                          }, x, w);
 }
 
