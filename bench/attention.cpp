@@ -10,25 +10,14 @@
 
 #include <lrt/autodiff.hpp>
 
+#include "bench_util.hpp"
+
 using lrt::Shape;
 using lrt::Tensor;
 using lrt::index_t;
 namespace ad = lrt::ad;
 
-namespace {
-template <class F>
-double median_seconds(F&& f, int reps) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-}  // namespace
+using lrt_bench::median_seconds;
 
 int main(int argc, char** argv) {
   int reps = 5;

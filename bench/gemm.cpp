@@ -37,6 +37,8 @@
 // the cblas column.
 #include <lrt/lrt.hpp>
 
+#include "bench_util.hpp"
+
 #include <Eigen/Core>
 #include <fmt/core.h>
 
@@ -65,6 +67,9 @@ extern "C" char* openblas_get_config(void);
 #endif
 
 namespace {
+
+using lrt_bench::median;
+using lrt_bench::OtherLoad;
 
 using lrt::index_t;
 using Clock = std::chrono::steady_clock;
@@ -126,47 +131,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// CPU time taken by everything but this process (other processes, the kernel's work for them,
-/// the hypervisor's steal) over an interval, in CPUs: from /proc/stat and getrusage.
-class OtherLoad {
- public:
-  OtherLoad() { sample(busy0_, self0_, t0_); }
-  double cpus() const {
-    double busy, self;
-    Clock::time_point t;
-    sample(busy, self, t);
-    const double wall = std::chrono::duration<double>(t - t0_).count();
-    if (busy0_ < 0 || busy < 0 || wall <= 0) return -1;
-    return std::max(0.0, ((busy - busy0_) - (self - self0_)) / wall);
-  }
-
- private:
-  static void sample(double& busy, double& self, Clock::time_point& t) {
-    t = Clock::now();
-    busy = -1;
-    std::ifstream f("/proc/stat");
-    std::string line;
-    if (std::getline(f, line) && line.rfind("cpu ", 0) == 0) {
-      std::istringstream in(line.substr(4));
-      // user nice system idle iowait irq softirq steal
-      double v[8] = {};
-      for (double& x : v) in >> x;
-      busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / double(sysconf(_SC_CLK_TCK));
-    }
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    self = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  }
-  double busy0_, self0_;
-  Clock::time_point t0_;
-};
 
 /// One GEMM problem as BLAS sees it: C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n).
 struct Problem {

@@ -1,0 +1,74 @@
+// bench/bench_util.hpp: helpers shared by the benchmark programs (timing statistics and the
+// CPU load of other processes, so that a noisy machine shows in the tables).
+#pragma once
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace lrt_bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// CPU time taken by everything but this process (other processes, the kernel's work for them,
+/// the hypervisor's steal) over an interval, in CPUs: from /proc/stat and getrusage.
+class OtherLoad {
+ public:
+  OtherLoad() { sample(busy0_, self0_, t0_); }
+  double cpus() const {
+    double busy, self;
+    Clock::time_point t;
+    sample(busy, self, t);
+    const double wall = std::chrono::duration<double>(t - t0_).count();
+    if (busy0_ < 0 || busy < 0 || wall <= 0) return -1;
+    return std::max(0.0, ((busy - busy0_) - (self - self0_)) / wall);
+  }
+
+ private:
+  static void sample(double& busy, double& self, Clock::time_point& t) {
+    t = Clock::now();
+    busy = -1;
+    std::ifstream f("/proc/stat");
+    std::string line;
+    if (std::getline(f, line) && line.rfind("cpu ", 0) == 0) {
+      std::istringstream in(line.substr(4));
+      // user nice system idle iowait irq softirq steal
+      double v[8] = {};
+      for (double& x : v) in >> x;
+      busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / double(sysconf(_SC_CLK_TCK));
+    }
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    self = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  }
+  double busy0_, self0_;
+  Clock::time_point t0_;
+};
+
+/// Median wall time of f over reps runs, after one warm-up run (which also fills caches).
+template <class F>
+double median_seconds(F&& f, int reps) {
+  f();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return median(std::move(t));
+}
+
+}  // namespace lrt_bench
