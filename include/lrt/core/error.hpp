@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -33,6 +34,8 @@ std::string str_cat(const A& a, const Rest&... rest) {
   std::string s;
   if constexpr (std::is_convertible_v<const A&, std::string>) {
     s = std::string(a);
+  } else if constexpr (std::is_convertible_v<const A&, std::string_view>) {
+    s = std::string(std::string_view(a));
   } else if constexpr (std::is_same_v<A, char>) {
     s = std::string(1, a);
   } else if constexpr (std::is_arithmetic_v<A>) {

@@ -1,0 +1,109 @@
+// lrt/model/config.hpp: the runtime configuration of a model (sizes, window pattern, value-
+// embedding layout, gate width) and the named presets of LRT-SPEC §10. Field names follow the
+// official release's GPTConfig so that configs and checkpoints interchange with it.
+// Not here: the structural (compile-time) variant choices (model/gpt.hpp) and JSON (config_json.hpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "../core/error.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// Which layers carry a value embedding in the None/Residual variants (spec §1, §11.4).
+enum class VELayout { None, Every, Alternating };
+
+inline std::string_view to_string(VELayout v) {
+  switch (v) {
+    case VELayout::None: return "none";
+    case VELayout::Every: return "every";
+    case VELayout::Alternating: return "alternating";
+  }
+  return "?";
+}
+
+struct ModelConfig {
+  index_t sequence_len = 128;  // T: rows are T+1 tokens; windows are derived from it
+  index_t vocab_size = 257;    // V: 256 bytes + BOS
+  index_t n_layer = 4;         // L
+  index_t n_head = 4;          // H
+  index_t n_kv_head = 4;       // H_kv (H % H_kv == 0)
+  index_t n_embd = 128;        // d
+  std::string window_pattern = "SSSL";
+  VELayout ve_layout = VELayout::Every;
+  index_t ve_gate_channels = 0;  // c; 0 means d
+  bool use_resid_lambdas = true;  // x = alpha_l x
+  bool use_x0_residual = true;    // x += beta_l x0
+  bool rope_bf16_tables = true;   // round the cos/sin tables to bf16 like the release
+
+  index_t head_dim() const { return n_embd / n_head; }
+  index_t kv_dim() const { return n_kv_head * head_dim(); }  // D
+  /// V_p: the vocabulary rounded up to a multiple of 64 (the release's padding).
+  index_t padded_vocab() const { return (vocab_size + 63) / 64 * 64; }
+  index_t gate_channels() const { return ve_gate_channels == 0 ? n_embd : ve_gate_channels; }
+  /// Whether layer l is a long-window layer ('L'); the last layer always is.
+  bool long_window(index_t l) const {
+    if (l == n_layer - 1) return true;
+    return window_pattern[static_cast<std::size_t>(l) % window_pattern.size()] == 'L';
+  }
+  /// w_l: a query at p may attend keys j with p - j <= w_l (spec §2.2), from the configured
+  /// sequence_len, never from the current batch or prompt length.
+  index_t window(index_t l) const { return long_window(l) ? sequence_len : sequence_len / 2; }
+  /// Whether layer l has a value embedding (None/Residual variants).
+  bool has_ve(index_t l) const {
+    switch (ve_layout) {
+      case VELayout::None: return false;
+      case VELayout::Every: return true;
+      case VELayout::Alternating: return l % 2 == (n_layer - 1) % 2;
+    }
+    return false;
+  }
+  index_t num_ve_layers() const {
+    index_t n = 0;
+    for (index_t l = 0; l < n_layer; ++l) n += has_ve(l);
+    return n;
+  }
+
+  /// Throws a clear error for an inconsistent configuration.
+  void validate() const {
+    const char* op = "config";
+    check(sequence_len >= 1, op, "sequence_len must be >= 1, got ", sequence_len);
+    check(vocab_size >= 2, op, "vocab_size must be >= 2, got ", vocab_size);
+    check(n_layer >= 1, op, "n_layer must be >= 1, got ", n_layer);
+    check(n_embd >= 1 && n_head >= 1 && n_kv_head >= 1, op, "n_embd, n_head, n_kv_head must be >= 1, got ", n_embd,
+          ", ", n_head, ", ", n_kv_head);
+    check(n_embd % n_head == 0, op, "n_embd (", n_embd, ") must be a multiple of n_head (", n_head, ")");
+    check(n_head % n_kv_head == 0, op, "n_head (", n_head, ") must be a multiple of n_kv_head (", n_kv_head, ")");
+    check(head_dim() % 2 == 0, op, "the head dimension n_embd / n_head = ", head_dim(), " must be even (RoPE pairs)");
+    check(!window_pattern.empty(), op, "window_pattern must not be empty");
+    for (char c : window_pattern)
+      check(c == 'S' || c == 'L', op, "window_pattern '", window_pattern, "' may only contain 'S' and 'L'");
+    check(ve_gate_channels >= 0 && ve_gate_channels <= n_embd, op, "ve_gate_channels must be in [0, n_embd = ",
+          n_embd, "], got ", ve_gate_channels);
+  }
+};
+
+/// The presets of spec §10: tiny, small, medium (CPU, bytes) and d12, d20, d24 (GPU).
+inline ModelConfig preset(std::string_view name) {
+  ModelConfig c;
+  auto bytes = [&](index_t L, index_t d, index_t H, index_t T) {
+    c.n_layer = L, c.n_embd = d, c.n_head = H, c.n_kv_head = H, c.sequence_len = T, c.vocab_size = 257;
+  };
+  auto gpu = [&](index_t L, index_t d, index_t H) {
+    c.n_layer = L, c.n_embd = d, c.n_head = H, c.n_kv_head = H, c.sequence_len = 2048, c.vocab_size = 32768;
+  };
+  if (name == "tiny") bytes(4, 128, 4, 128);
+  else if (name == "small") bytes(6, 256, 4, 256);
+  else if (name == "medium") bytes(8, 512, 8, 256);
+  else if (name == "d12") gpu(12, 768, 6);
+  else if (name == "d20") gpu(20, 1280, 10);
+  else if (name == "d24") gpu(24, 1536, 12);
+  else
+    throw Error("config", detail::str_cat("unknown preset '", name, "' (known: tiny, small, medium, d12, d20, d24)"));
+  return c;
+}
+
+}  // namespace v0
+}  // namespace lrt

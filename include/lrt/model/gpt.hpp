@@ -1,0 +1,211 @@
+// lrt/model/gpt.hpp: the nanochat-style GPT backbone of LRT-SPEC §2 (the None baseline):
+// parameters with the release's names and shapes, its initialisation, the differentiable forward
+// and the loss. The forward of one block is written once and reused by every code path (training,
+// evaluation, KV-cache decoding): the caller passes how a layer attends (all positions at once, or
+// one new position against a cache).
+// Shapes: B batch, T time, d width, H heads, Hkv KV heads, Dh head dim, D = Hkv*Dh, Vp padded vocab.
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../autodiff.hpp"
+#include "config.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+namespace model_detail {
+/// y = a[l] x + b[l] x0 (the release's per-layer residual and x0 lambdas, in one pass).
+/// x, x0 (B, T, d); a, b (L). use_a / use_b off: that term is the identity / absent.
+template <class T, Device D>
+ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x0, const ad::Var<T, 1, D>& a,
+                            const ad::Var<T, 1, D>& b, index_t l, bool use_a, bool use_b) {
+  const T al = use_a ? a.value()(l) : T(1), bl = use_b ? b.value()(l) : T(0);
+  Tensor<T, 3, D> y(x.shape(), uninitialized);
+  y = x.value() * al + x0.value() * bl;  // alpha_l x first, then + beta_l x0 (the release's order)
+  return ad::record<T, 3, D>(
+      "lambda_mix", std::move(y),
+      [x, x0, a, b, l, al, bl, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+        ad::accumulate(x, gy * al);
+        if (use_b) ad::accumulate(x0, gy * bl);
+        if (use_a)
+          if (auto* ga = ad::grad_slot(a)) (*ga)(l) += lrt::sum(gy * x.value());
+        if (use_b)
+          if (auto* gb = ad::grad_slot(b)) (*gb)(l) += lrt::sum(gy * x0.value());
+      },
+      x, x0, a, b);
+}
+}  // namespace model_detail
+
+/// The baseline transformer (Injection = None) of spec §2, float or double, on device D.
+template <class T = float, Device D = cpu::Device>
+class GPT {
+ public:
+  using value_type = T;
+  using P1 = ad::Param<T, 1, D>;
+  using P2 = ad::Param<T, 2, D>;
+  using Var3 = ad::Var<T, 3, D>;
+  using Var4 = ad::Var<T, 4, D>;
+  using Ids = Tensor<index_t, 2, D>;
+
+  struct Block {
+    std::unique_ptr<P2> c_q, c_k, c_v, c_proj, c_fc, mlp_proj;
+    std::unique_ptr<P2> ve_gate, value_embed;  // VE layers only
+  };
+
+  /// A model with the release's initialisation drawn from lrt's Philox stream `seed`.
+  explicit GPT(ModelConfig cfg, std::uint64_t seed = 0) : cfg_(std::move(cfg)) {
+    cfg_.validate();
+    const index_t L = cfg_.n_layer, d = cfg_.n_embd, Vp = cfg_.padded_vocab(), Dk = cfg_.kv_dim();
+    const index_t hd = cfg_.n_head * cfg_.head_dim(), c = cfg_.gate_channels();
+    const T s = static_cast<T>(std::sqrt(3.0 / static_cast<double>(d)));
+    Generator g(seed);
+    auto normal = [&](Shape<2> sh, T std) { return Tensor<T, 2, D>(g.normal<T>(sh, T(0), std)); };
+    auto unif = [&](Shape<2> sh) { return Tensor<T, 2, D>(g.uniform<T>(sh, -s, s)); };
+    auto zeros = [&](Shape<2> sh) { return Tensor<T, 2, D>(sh); };
+    wte_ = std::make_unique<P2>(normal({Vp, d}, T(1)), "transformer.wte.weight");
+    blocks_.resize(static_cast<std::size_t>(L));
+    for (index_t l = 0; l < L; ++l) {
+      Block& b = blocks_[static_cast<std::size_t>(l)];
+      const std::string p = "transformer.h." + std::to_string(l) + ".";
+      b.c_q = std::make_unique<P2>(unif({hd, d}), p + "attn.c_q.weight");
+      b.c_k = std::make_unique<P2>(unif({Dk, d}), p + "attn.c_k.weight");
+      b.c_v = std::make_unique<P2>(unif({Dk, d}), p + "attn.c_v.weight");
+      b.c_proj = std::make_unique<P2>(zeros({d, hd}), p + "attn.c_proj.weight");
+      b.c_fc = std::make_unique<P2>(unif({4 * d, d}), p + "mlp.c_fc.weight");
+      b.mlp_proj = std::make_unique<P2>(zeros({d, 4 * d}), p + "mlp.c_proj.weight");
+      if (cfg_.has_ve(l)) {
+        b.ve_gate = std::make_unique<P2>(zeros({cfg_.n_kv_head, c}), p + "attn.ve_gate.weight");
+        b.value_embed = std::make_unique<P2>(unif({Vp, Dk}), "value_embeds." + std::to_string(l) + ".weight");
+      }
+    }
+    lm_head_ = std::make_unique<P2>(normal({Vp, d}, T(0.001)), "lm_head.weight");
+    resid_lambdas_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(1)), "resid_lambdas");
+    x0_lambdas_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(0.1)), "x0_lambdas");
+  }
+
+  const ModelConfig& config() const noexcept { return cfg_; }
+
+  /// Visits every parameter in a fixed order (the checkpoint's and the optimizer's):
+  /// f(P1&) or f(P2&) (names via p.name()).
+  template <class F>
+  void for_each_param(F&& f) const {
+    f(*wte_);
+    for (const Block& b : blocks_) {
+      f(*b.c_q), f(*b.c_k), f(*b.c_v), f(*b.c_proj);
+      if (b.ve_gate) f(*b.ve_gate);
+      f(*b.c_fc), f(*b.mlp_proj);
+    }
+    f(*lm_head_);
+    f(*resid_lambdas_), f(*x0_lambdas_);
+    for (const Block& b : blocks_)
+      if (b.value_embed) f(*b.value_embed);
+  }
+  /// Total number of parameter values (padding rows included).
+  index_t num_params() const {
+    index_t n = 0;
+    for_each_param([&](auto& p) { n += p.shape().numel(); });
+    return n;
+  }
+  /// N_mm of spec §10: parameters in matrix multiplies (all but wte, VE tables and scalars).
+  index_t num_matmul_params() const {
+    index_t n = lm_head_->shape().numel();
+    for (const Block& b : blocks_) {
+      for (auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) n += (*p)->shape().numel();
+      if (b.ve_gate) n += b.ve_gate->shape().numel();
+    }
+    return n;
+  }
+  /// Training FLOPs per token of one pass (spec §10): 6 N_mm + sum_l 12 H Dh min(w_l, T).
+  double flops_per_token() const {
+    double f = 6.0 * static_cast<double>(num_matmul_params());
+    for (index_t l = 0; l < cfg_.n_layer; ++l)
+      f += 12.0 * static_cast<double>(cfg_.n_head * cfg_.head_dim()) *
+           static_cast<double>(std::min(cfg_.window(l), cfg_.sequence_len));
+    return f;
+  }
+  void zero_grad() const {
+    for_each_param([](auto& p) { p.zero_grad(); });
+  }
+
+  P2& wte() const { return *wte_; }
+  P2& lm_head() const { return *lm_head_; }
+  P1& resid_lambdas() const { return *resid_lambdas_; }
+  P1& x0_lambdas() const { return *x0_lambdas_; }
+  const std::vector<Block>& blocks() const { return blocks_; }
+
+  /// How a layer attends: (layer, q (B,Tq,H,Dh), k, v (B,Tq,Hkv,Dh)) -> (B,Tq,H,Dh).
+  using Attend = std::function<Var4(index_t, const Var4&, const Var4&, const Var4&)>;
+
+  /// Final normed hidden states h (B, Tq, d) of tokens ids (B, Tq) whose RoPE rows are `rope`.
+  Var3 hidden(const Ids& ids, const ad::RopeTable<T>& rope, const Attend& attend) const {
+    Var3 x = ad::rmsnorm(ad::embedding(ids, wte_->var()));  // norm after the embedding
+    const Var3 x0 = x;
+    for (index_t l = 0; l < cfg_.n_layer; ++l) x = block(l, x, x0, ids, rope, attend);
+    return ad::rmsnorm(x);
+  }
+
+  /// Standard attention over all Tq positions of the row (positions 0..Tq-1).
+  Attend standard_attend(const Tensor<index_t, 1, D>& qpos) const {
+    return [this, &qpos](index_t l, const Var4& q, const Var4& k, const Var4& v) {
+      return ad::attention(q, k, v, qpos, cfg_.window(l));
+    };
+  }
+
+  /// Raw (uncapped) logits z = lm_head h: (B, Tq, d) -> (B, Tq, Vp).
+  Var3 head(const Var3& h) const { return ad::linear(h, lm_head_->var()); }
+
+  /// The Standard forward and loss of inputs/targets (B, T): mean cross-entropy of the soft-capped
+  /// logits over non-ignored targets (-1), plus per-token nats (for bits per byte).
+  ad::CrossEntropy<T, D> loss(const Ids& inputs, const Ids& targets) const {
+    const index_t B = inputs.shape()[0], Tt = inputs.shape()[1];
+    check(targets.shape() == inputs.shape(), "gpt.loss", "inputs ", inputs.shape(), " vs targets ",
+          targets.shape());
+    check(Tt <= cfg_.sequence_len, "gpt.loss", "sequence length ", Tt, " exceeds the model's sequence_len ",
+          cfg_.sequence_len);
+    const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
+    const auto rope = ad::RopeTable<T>::make(qpos.view(), cfg_.head_dim(), cfg_.rope_bf16_tables);
+    const Var3 z = head(hidden(inputs, rope, standard_attend(qpos)));
+    const Tensor<index_t, 1, D> tg(targets.view().template reshape<1>(Shape<1>{B * Tt}));
+    return ad::cross_entropy(ad::reshape(z, Shape<2>{B * Tt, cfg_.padded_vocab()}), tg, T(15), cfg_.vocab_size);
+  }
+
+ private:
+  Var3 block(index_t l, const Var3& xin, const Var3& x0, const Ids& ids, const ad::RopeTable<T>& rope,
+             const Attend& attend) const {
+    const Block& b = blocks_[static_cast<std::size_t>(l)];
+    const index_t B = ids.shape()[0], Tq = ids.shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
+                  Dh = cfg_.head_dim(), d = cfg_.n_embd;
+    Var3 x = model_detail::lambda_mix(xin, x0, resid_lambdas_->var(), x0_lambdas_->var(), l, cfg_.use_resid_lambdas,
+                                      cfg_.use_x0_residual);
+    const Var3 u = ad::rmsnorm(x);
+    Var4 q = ad::reshape(ad::linear(u, b.c_q->var()), Shape<4>{B, Tq, H, Dh});
+    Var4 k = ad::reshape(ad::linear(u, b.c_k->var()), Shape<4>{B, Tq, Hkv, Dh});
+    Var4 v = ad::reshape(ad::linear(u, b.c_v->var()), Shape<4>{B, Tq, Hkv, Dh});
+    if (b.value_embed) {  // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
+      const index_t c = cfg_.gate_channels();
+      const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
+      const Var3 g = ad::gate2(ad::linear(gin, b.ve_gate->var()));  // (B, Tq, Hkv)
+      const Var4 e = ad::reshape(ad::embedding(ids, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
+      v = v + ad::reshape(g, Shape<4>{B, Tq, Hkv, 1}) * e;
+    }
+    q = ad::rmsnorm(ad::rope(q, rope));  // QK-norm after RoPE
+    k = ad::rmsnorm(ad::rope(k, rope));
+    const Var4 y = attend(l, q, k, v);
+    x = x + ad::linear(ad::reshape(y, Shape<3>{B, Tq, H * Dh}), b.c_proj->var());
+    x = x + ad::linear(ad::relu2(ad::linear(ad::rmsnorm(x), b.c_fc->var())), b.mlp_proj->var());
+    return x;
+  }
+
+  ModelConfig cfg_;
+  std::unique_ptr<P2> wte_, lm_head_;
+  std::unique_ptr<P1> resid_lambdas_, x0_lambdas_;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace v0
+}  // namespace lrt
