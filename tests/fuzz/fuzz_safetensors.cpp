@@ -1,0 +1,45 @@
+// libFuzzer target for lrt's untrusted-input parsers: the input is parsed as a safetensors
+// file (every tensor read back as float, double and int) and as JSON (a parsed value must dump
+// and re-parse to itself). Anything but lrt::Error escaping, or a sanitizer report, is a bug.
+//   ./lrt_fuzz_safetensors -max_len=4096 corpus_dir/
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <lrt/io.hpp>
+#include <string>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    const auto r = lrt::st::Reader::from_bytes(bytes, "fuzz");
+    for (const std::string& name : r.names()) {
+      const auto shape = r.shape(name);
+      try {
+        (void)r.read_f32(name, shape);
+      } catch (const lrt::Error&) {
+      }
+      try {
+        (void)r.read_f64(name, shape);
+      } catch (const lrt::Error&) {
+      }
+      try {
+        (void)r.read_i64(name, shape);
+      } catch (const lrt::Error&) {
+      }
+    }
+  } catch (const lrt::Error&) {
+  }
+  try {
+    const lrt::json::Value v = lrt::json::parse(bytes, "fuzz");
+    std::string text;
+    try {
+      text = v.dump();
+    } catch (const lrt::Error&) {
+      return 0;  // only non-finite numbers cannot be written, and the parser makes none
+    }
+    if (!(lrt::json::parse(text) == v)) std::abort();
+  } catch (const lrt::Error&) {
+  }
+  return 0;
+}

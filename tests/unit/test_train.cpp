@@ -1,0 +1,203 @@
+// Training end to end on generated text: overfitting one batch, checkpoint round trips (float32
+// bit-exact, bfloat16 as round-to-nearest-even), resume bit for bit, damaged checkpoints, bpb.
+#include <lrt/train/trainer.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <numbers>
+
+#include "test_util.hpp"
+
+using lrt::index_t;
+using lrt::Shape;
+using lrt::Tensor;
+namespace fs = std::filesystem;
+
+namespace {
+lrt::ModelConfig micro_config() {
+  lrt::ModelConfig c;
+  c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 16, c.vocab_size = 257;
+  c.window_pattern = "SL";
+  c.ve_layout = lrt::VELayout::Alternating;
+  return c;
+}
+std::string generated_text(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "dog ", "ran.\n", "far "};
+  std::string s;
+  while (s.size() < n) s += words[rng() % 10];
+  return s;
+}
+fs::path temp_dir(const char* name) {
+  const fs::path p = fs::temp_directory_path() / (std::string("lrt_test_train_") + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+/// Bitwise equality of all parameters.
+bool same_weights(const lrt::GPT<float>& a, const lrt::GPT<float>& b) {
+  std::vector<const float*> pa, pb;
+  std::vector<index_t> n;
+  a.for_each_param([&](auto& p) { pa.push_back(p.value().data()), n.push_back(p.value().numel()); });
+  b.for_each_param([&](auto& p) { pb.push_back(p.value().data()); });
+  if (pa.size() != pb.size()) return false;
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    if (std::memcmp(pa[i], pb[i], sizeof(float) * static_cast<std::size_t>(n[i])) != 0) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("train: overfitting one batch drives the loss near zero") {
+  lrt::ModelConfig c = micro_config();
+  lrt::GPT<float> m(c, 3);
+  // One row (BOS + 16 bytes): with several rows the first byte after BOS would be unpredictable.
+  const auto one = lrt::data::TokenRows::build({{"d", generated_text(64, 1).substr(0, 16)}}, 16);
+  REQUIRE(one.rows() == 1);
+  lrt::TrainOptions o;
+  o.batch_rows = 2;
+  o.micro_rows = 1;  // two micro-batches per step: accumulation
+  o.steps = 150;
+  lrt::Trainer tr(m, one, o);
+  double first = 0, last = 0;
+  while (!tr.done()) {
+    const auto s = tr.train_step();
+    if (s.step == 0) first = s.loss;
+    last = s.loss;
+  }
+  CHECK(first == doctest::Approx(std::log(257.0)).epsilon(0.01));  // uniform at init (lm_head ~ 0)
+  CHECK(last < 0.01);
+}
+
+TEST_CASE("checkpoint: float32 round trip is bit-exact, bfloat16 rounds to nearest even, errors name file and tensor") {
+  const fs::path dir = temp_dir("ckpt");
+  lrt::GPT<float> m(micro_config(), 5);
+  std::mt19937 rng(2);
+  m.for_each_param([&](auto& p) { lrt_test::fill_random(p.value(), rng, -1, 1); });
+  const std::string f32 = (dir / "m.safetensors").string(), b16 = (dir / "b.safetensors").string();
+  lrt::save_model(m, f32, 42);
+  const lrt::GPT<float> back = lrt::load_model(f32);
+  CHECK(same_weights(m, back));
+  CHECK(lrt::release_config_json(back.config()) == lrt::release_config_json(m.config()));
+  const auto r = lrt::st::Reader::open(f32);
+  CHECK(lrt::read_step(r) == 42);
+  CHECK(r.meta("tokenizer") == std::optional<std::string>("bytes257"));
+  // __metadata__ values are strings; model_config parses as the release's GPTConfig.
+  const auto mc = lrt::json::parse(*r.meta("model_config"));
+  CHECK(mc.at("n_embd").as_int() == 32);
+  CHECK(mc.at("ve_every_layer").as_bool() == false);
+
+  lrt::save_model(m, b16, 1, {}, lrt::st::DType::BF16);
+  const lrt::GPT<float> hb = lrt::load_model(b16);
+  const float* w = m.wte().value().data();
+  const float* h = hb.wte().value().data();
+  for (index_t i = 0; i < m.wte().value().numel(); ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, &w[i], 4);
+    const std::uint32_t rne = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;  // written out here
+    float expect;
+    std::memcpy(&expect, &rne, 4);
+    REQUIRE(h[i] == expect);
+  }
+
+  // Damaged files: each gives an lrt::Error naming the file (and the tensor where there is one).
+  const std::string bytes = lrt::read_file(f32, "test");
+  auto write = [&](const std::string& name, const std::string& content) {
+    const std::string p = (dir / name).string();
+    lrt::write_file_atomic(p, content);
+    return p;
+  };
+  const std::string trunc = write("trunc.safetensors", bytes.substr(0, bytes.size() - 7));
+  CHECK_THROWS_WITH_AS(lrt::load_model(trunc), doctest::Contains("trunc.safetensors"), lrt::Error);
+  // A file without one tensor, one with an unknown extra tensor, one with a wrong shape.
+  auto rewrite = [&](const std::string& name, auto&& edit) {
+    lrt::st::Writer wr;
+    const auto rd = lrt::st::Reader::open(f32);
+    for (const auto& [k, v] : rd.metadata()) wr.set_metadata(k, v);
+    for (const std::string& n : rd.names()) {
+      auto shape = rd.shape(n);
+      auto data = rd.read_f32(n, shape);
+      if (edit(n, shape, data)) wr.add_f32(n, data, shape);
+    }
+    if (name == "missing.safetensors") wr.add_f32("dummy.keep", std::vector<float>{}, {0});
+    const std::string p = (dir / name).string();
+    wr.write(p);
+    return p;
+  };
+  const std::string missing = rewrite("missing.safetensors", [](const std::string& n, auto&, auto&) {
+    return n != "transformer.h.1.attn.c_k.weight";
+  });
+  CHECK_THROWS_WITH_AS(lrt::load_model(missing), doctest::Contains("transformer.h.1.attn.c_k.weight"), lrt::Error);
+  CHECK_THROWS_WITH_AS(lrt::load_model(missing), doctest::Contains("dummy.keep"), lrt::Error);  // unknown
+  const std::string wrong = rewrite("wrong.safetensors", [](const std::string& n, auto& shape, auto& data) {
+    if (n == "lm_head.weight") shape = {static_cast<std::int64_t>(data.size() / 16), 16};
+    return true;
+  });
+  CHECK_THROWS_WITH_AS(lrt::load_model(wrong), doctest::Contains("lm_head.weight"), lrt::Error);
+  // Metadata without a config, or with an invalid one.
+  lrt::st::Writer bare;
+  bare.add_f32("x", std::vector<float>{1.f}, {1});
+  const std::string noconf = (dir / "noconf.safetensors").string();
+  bare.write(noconf);
+  CHECK_THROWS_WITH_AS(lrt::load_model(noconf), doctest::Contains("model_config"), lrt::Error);
+  bare.set_metadata("model_config", R"({"sequence_len": 16, "vocab_size": 257, "n_layer": 2, "n_head": 3, "n_embd": 32})");
+  bare.write(noconf);
+  CHECK_THROWS_WITH_AS(lrt::load_model(noconf), doctest::Contains("multiple of n_head"), lrt::Error);
+  bare.set_metadata("model_config", R"({"sequence_len": 16, "vocab_size": 257)");
+  bare.write(noconf);
+  CHECK_THROWS_WITH_AS(lrt::load_model(noconf), doctest::Contains("noconf.safetensors"), lrt::Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("train: N steps == K steps, save, resume, N - K steps (bit for bit)") {
+  const fs::path dir = temp_dir("resume");
+  const std::vector<lrt::data::Document> docs{{"d", generated_text(3000, 7)}};
+  const auto rows = lrt::data::TokenRows::build(docs, 16);
+  lrt::TrainOptions o;
+  o.batch_rows = 8, o.micro_rows = 4, o.steps = 7, o.seed = 9;
+  lrt::GPT<float> a(micro_config(), 1);
+  {
+    lrt::Trainer t(a, rows, o);
+    while (!t.done()) t.train_step();
+  }
+  lrt::GPT<float> b(micro_config(), 1);
+  {
+    lrt::Trainer t(b, rows, o);
+    for (int i = 0; i < 3; ++i) t.train_step();
+    t.save(dir.string());
+  }
+  CHECK_FALSE(same_weights(a, b));
+  lrt::GPT<float> c(micro_config(), 99);  // another init: everything must come from the checkpoint
+  {
+    lrt::TrainOptions o2 = o;
+    o2.steps = 0;  // the horizon comes from the checkpoint too
+    lrt::Trainer t(c, rows, o2);
+    t.resume(dir.string());
+    CHECK(t.step() == 3);
+    CHECK(t.horizon() == 7);
+    while (!t.done()) t.train_step();
+  }
+  CHECK(same_weights(a, c));
+  // A model/optimizer pair from different steps is refused.
+  {
+    lrt::Trainer t(b, rows, o);
+    t.train_step();
+    lrt::save_model(b, (dir / "model.safetensors").string(), 4);
+  }
+  lrt::Trainer t(c, rows, o);
+  CHECK_THROWS_WITH_AS(t.resume(dir.string()), doctest::Contains("interrupted save"), lrt::Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("eval: bits per byte = nats / (ln 2 * bytes), BOS targets count zero bytes") {
+  lrt::GPT<float> m(micro_config(), 4);  // lm_head ~ 0 at init: every byte costs ~ln(257) nats
+  const std::vector<lrt::data::Document> docs{{"d", generated_text(2000, 3)}};
+  const auto rows = lrt::data::TokenRows::build(docs, 16);
+  const auto batches = lrt::data::validation_batches(rows, 4, 1000);
+  const lrt::BpbResult r = lrt::evaluate_bpb(m, batches);
+  index_t targets = 0, bos = 0;
+  for (const auto& b : batches)
+    for (index_t i = 0; i < b.targets.numel(); ++i) ++targets, bos += b.targets.data()[i] == 256;
+  CHECK(r.tokens == targets - bos);
+  CHECK(r.bytes == r.tokens);
+  CHECK(r.bpb() == doctest::Approx(std::log(257.0) / std::numbers::ln2).epsilon(0.002));
+}
