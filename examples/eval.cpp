@@ -7,6 +7,8 @@
 
 #include "tool_util.hpp"
 
+#include <filesystem>
+
 namespace {
 lrt::ModelConfig config_for(const tool::Args& a, const lrt::st::Reader& r) {
   if (!a.has("config")) return lrt::read_model_config(r);
@@ -26,6 +28,7 @@ int main(int argc, char** argv) {
     if (!a.parse(argc, argv)) return 0;
     const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
     const int B = static_cast<int>(a.integer("batch-rows", 1, 1 << 16));
+    tool::require_path(a.str("data"), "--data");
     const auto r = lrt::st::Reader::open(a.str("checkpoint"));
     const lrt::ModelConfig cfg = config_for(a, r);
     lrt::GPT<float> model(cfg);

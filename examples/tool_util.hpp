@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -144,6 +145,13 @@ int run_main(const Args& args, F&& body) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
+}
+
+/// A usage error unless path names an existing file or folder.
+inline void require_path(const std::string& path, const char* option) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw UsageError(fmt::format("{}: no such file or folder: '{}'", option, path));
 }
 
 inline std::string duration(double s) {

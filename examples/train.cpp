@@ -9,6 +9,8 @@
 
 #include "tool_util.hpp"
 
+#include <filesystem>
+
 namespace {
 
 /// Rows per optimizer step of the CPU presets (spec §8): tiny 32x128, small 16x256, medium 32x256.
@@ -22,6 +24,7 @@ int train(const tool::Args& a) {
 
   const std::string preset = a.str("preset"), out = a.str("out"), data_path = a.str("data");
   const bool resume = a.has("resume");
+  tool::require_path(data_path, "--data");
   lrt::ModelConfig cfg;
   if (resume) {
     cfg = lrt::read_model_config(lrt::st::Reader::open(a.str("resume") + "/model.safetensors"));
@@ -50,6 +53,7 @@ int train(const tool::Args& a) {
   const double time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
   const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
 
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
   fmt::print("lrt-train: {} threads (LRT_NUM_THREADS), GEMM via {}\n", lrt::num_threads(),
              LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
   const auto corpus = lrt::data::load_corpus(data_path);

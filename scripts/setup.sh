@@ -41,5 +41,5 @@ else
 fi
 
 if [ "$corpus" = 1 ]; then
-  "$(dirname "${BASH_SOURCE[0]}")/get_corpus.sh"
+  bash "$(dirname "${BASH_SOURCE[0]}")/get_corpus.sh"
 fi
