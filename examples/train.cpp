@@ -47,6 +47,19 @@ int train(const tool::Args& a) {
   o.embedding_lr = static_cast<float>(a.number("embedding-lr", 0, 100));
   o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
   o.scalar_lr = static_cast<float>(a.number("scalar-lr", 0, 10));
+  if (resume) {  // unless given again, the settings the checkpoint was trained with
+    const auto orr = lrt::st::Reader::open(a.str("resume") + "/optim.safetensors");
+    if (const auto j = orr.meta("train_options")) {
+      const auto t = lrt::json::parse(*j, orr.label() + " train_options");
+      if (!a.has("batch-rows")) o.batch_rows = t.at("batch_rows").as_int();
+      if (!a.has("micro-rows")) o.micro_rows = t.at("micro_rows").as_int();
+      if (!a.has("seed")) o.seed = static_cast<std::uint64_t>(t.at("seed").as_int());
+      if (!a.has("matrix-lr")) o.matrix_lr = static_cast<float>(t.at("matrix_lr").as_number());
+      if (!a.has("embedding-lr")) o.embedding_lr = static_cast<float>(t.at("embedding_lr").as_number());
+      if (!a.has("unembedding-lr")) o.unembedding_lr = static_cast<float>(t.at("unembedding_lr").as_number());
+      if (!a.has("scalar-lr")) o.scalar_lr = static_cast<float>(t.at("scalar_lr").as_number());
+    }
+  }
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const long long eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
   const long long steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
@@ -85,9 +98,13 @@ int train(const tool::Args& a) {
       double per_step = 0;
       const int warm = 10;
       for (int i = 0; i < warm; ++i) per_step += tr.time_step_without_update() / warm;
+      // Evaluations cost ~1/3 of a step per step's worth of tokens; there are ~11 of them with the
+      // default --eval-every (N/10), or about n / eval_every.
       const double eval_cost = per_step / 3 * double(eval_tokens) / double(tr.tokens_per_step());
       const double left = time_arg - now();
-      const auto n = static_cast<std::int64_t>(std::max(1.0, std::floor(left / (per_step * 1.02 + eval_cost / 10))));
+      const double n_real = eval_every_arg > 0 ? left / (per_step * 1.07 + eval_cost / double(eval_every_arg))
+                                               : (left - 11 * eval_cost) / (per_step * 1.07);  // +7%: the optimizer step (measured)
+      const auto n = static_cast<std::int64_t>(std::max(1.0, std::floor(n_real)));
       tr.set_horizon(tr.step() + n);
       fmt::print("time budget {}: {:.3f} s/step over {} warm-up steps -> {} steps\n", tool::duration(time_arg),
                  per_step, warm, n);

@@ -1,5 +1,5 @@
 // Owning tensors and views: construction, copies, element access, slice/select/permute/
-// transpose/reshape/unsqueeze, device copies, and their errors.
+// transpose/reshape/unsqueeze, device copies, their errors; fmt formatting of shapes and tensors.
 #include "test_util.hpp"
 
 using namespace lrt_test;
@@ -118,4 +118,39 @@ TEST_CASE("to<cpu> copies and keeps values; contiguous() packs a view") {
   CHECK(c.shape() == Shape<2>{4, 3});
   CHECK(c(3, 2) == a(2, 3));
   CHECK(c.is_contiguous());
+}
+
+// ---- fmt formatting of shapes and tensors; error type and messages (was test_format.cpp)
+TEST_CASE("shapes and small tensors format readably") {
+  CHECK(fmt::format("{}", Shape<2>{2, 3}) == "(2, 3)");
+  CHECK(fmt::format("{}", Shape<1>{4}) == "(4,)");
+  CHECK(fmt::format("{}", Shape<0>{}) == "()");
+  Tensor<int, 2> t = lrt::iota(Shape<2>{2, 3}, 0);
+  CHECK(fmt::format("{}", t) == "[[0, 1, 2],\n [3, 4, 5]]");
+  Tensor<float, 1> f = lrt::iota(Shape<1>{3}, 0.5f);
+  CHECK(fmt::format("{:.2f}", f) == "[0.50, 1.50, 2.50]");
+  CHECK(fmt::format("{}", t.t()) == "[[0, 3],\n [1, 4],\n [2, 5]]");
+  Tensor<int, 0> s;
+  CHECK(fmt::format("{}", s) == "0");
+}
+
+TEST_CASE("large tensors are summarised") {
+  Tensor<int, 1> t = lrt::iota(Shape<1>{100}, 0);
+  CHECK(fmt::format("{}", t) == "[0, 1, 2, ..., 97, 98, 99]");
+  Tensor<int, 2> m = lrt::iota(Shape<2>{8, 2}, 0);
+  CHECK(fmt::format("{}", m) ==
+        "[[0, 1],\n [2, 3],\n [4, 5],\n ...,\n [10, 11],\n [12, 13],\n [14, 15]]");
+}
+
+TEST_CASE("lrt::check builds '[op] message' errors") {
+  try {
+    lrt::check(false, "matmul", "inner dims differ: ", lrt::to_string(Shape<2>{2, 3}), " vs ",
+               lrt::to_string(Shape<2>{4, 5}));
+    FAIL("no throw");
+  } catch (const lrt::Error& e) {
+    CHECK(std::string(e.what()) == "[matmul] inner dims differ: (2, 3) vs (4, 5)");
+    CHECK(e.op() == "matmul");
+    const std::runtime_error& base = e;  // catchable as a standard exception
+    CHECK(std::string(base.what()).size() > 0);
+  }
 }
