@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     const lrt::index_t P = static_cast<lrt::index_t>(prompt.size()), Tmax = cfg.sequence_len;
     lrt::check(P + n_new <= Tmax, "generate", "prompt (", P, ") + max-new-tokens (", n_new, ") exceeds context T_max (",
                Tmax, ")");
-    lrt::Decoder<float> dec(model, 1, Tmax);
+    lrt::Decoder dec(model, 1, Tmax);
     std::fputs(a.str("prompt").c_str(), stdout);
     std::fflush(stdout);
     const lrt::Tensor<float, 2>* logits = nullptr;

@@ -21,6 +21,8 @@ Tensor<T, R, D> sum_to(const TensorView<const T, Ro, D>& g, const Shape<R>& s) {
   if constexpr (Ro > R) {
     const Tensor<T, Ro - 1, D> r = lrt::sum(g, 0);
     return sum_to<T, R, Ro - 1, D>(r.view(), s);
+  } else if constexpr (R == 0) {  // scalars: nothing was broadcast
+    return Tensor<T, R, D>(g);
   } else {
     Tensor<T, R, D> cur(g);
     for (int d = 0; d < R; ++d) {

@@ -15,8 +15,9 @@
 namespace lrt {
 inline namespace v0 {
 
-/// The release's model_config object (GPTConfig field names) for a baseline config.
-inline json::Value release_config_json(const ModelConfig& c) {
+/// The release's model_config object (GPTConfig field names) for a config of variant V.
+template <class V = variants::Baseline>
+json::Value release_config_json(const ModelConfig& c) {
   json::Value j = json::Value::object();
   j["sequence_len"] = c.sequence_len;
   j["vocab_size"] = c.vocab_size;
@@ -30,7 +31,7 @@ inline json::Value release_config_json(const ModelConfig& c) {
   j["use_x0_residual"] = c.use_x0_residual;
   j["use_resid_lambdas"] = c.use_resid_lambdas;
   j["ve_gate_channels"] = c.ve_gate_channels;
-  j["use_interleaved"] = false;  // the baseline: no recurrence
+  j["use_interleaved"] = V::recurrent;
   j["interleaved_num_passes"] = 2;
   j["interleaved_kv_refresh"] = false;
   j["use_multi_refine"] = false;
@@ -40,14 +41,30 @@ inline json::Value release_config_json(const ModelConfig& c) {
   return j;
 }
 
+/// The preset name of a variant (`baseline`, `lrt`, `lrt-release`, `residual`, `kv`), or a
+/// descriptive one for other combinations.
+template <class V>
+std::string variant_name() {
+  if constexpr (std::is_same_v<V, variants::Baseline>) return "baseline";
+  else if constexpr (std::is_same_v<V, variants::Lrt>) return "lrt";
+  else if constexpr (std::is_same_v<V, variants::LrtRelease>) return "lrt-release";
+  else if constexpr (std::is_same_v<V, variants::ResidualOnly>) return "residual";
+  else if constexpr (std::is_same_v<V, variants::KVOnly>) return "kv";
+  else
+    return detail::str_cat(to_string(V::injection), "/", to_string(V::projection), "/",
+                           V::source_layer < 0 ? std::string("final") : "block" + std::to_string(V::source_layer));
+}
+
 /// lrt's own fields (no release equivalent).
-inline json::Value lrt_config_json(const ModelConfig& c) {
+template <class V = variants::Baseline>
+json::Value lrt_config_json(const ModelConfig& c) {
   json::Value j = json::Value::object();
-  j["injection"] = "none";
-  j["projection"] = "shared";
-  j["source_layer"] = "final";
-  j["mem_offset"] = 1;
-  j["reset_at_bos"] = false;
+  j["injection"] = to_string(V::injection);
+  j["projection"] = to_string(V::projection);
+  if (V::source_layer < 0) j["source_layer"] = "final";
+  else j["source_layer"] = V::source_layer;
+  j["mem_offset"] = c.mem_offset;
+  j["reset_at_bos"] = c.reset_at_bos;
   j["rope_bf16_tables"] = c.rope_bf16_tables;
   return j;
 }
@@ -110,8 +127,8 @@ inline ModelConfig config_from_json(const json::Value& in, const json::Value* lr
 
 /// Writes the model's weights (float32, or bfloat16 with `dtype`) and metadata to `path`
 /// atomically. `extra` adds metadata strings.
-template <class T, Device D>
-void save_model(const GPT<T, D>& m, const std::string& path, std::int64_t step,
+template <class V, class T, Device D>
+void save_model(const Model<V, T, D>& m, const std::string& path, std::int64_t step,
                 const std::vector<std::pair<std::string, std::string>>& extra = {}, st::DType dtype = st::DType::F32) {
   static_assert(D::host_accessible, "save_model writes host tensors (copy the model to the CPU first)");
   st::Writer w;
@@ -124,9 +141,9 @@ void save_model(const GPT<T, D>& m, const std::string& path, std::int64_t step,
     w.add_f32(p.name(), buf, std::move(shape), dtype);
   });
   w.set_metadata("format", "pt");
-  w.set_metadata("model_config", release_config_json(m.config()).dump());
-  w.set_metadata("lrt_config", lrt_config_json(m.config()).dump());
-  w.set_metadata("variant", "baseline");
+  w.set_metadata("model_config", release_config_json<V>(m.config()).dump());
+  w.set_metadata("lrt_config", lrt_config_json<V>(m.config()).dump());
+  w.set_metadata("variant", variant_name<V>());
   w.set_metadata("step", std::to_string(step));
   w.set_metadata("tokenizer", "bytes257");
   for (const auto& [k, v] : extra) w.set_metadata(k, v);
@@ -145,8 +162,8 @@ inline ModelConfig read_model_config(const st::Reader& r) {
 }
 
 /// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes.
-template <class T, Device D>
-void load_weights(const GPT<T, D>& m, const st::Reader& r) {
+template <class V, class T, Device D>
+void load_weights(const Model<V, T, D>& m, const st::Reader& r) {
   static_assert(D::host_accessible, "load_weights fills host tensors");
   std::vector<std::string> names;
   m.for_each_param([&](auto& p) { names.push_back(p.name()); });

@@ -37,6 +37,9 @@ struct ModelConfig {
   bool use_resid_lambdas = true;  // x = alpha_l x
   bool use_x0_residual = true;    // x += beta_l x0
   bool rope_bf16_tables = true;   // round the cos/sin tables to bf16 like the release
+  // LRT runtime options (spec §1, §3.1); ignored by the baseline.
+  index_t mem_offset = 1;     // k: position t reads the source state of t - k
+  bool reset_at_bos = false;  // zero the memory when a BOS lies in tokens t-k+1..t
 
   index_t head_dim() const { return n_embd / n_head; }
   index_t kv_dim() const { return n_kv_head * head_dim(); }  // D
@@ -80,6 +83,7 @@ struct ModelConfig {
     check(!window_pattern.empty(), op, "window_pattern must not be empty");
     for (char c : window_pattern)
       check(c == 'S' || c == 'L', op, "window_pattern '", window_pattern, "' may only contain 'S' and 'L'");
+    check(mem_offset >= 1, op, "mem_offset (the memory offset k) must be >= 1, got ", mem_offset);
     check(ve_gate_channels >= 0 && ve_gate_channels <= n_embd, op, "ve_gate_channels must be in [0, n_embd = ",
           n_embd, "], got ", ve_gate_channels);
   }

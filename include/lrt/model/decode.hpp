@@ -17,10 +17,10 @@ inline namespace v0 {
 
 /// Decodes B rows in lockstep: step(tokens) feeds one token per row at the current position and
 /// returns the soft-capped logits (B, V) of the next token.
-template <class T = float, Device D = cpu::Device>
+template <class V = variants::Baseline, class T = float, Device D = cpu::Device>
 class Decoder {
  public:
-  using Model = GPT<T, D>;
+  using Model = lrt::Model<V, T, D>;
 
   /// A decoder for `batch` rows with room for `capacity` positions (0: the model's sequence_len).
   explicit Decoder(const Model& model, index_t batch = 1, index_t capacity = 0)
@@ -32,6 +32,10 @@ class Decoder {
       v_.emplace_back(Shape<4>{B_, cap_, c.n_kv_head, c.head_dim()});
     }
     logits_ = Tensor<T, 2, D>(Shape<2>{B_, c.vocab_size});
+    if constexpr (V::recurrent) {  // ring of the last k source states and tokens per row
+      ring_ = Tensor<T, 3, D>(Shape<3>{c.mem_offset, B_, c.n_embd});
+      ring_tok_ = Tensor<index_t, 2, D>(Shape<2>{c.mem_offset, B_});
+    }
   }
 
   index_t batch() const noexcept { return B_; }
@@ -70,7 +74,30 @@ class Decoder {
                                 lse.view());
       return ad::constant(std::move(out));
     };
-    const auto z = m_->head(m_->hidden(ids, rope, attend));  // (B, 1, Vp)
+    typename Model::Var3 mem;
+    if constexpr (V::recurrent) {  // m~_t = s_{t-k} (0 before k, or across a BOS with reset_at_bos)
+      const index_t k = c.mem_offset;
+      Tensor<T, 3, D> m(Shape<3>{B_, 1, c.n_embd});
+      if (t >= k)
+        for (index_t b = 0; b < B_; ++b) {
+          bool cut = false;
+          if (c.reset_at_bos) {  // tokens t-k+1..t: the k-1 newest in the ring, and this one
+            cut = tokens[static_cast<std::size_t>(b)] == 256;
+            for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
+          }
+          if (!cut) std::copy_n(&ring_((t - k) % k, b, 0), c.n_embd, &m(b, 0, 0));
+        }
+      mem = ad::constant(std::move(m));
+    }
+    const auto pass = m_->forward(ids, rope, attend, V::recurrent ? &mem : nullptr);
+    if constexpr (V::recurrent) {
+      const index_t slot = t % c.mem_offset;
+      for (index_t b = 0; b < B_; ++b) {
+        std::copy_n(&pass.source.value()(b, 0, 0), c.n_embd, &ring_(slot, b, 0));
+        ring_tok_(slot, b) = tokens[static_cast<std::size_t>(b)];
+      }
+    }
+    const auto z = m_->head(pass.h);  // (B, 1, Vp)
     const T cap = T(15);
     logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
     ++t_;
@@ -82,7 +109,12 @@ class Decoder {
   index_t B_, cap_, t_ = 0;
   std::vector<Tensor<T, 4, D>> k_, v_;  // per layer (B, Tmax, Hkv, Dh)
   Tensor<T, 2, D> logits_;
+  Tensor<T, 3, D> ring_;          // (k, B, d) source states, slot t % k
+  Tensor<index_t, 2, D> ring_tok_;  // (k, B) their tokens
 };
+
+template <class V, class T, Device D>
+Decoder(const Model<V, T, D>&, index_t = 1, index_t = 0) -> Decoder<V, T, D>;
 
 struct SamplerOptions {
   double temperature = 1.0;  // 0: greedy (argmax, ties to the lowest id)

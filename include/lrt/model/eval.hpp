@@ -43,7 +43,7 @@ void accumulate_bpb(BpbResult& r, const Tensor<T, 1, D>& per_token, TensorView<c
 
 /// Bits per byte of the Standard forward over batches (each with .inputs and .targets (B, T)).
 template <class T, Device D, class Batches>
-BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {
+BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {  // the baseline's single pass
   BpbResult r;
   for (const auto& b : batches) {
     ad::Graph g;

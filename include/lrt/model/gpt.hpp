@@ -39,12 +39,79 @@ ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x
       },
       x, x0, a, b);
 }
+
+/// y = x + g[l] m (the Residual injection gamma_l m). x, m (B, T, d); g (L).
+template <class T, Device D>
+ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m, const ad::Var<T, 1, D>& g, index_t l) {
+  const T gl = g.value()(l);
+  Tensor<T, 3, D> y(x.shape(), uninitialized);
+  y = x.value() + m.value() * gl;
+  return ad::record<T, 3, D>(
+      "scaled_add", std::move(y),
+      [x, m, g, l, gl](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+        ad::accumulate(x, gy);
+        ad::accumulate(m, gy * gl);
+        if (auto* gg = ad::grad_slot(g)) (*gg)(l) += lrt::sum(gy * m.value());
+      },
+      x, m, g);
+}
 }  // namespace model_detail
 
-/// The baseline transformer (Injection = None) of spec §2, float or double, on device D.
-template <class T = float, Device D = cpu::Device>
-class GPT {
+// ---------------------------------------------------------------- variants (spec §1, §3)
+
+/// Where the recurrent memory enters each layer.
+enum class Injection { None, Residual, KV, Both };
+/// One (P_k, P_v) pair for all layers, or one per layer (the release).
+enum class Projection { Shared, Layerwise };
+
+/// Source of the memory: the final normed state h_t (the release).
+struct FinalSource {
+  static constexpr int index = -1;
+};
+/// Source of the memory: N(x after block L) [P]. Checked against the layer count at construction.
+template <int L>
+struct BlockSource {
+  static_assert(L >= 0, "BlockSource<L>: the source layer is a block index and must be >= 0 (FinalSource is the final "
+                        "normed state)");
+  static constexpr int index = L;
+};
+
+/// The structural choices of a model (compile time); sizes and the rest are runtime (ModelConfig).
+template <Injection I, Projection P = Projection::Shared, class Source = FinalSource>
+struct Variant {
+  static constexpr Injection injection = I;
+  static constexpr Projection projection = P;
+  static constexpr int source_layer = Source::index;  // -1: final
+  static constexpr bool residual = I == Injection::Residual || I == Injection::Both;
+  static constexpr bool kv = I == Injection::KV || I == Injection::Both;
+  static constexpr bool recurrent = I != Injection::None;
+};
+
+namespace variants {
+using Baseline = Variant<Injection::None>;                                // `baseline`
+using Lrt = Variant<Injection::Both, Projection::Shared>;                 // `lrt`: the paper's default
+using LrtRelease = Variant<Injection::Both, Projection::Layerwise>;       // `lrt-release`
+using ResidualOnly = Variant<Injection::Residual>;                        // `residual`
+using KVOnly = Variant<Injection::KV, Projection::Shared>;                // `kv`
+}  // namespace variants
+
+inline std::string_view to_string(Injection i) {
+  switch (i) {
+    case Injection::None: return "none";
+    case Injection::Residual: return "residual";
+    case Injection::KV: return "kv";
+    case Injection::Both: return "both";
+  }
+  return "?";
+}
+inline std::string_view to_string(Projection p) { return p == Projection::Shared ? "shared" : "layerwise"; }
+
+/// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
+/// device D. Variants::Baseline is the plain GPT (GPT<T, D> below).
+template <class V = variants::Baseline, class T = float, Device D = cpu::Device>
+class Model {
  public:
+  using variant = V;
   using value_type = T;
   using P1 = ad::Param<T, 1, D>;
   using P2 = ad::Param<T, 2, D>;
@@ -54,12 +121,18 @@ class GPT {
 
   struct Block {
     std::unique_ptr<P2> c_q, c_k, c_v, c_proj, c_fc, mlp_proj;
-    std::unique_ptr<P2> ve_gate, value_embed;  // VE layers only
+    std::unique_ptr<P2> ve_gate, value_embed;  // None/Residual: VE layers only
+    std::unique_ptr<P2> triple_gate;           // KV/Both: G_l (3 Hkv, c), rows local, rec, ve
+    std::unique_ptr<P2> proj_k, proj_v;        // KV/Both, Layerwise: P_k, P_v (D, d)
   };
 
   /// A model with the release's initialisation drawn from lrt's Philox stream `seed`.
-  explicit GPT(ModelConfig cfg, std::uint64_t seed = 0) : cfg_(std::move(cfg)) {
+  explicit Model(ModelConfig cfg, std::uint64_t seed = 0) : cfg_(std::move(cfg)) {
+    if constexpr (V::kv) cfg_.ve_layout = VELayout::Every;  // KV/Both: value embeddings on every layer
     cfg_.validate();
+    check(V::source_layer < cfg_.n_layer, "model", "source layer ", V::source_layer, " is beyond the last block (",
+          cfg_.n_layer, " layers)");
+    check(cfg_.mem_offset >= 1, "model", "the memory offset k must be >= 1, got ", cfg_.mem_offset);
     const index_t L = cfg_.n_layer, d = cfg_.n_embd, Vp = cfg_.padded_vocab(), Dk = cfg_.kv_dim();
     const index_t hd = cfg_.n_head * cfg_.head_dim(), c = cfg_.gate_channels();
     const T s = static_cast<T>(std::sqrt(3.0 / static_cast<double>(d)));
@@ -78,11 +151,26 @@ class GPT {
       b.c_proj = std::make_unique<P2>(zeros({d, hd}), p + "attn.c_proj.weight");
       b.c_fc = std::make_unique<P2>(unif({4 * d, d}), p + "mlp.c_fc.weight");
       b.mlp_proj = std::make_unique<P2>(zeros({d, 4 * d}), p + "mlp.c_proj.weight");
-      if (cfg_.has_ve(l)) {
+      if constexpr (V::kv) {
+        b.triple_gate = std::make_unique<P2>(zeros({3 * cfg_.n_kv_head, c}), p + "attn.triple_gate.weight");
+        b.value_embed =
+            std::make_unique<P2>(unif({Vp, Dk}), "interleaved_init_value_embeds." + std::to_string(l) + ".weight");
+        if constexpr (V::projection == Projection::Layerwise) {
+          b.proj_v = std::make_unique<P2>(unif({Dk, d}), "interleaved_projections." + std::to_string(l) + ".W_v.weight");
+          b.proj_k =
+              std::make_unique<P2>(unif({Dk, d}), "interleaved_key_projections." + std::to_string(l) + ".W_v.weight");
+        }
+      } else if (cfg_.has_ve(l)) {
         b.ve_gate = std::make_unique<P2>(zeros({cfg_.n_kv_head, c}), p + "attn.ve_gate.weight");
         b.value_embed = std::make_unique<P2>(unif({Vp, Dk}), "value_embeds." + std::to_string(l) + ".weight");
       }
     }
+    if constexpr (V::kv && V::projection == Projection::Shared) {
+      proj_v_ = std::make_unique<P2>(unif({Dk, d}), "interleaved_projections.shared.W_v.weight");
+      proj_k_ = std::make_unique<P2>(unif({Dk, d}), "interleaved_key_projections.shared.W_v.weight");
+    }
+    if constexpr (V::residual)
+      gamma_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(0.1)), "interleaved_lambdas");
     lm_head_ = std::make_unique<P2>(normal({Vp, d}, T(0.001)), "lm_head.weight");
     resid_lambdas_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(1)), "resid_lambdas");
     x0_lambdas_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(0.1)), "x0_lambdas");
@@ -98,12 +186,17 @@ class GPT {
     for (const Block& b : blocks_) {
       f(*b.c_q), f(*b.c_k), f(*b.c_v), f(*b.c_proj);
       if (b.ve_gate) f(*b.ve_gate);
+      if (b.triple_gate) f(*b.triple_gate);
       f(*b.c_fc), f(*b.mlp_proj);
     }
     f(*lm_head_);
     f(*resid_lambdas_), f(*x0_lambdas_);
+    if (gamma_) f(*gamma_);
     for (const Block& b : blocks_)
       if (b.value_embed) f(*b.value_embed);
+    for (const Block& b : blocks_)
+      if (b.proj_v) f(*b.proj_v), f(*b.proj_k);
+    if (proj_v_) f(*proj_v_), f(*proj_k_);
   }
   /// Total number of parameter values (padding rows included).
   index_t num_params() const {
@@ -116,8 +209,11 @@ class GPT {
     index_t n = lm_head_->shape().numel();
     for (const Block& b : blocks_) {
       for (auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) n += (*p)->shape().numel();
-      if (b.ve_gate) n += b.ve_gate->shape().numel();
+      for (auto* p : {&b.ve_gate, &b.triple_gate, &b.proj_v, &b.proj_k})
+        if (*p) n += (*p)->shape().numel();
     }
+    for (auto* p : {&proj_v_, &proj_k_})
+      if (*p) n += (*p)->shape().numel();
     return n;
   }
   /// Training FLOPs per token of one pass (spec §10): 6 N_mm + sum_l 12 H Dh min(w_l, T).
@@ -136,17 +232,46 @@ class GPT {
   P2& lm_head() const { return *lm_head_; }
   P1& resid_lambdas() const { return *resid_lambdas_; }
   P1& x0_lambdas() const { return *x0_lambdas_; }
+  /// gamma (Residual/Both; nullptr otherwise).
+  P1* gamma() const { return gamma_.get(); }
+  /// Shared P_k, P_v (KV/Both with Shared projections; nullptr otherwise).
+  P2* proj_k() const { return proj_k_.get(); }
+  P2* proj_v() const { return proj_v_.get(); }
   const std::vector<Block>& blocks() const { return blocks_; }
 
   /// How a layer attends: (layer, q (B,Tq,H,Dh), k, v (B,Tq,Hkv,Dh)) -> (B,Tq,H,Dh).
   using Attend = std::function<Var4(index_t, const Var4&, const Var4&, const Var4&)>;
 
-  /// Final normed hidden states h (B, Tq, d) of tokens ids (B, Tq) whose RoPE rows are `rope`.
-  Var3 hidden(const Ids& ids, const ad::RopeTable<T>& rope, const Attend& attend) const {
+  /// One pass: final normed states h (B, Tq, d) and the memory source states s (h itself for
+  /// FinalSource, N(x after block l) for BlockSource<l>) of tokens ids (B, Tq) whose RoPE rows are
+  /// `rope`, with memory m~ (B, Tq, d) (nullptr: zero memory; the gates still apply, spec §3.2).
+  struct Pass {
+    Var3 h, source;
+  };
+  Pass forward(const Ids& ids, const ad::RopeTable<T>& rope, const Attend& attend, const Var3* memory = nullptr) const {
     Var3 x = ad::rmsnorm(ad::embedding(ids, wte_->var()));  // norm after the embedding
     const Var3 x0 = x;
-    for (index_t l = 0; l < cfg_.n_layer; ++l) x = block(l, x, x0, ids, rope, attend);
-    return ad::rmsnorm(x);
+    const index_t B = ids.shape()[0], Tq = ids.shape()[1];
+    Var4 krec, vrec;  // Shared projections of the memory: computed once per pass
+    if constexpr (V::kv && V::projection == Projection::Shared) {
+      if (memory) {
+        const Shape<4> s4{B, Tq, cfg_.n_kv_head, cfg_.head_dim()};
+        krec = ad::reshape(ad::linear(*memory, proj_k_->var()), s4);
+        vrec = ad::reshape(ad::linear(*memory, proj_v_->var()), s4);
+      }
+    }
+    Pass out;
+    for (index_t l = 0; l < cfg_.n_layer; ++l) {
+      x = block(l, x, x0, ids, rope, attend, memory, krec, vrec);
+      if (l == V::source_layer) out.source = ad::rmsnorm(x);
+    }
+    out.h = ad::rmsnorm(x);
+    if (V::source_layer < 0) out.source = out.h;
+    return out;
+  }
+  /// Final normed hidden states h (B, Tq, d) with zero memory.
+  Var3 hidden(const Ids& ids, const ad::RopeTable<T>& rope, const Attend& attend) const {
+    return forward(ids, rope, attend).h;
   }
 
   /// Standard attention over all Tq positions of the row (positions 0..Tq-1).
@@ -176,18 +301,41 @@ class GPT {
 
  private:
   Var3 block(index_t l, const Var3& xin, const Var3& x0, const Ids& ids, const ad::RopeTable<T>& rope,
-             const Attend& attend) const {
+             const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared) const {
     const Block& b = blocks_[static_cast<std::size_t>(l)];
     const index_t B = ids.shape()[0], Tq = ids.shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
                   Dh = cfg_.head_dim(), d = cfg_.n_embd;
     Var3 x = model_detail::lambda_mix(xin, x0, resid_lambdas_->var(), x0_lambdas_->var(), l, cfg_.use_resid_lambdas,
                                       cfg_.use_x0_residual);
+    if constexpr (V::residual) {  // x = x + gamma_l m
+      if (memory) x = model_detail::scaled_add(x, *memory, gamma_->var(), l);
+    }
     const Var3 u = ad::rmsnorm(x);
     Var4 q = ad::reshape(ad::linear(u, b.c_q->var()), Shape<4>{B, Tq, H, Dh});
     Var4 k = ad::reshape(ad::linear(u, b.c_k->var()), Shape<4>{B, Tq, Hkv, Dh});
     Var4 v = ad::reshape(ad::linear(u, b.c_v->var()), Shape<4>{B, Tq, Hkv, Dh});
-    if (b.value_embed) {  // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
-      const index_t c = cfg_.gate_channels();
+    const index_t c = cfg_.gate_channels();
+    if constexpr (V::kv) {  // spec §3.2 steps 4-6: triple gate, recurrent K/V, value embedding
+      const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
+      const Var3 g = ad::gate2(ad::linear(gin, b.triple_gate->var()));  // (B, Tq, 3 Hkv)
+      const Shape<4> gs{B, Tq, Hkv, 1};
+      const Var4 g_loc = ad::reshape(ad::slice(g, 2, 0, Hkv), gs);
+      const Var4 g_ve = ad::reshape(ad::slice(g, 2, 2 * Hkv, 3 * Hkv), gs);
+      const Var4 e = ad::reshape(ad::embedding(ids, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
+      k = g_loc * k;
+      v = g_loc * v;
+      if (memory) {
+        const Var4 g_rec = ad::reshape(ad::slice(g, 2, Hkv, 2 * Hkv), gs);
+        Var4 krec = krec_shared, vrec = vrec_shared;
+        if constexpr (V::projection == Projection::Layerwise) {
+          krec = ad::reshape(ad::linear(*memory, b.proj_k->var()), Shape<4>{B, Tq, Hkv, Dh});
+          vrec = ad::reshape(ad::linear(*memory, b.proj_v->var()), Shape<4>{B, Tq, Hkv, Dh});
+        }
+        k = k + g_rec * krec;
+        v = v + g_rec * vrec;
+      }
+      v = v + g_ve * e;
+    } else if (b.value_embed) {  // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
       const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
       const Var3 g = ad::gate2(ad::linear(gin, b.ve_gate->var()));  // (B, Tq, Hkv)
       const Var4 e = ad::reshape(ad::embedding(ids, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
@@ -203,9 +351,14 @@ class GPT {
 
   ModelConfig cfg_;
   std::unique_ptr<P2> wte_, lm_head_;
-  std::unique_ptr<P1> resid_lambdas_, x0_lambdas_;
+  std::unique_ptr<P1> resid_lambdas_, x0_lambdas_, gamma_;
+  std::unique_ptr<P2> proj_k_, proj_v_;
   std::vector<Block> blocks_;
 };
+
+/// The baseline GPT (Injection::None).
+template <class T = float, Device D = cpu::Device>
+using GPT = Model<variants::Baseline, T, D>;
 
 }  // namespace v0
 }  // namespace lrt

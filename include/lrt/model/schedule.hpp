@@ -1,0 +1,321 @@
+// lrt/model/schedule.hpp: the training schedules of spec §4 as compile-time tags, and the
+// differentiable loss each computes for a batch: Standard, Interleaved<S>, MultiRefine<K>,
+// Chunked<C> and Exact (token by token with backprop through time, the ground truth).
+// Every schedule reuses Model::forward; what differs is which positions a pass computes, which
+// memory it reads and what its layers attend to (an attend hook).
+// Shapes: B batch, T time, d width, Hkv KV heads, Dh head dim, P a position subset.
+#pragma once
+
+#include <numeric>
+#include <vector>
+
+#include "gpt.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+// ---------------------------------------------------------------- schedule tags
+
+struct Standard {
+  static constexpr const char* name = "standard";
+};
+template <int S = 2>
+struct Interleaved {
+  static_assert(S >= 1, "Interleaved<S>: S is the number of position subsets and must be >= 1");
+  static constexpr int subsets = S;
+  static constexpr const char* name = "interleaved";
+};
+template <int K = 1>
+struct MultiRefine {
+  static_assert(K >= 0, "MultiRefine<K>: K is the number of refinement passes and must be >= 0");
+  static constexpr int refinements = K;
+  static constexpr const char* name = "multirefine";
+};
+template <int C = 2>
+struct Chunked {
+  static_assert(C >= 1, "Chunked<C>: C is the number of contiguous chunks and must be >= 1");
+  static constexpr int chunks = C;
+  static constexpr const char* name = "chunked";
+};
+struct Exact {
+  static constexpr const char* name = "exact";
+};
+
+/// Runtime options of the schedules (spec §4).
+struct ScheduleOptions {
+  std::vector<double> loss_weights;  // MultiRefine: one per pass (empty: all 1)
+  bool detach = false;               // MultiRefine: no gradient through the previous pass's states
+  bool zero_interior_memory = false; // Chunked: interior positions read zero memory instead of stale
+  bool keep_logits = false;          // keep each pass's soft-capped logits (tests, evaluation)
+};
+
+/// One pass of a schedule: the positions it scored and their per-token losses.
+template <class T, class D>
+struct PassResult {
+  std::vector<index_t> positions;  // original positions computed by this pass (ascending)
+  Tensor<T, 1, D> per_token;       // (B * |P|) nats, row-major over (b, i); 0 where ignored
+  Tensor<index_t, 1, D> targets;   // (B * |P|)
+  index_t count = 0;
+  Tensor<T, 3, D> logits;          // (B, |P|, V) soft-capped, only with keep_logits
+};
+
+template <class T, class D>
+struct ScheduleResult {
+  ad::Var<T, 0, D> loss;
+  std::vector<PassResult<T, D>> passes;
+  double token_forwards = 0;  // compute of this batch in single-token forwards
+};
+
+namespace sched_detail {
+
+/// Columns P of a (B, T) id tensor -> (B, |P|).
+template <class D>
+Tensor<index_t, 2, D> columns(const Tensor<index_t, 2, D>& x, const std::vector<index_t>& P) {
+  const index_t B = x.shape()[0];
+  Tensor<index_t, 2, D> y(Shape<2>{B, static_cast<index_t>(P.size())});
+  for (index_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < P.size(); ++i) y(b, static_cast<index_t>(i)) = x(b, P[i]);
+  return y;
+}
+
+/// Whether row b's memory at position p is cut by a BOS in tokens p-k+1..p (ResetAtBOS).
+template <class D>
+bool bos_cut(const Tensor<index_t, 2, D>& ids, index_t b, index_t p, index_t k, index_t bos) {
+  for (index_t j = std::max<index_t>(0, p - k + 1); j <= p; ++j)
+    if (ids(b, j) == bos) return true;
+  return false;
+}
+
+/// m~ at positions P from source states S (B, T, d): row p reads S[p - k] when p >= k and the
+/// ResetAtBOS rule allows, else 0 (spec §3.1). Differentiable in S.
+template <class T, Device D>
+ad::Var<T, 3, D> shift_memory(const ad::Var<T, 3, D>& S, const std::vector<index_t>& P, index_t k,
+                              const Tensor<index_t, 2, D>& ids, bool reset_at_bos, index_t bos) {
+  const index_t B = S.shape()[0], d = S.shape()[2], n = static_cast<index_t>(P.size());
+  std::vector<index_t> src(static_cast<std::size_t>(B * n), -1);  // source row per (b, i), -1: zero
+  for (index_t b = 0; b < B; ++b)
+    for (index_t i = 0; i < n; ++i) {
+      const index_t p = P[static_cast<std::size_t>(i)];
+      if (p >= k && !(reset_at_bos && bos_cut(ids, b, p, k, bos))) src[static_cast<std::size_t>(b * n + i)] = p - k;
+    }
+  Tensor<T, 3, D> y(Shape<3>{B, n, d});  // zeros
+  const Tensor<T, 3, D>& sv = S.value();
+  for (index_t b = 0; b < B; ++b)
+    for (index_t i = 0; i < n; ++i)
+      if (const index_t r = src[static_cast<std::size_t>(b * n + i)]; r >= 0)
+        std::copy_n(&sv(b, r, 0), d, &y(b, i, 0));
+  return ad::record<T, 3, D>(
+      "shift_memory", std::move(y),
+      [S, src = std::move(src), B, n, d](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+        auto* g = ad::grad_slot(S);
+        if (!g) return;
+        for (index_t b = 0; b < B; ++b)
+          for (index_t i = 0; i < n; ++i)
+            if (const index_t r = src[static_cast<std::size_t>(b * n + i)]; r >= 0) {
+              T* dst = &(*g)(b, r, 0);
+              const T* s = &gy(b, i, 0);
+              for (index_t c = 0; c < d; ++c) dst[c] += s[c];
+            }
+      },
+      S);
+}
+
+/// A graph-local copy of v without gradient (detach).
+template <class T, int R, Device D>
+ad::Var<T, R, D> detached(const ad::Var<T, R, D>& v) {
+  return ad::constant(Tensor<T, R, D>(v.value()));
+}
+
+inline thread_local bool keep_logits = false;  // set by schedule_loss for its duration
+
+template <class M, class T, class D>
+PassResult<T, D> score(const M& m, const typename M::Var3& h, const Tensor<index_t, 2, D>& targets,
+                       std::vector<index_t> positions, ad::Var<T, 0, D>& loss) {
+  const index_t B = targets.shape()[0], n = targets.shape()[1];
+  const auto z = m.head(h);
+  Tensor<index_t, 1, D> tg(targets.view().template reshape<1>(Shape<1>{B * n}));
+  auto ce = ad::cross_entropy(ad::reshape(z, Shape<2>{B * n, m.config().padded_vocab()}), tg, T(15),
+                              m.config().vocab_size);
+  loss = ce.loss;
+  PassResult<T, D> r{std::move(positions), std::move(ce.per_token), std::move(tg), ce.count, {}};
+  if (keep_logits) {
+    const index_t V = m.config().vocab_size;
+    r.logits = Tensor<T, 3, D>(lrt::tanh(z.value().slice(2, 0, V) / T(15)) * T(15));
+  }
+  return r;
+}
+
+template <class T, Device D>
+ad::Var<T, 0, D> weighted_mean(const std::vector<ad::Var<T, 0, D>>& losses, const std::vector<double>& w) {
+  double total = 0;
+  for (double x : w) total += x;
+  check(total > 0, "schedule", "the loss weights must have a positive sum");
+  ad::Var<T, 0, D> acc = losses[0] * static_cast<T>(w[0] / total);
+  for (std::size_t i = 1; i < losses.size(); ++i) acc = acc + losses[i] * static_cast<T>(w[i] / total);
+  return acc;
+}
+
+/// Pass 0 (zero memory, all positions, fills the K/V buffers) then one pass per subset
+/// (spec §4.2; Chunked §4.4 is the same with contiguous subsets).
+template <class M, class T, Device D>
+ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids, const Tensor<index_t, 2, D>& tg,
+                                   const std::vector<std::vector<index_t>>& subsets, bool chunk_zero_interior) {
+  const ModelConfig& c = m.config();
+  const index_t Tt = ids.shape()[1], L = c.n_layer, k = c.mem_offset;
+  const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
+  const auto rope = ad::RopeTable<T>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+  std::vector<ad::Var<T, 4, D>> Kb(static_cast<std::size_t>(L)), Vb(static_cast<std::size_t>(L));
+  const typename M::Attend attend0 = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
+                                         const ad::Var<T, 4, D>& vv) {
+    Kb[static_cast<std::size_t>(l)] = kk, Vb[static_cast<std::size_t>(l)] = vv;
+    return ad::attention(q, kk, vv, qpos, c.window(l));
+  };
+  ScheduleResult<T, D> r;
+  std::vector<ad::Var<T, 0, D>> losses(1);
+  auto p0 = m.forward(ids, rope, attend0, nullptr);
+  std::vector<index_t> all(static_cast<std::size_t>(Tt));
+  std::iota(all.begin(), all.end(), index_t{0});
+  r.passes.push_back(score(m, p0.h, tg, all, losses[0]));
+  ad::Var<T, 3, D> Sbuf = p0.source;
+  for (const std::vector<index_t>& P : subsets) {
+    if (P.empty()) continue;
+    const IndexList<D> idx(P);
+    Tensor<index_t, 1, D> qp(Shape<1>{static_cast<index_t>(P.size())});
+    for (std::size_t i = 0; i < P.size(); ++i) qp(static_cast<index_t>(i)) = P[i];
+    const auto rope_p = ad::RopeTable<T>::make(qp.view(), c.head_dim(), c.rope_bf16_tables);
+    ad::Var<T, 3, D> M_ = shift_memory(Sbuf, P, k, ids, c.reset_at_bos, index_t{256});
+    if (chunk_zero_interior) {  // interior positions of a chunk (p - k inside it) read zero memory
+      Tensor<T, 3, D> mask(M_.shape());
+      for (index_t b = 0; b < mask.shape()[0]; ++b)
+        for (std::size_t i = 0; i < P.size(); ++i) {
+          const bool interior = P[i] - k >= P.front();
+          for (index_t j = 0; j < mask.shape()[2]; ++j) mask(b, static_cast<index_t>(i), j) = interior ? T(0) : T(1);
+        }
+      M_ = M_ * ad::constant(std::move(mask));
+    }
+    const typename M::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
+                                          const ad::Var<T, 4, D>& vv) {
+      auto& kb = Kb[static_cast<std::size_t>(l)];
+      auto& vb = Vb[static_cast<std::size_t>(l)];
+      kb = ad::scatter(kb, 1, idx, kk);  // write-back of the fresh rows P
+      vb = ad::scatter(vb, 1, idx, vv);
+      return ad::attention(q, kb, vb, qp, c.window(l));
+    };
+    const Tensor<index_t, 2, D> ids_p = columns(ids, P), tg_p = columns(tg, P);
+    auto pp = m.forward(ids_p, rope_p, attend, &M_);
+    Sbuf = ad::scatter(Sbuf, 1, idx, pp.source);
+    losses.emplace_back();
+    r.passes.push_back(score(m, pp.h, tg_p, P, losses.back()));
+  }
+  r.loss = weighted_mean(losses, std::vector<double>(losses.size(), 1.0));
+  r.token_forwards = 2.0 * static_cast<double>(ids.numel());
+  return r;
+}
+
+}  // namespace sched_detail
+
+/// The loss of schedule Sched (a tag above) on inputs/targets (B, T), with its passes.
+template <class Sched, class V, class T, Device D>
+ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids,
+                                   const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o = {}) {
+  using M = Model<V, T, D>;
+  const ModelConfig& c = m.config();
+  const index_t Tt = ids.shape()[1], k = c.mem_offset;
+  check(tg.shape() == ids.shape(), "schedule", "inputs ", ids.shape(), " vs targets ", tg.shape());
+  check(Tt >= 1 && Tt <= c.sequence_len, "schedule", "sequence length ", Tt, " outside [1, sequence_len = ",
+        c.sequence_len, "]");
+  std::vector<index_t> all(static_cast<std::size_t>(Tt));
+  std::iota(all.begin(), all.end(), index_t{0});
+  const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
+  const auto rope = ad::RopeTable<T>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+  struct KeepLogits {
+    bool prev;
+    explicit KeepLogits(bool on) : prev(std::exchange(sched_detail::keep_logits, on)) {}
+    ~KeepLogits() { sched_detail::keep_logits = prev; }
+  } keep(o.keep_logits);
+  if constexpr (std::is_same_v<Sched, Standard> || !V::recurrent) {
+    ScheduleResult<T, D> r;
+    auto p = m.forward(ids, rope, m.standard_attend(qpos), nullptr);
+    r.passes.push_back(sched_detail::score(m, p.h, tg, all, r.loss));
+    r.token_forwards = static_cast<double>(ids.numel());
+    return r;
+  } else if constexpr (requires { Sched::subsets; }) {
+    const index_t S = std::min<index_t>(Sched::subsets, Tt);  // [O] no empty subsets (spec §4.2)
+    std::vector<std::vector<index_t>> subsets(static_cast<std::size_t>(S));
+    for (index_t p = 0; p < Tt; ++p) subsets[static_cast<std::size_t>(p % S)].push_back(p);
+    return sched_detail::subset_passes<M, T, D>(m, ids, tg, subsets, false);
+  } else if constexpr (requires { Sched::chunks; }) {
+    const index_t C = std::min<index_t>(Sched::chunks, Tt);
+    std::vector<std::vector<index_t>> subsets(static_cast<std::size_t>(C));
+    for (index_t p = 0; p < Tt; ++p) subsets[static_cast<std::size_t>(p * C / Tt)].push_back(p);
+    return sched_detail::subset_passes<M, T, D>(m, ids, tg, subsets, o.zero_interior_memory);
+  } else if constexpr (requires { Sched::refinements; }) {
+    const int K = Sched::refinements;
+    std::vector<double> w = o.loss_weights.empty() ? std::vector<double>(static_cast<std::size_t>(K + 1), 1.0)
+                                                   : o.loss_weights;
+    check(static_cast<int>(w.size()) == K + 1, "schedule", "MultiRefine<", K, "> needs ", K + 1,
+          " loss weights, got ", w.size());
+    ScheduleResult<T, D> r;
+    std::vector<ad::Var<T, 0, D>> losses(static_cast<std::size_t>(K + 1));
+    typename M::Var3 prev;
+    for (int pass = 0; pass <= K; ++pass) {
+      typename M::Var3 mem;
+      if (pass > 0) mem = sched_detail::shift_memory(o.detach ? sched_detail::detached(prev) : prev, all, k, ids,
+                                                     c.reset_at_bos, index_t{256});
+      auto p = m.forward(ids, rope, m.standard_attend(qpos), pass > 0 ? &mem : nullptr);
+      r.passes.push_back(sched_detail::score(m, p.h, tg, all, losses[static_cast<std::size_t>(pass)]));
+      prev = p.source;
+    }
+    r.loss = sched_detail::weighted_mean(losses, w);
+    r.token_forwards = static_cast<double>(K + 1) * static_cast<double>(ids.numel());
+    return r;
+  } else {
+    static_assert(std::is_same_v<Sched, Exact>, "unknown schedule tag");
+    // Token by token (spec §4.5): position t reads the exact state of t - k and attends to the
+    // K/V of positions <= t computed at their own steps; gradients flow through the whole chain.
+    const index_t B = ids.shape()[0], L = c.n_layer;
+    std::vector<ad::Var<T, 4, D>> Kc(static_cast<std::size_t>(L)), Vc(static_cast<std::size_t>(L));
+    std::vector<typename M::Var3> states;
+    std::vector<ad::Var<T, 0, D>> losses;
+    std::vector<double> counts;
+    ScheduleResult<T, D> r;
+    for (index_t t = 0; t < Tt; ++t) {
+      const std::vector<index_t> P{t};
+      const Tensor<index_t, 1, D> qt = Tensor<index_t, 1, D>::full(Shape<1>{1}, t);
+      const auto rope_t = ad::RopeTable<T>::make(qt.view(), c.head_dim(), c.rope_bf16_tables);
+      const typename M::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
+                                            const ad::Var<T, 4, D>& vv) {
+        auto& kc = Kc[static_cast<std::size_t>(l)];
+        auto& vc = Vc[static_cast<std::size_t>(l)];
+        kc = t == 0 ? kk : ad::concat(kc, kk, 1);
+        vc = t == 0 ? vv : ad::concat(vc, vv, 1);
+        return ad::attention(q, kc, vc, qt, c.window(l));
+      };
+      typename M::Var3 mem;
+      if (t >= k) {
+        mem = states[static_cast<std::size_t>(t - k)];
+        if (c.reset_at_bos) {
+          Tensor<T, 3, D> mask(Shape<3>{B, 1, 1});
+          for (index_t b = 0; b < B; ++b) mask(b, 0, 0) = sched_detail::bos_cut(ids, b, t, k, 256) ? T(0) : T(1);
+          mem = mem * ad::constant(std::move(mask));
+        }
+      }
+      const Tensor<index_t, 2, D> ids_t = sched_detail::columns(ids, P), tg_t = sched_detail::columns(tg, P);
+      auto p = m.forward(ids_t, rope_t, attend, t >= k ? &mem : nullptr);
+      states.push_back(p.source);
+      losses.emplace_back();
+      r.passes.push_back(sched_detail::score(m, p.h, tg_t, P, losses.back()));
+      counts.push_back(static_cast<double>(r.passes.back().count));
+    }
+    // CE(all) = sum_t count_t CE_t / sum_t count_t (0 if nothing is scored).
+    double total = 0;
+    for (double x : counts) total += x;
+    if (total == 0) counts.assign(counts.size(), 1.0), total = 0;
+    r.loss = total > 0 ? sched_detail::weighted_mean(losses, counts) : losses[0] * T(0);
+    r.token_forwards = static_cast<double>(ids.numel());
+    return r;
+  }
+}
+
+}  // namespace v0
+}  // namespace lrt
