@@ -5,6 +5,7 @@
 #include <lrt/autodiff/grad_check.hpp>
 #include <lrt/model/decode.hpp>
 #include <lrt/model/checkpoint.hpp>
+#include <lrt/model/eval.hpp>
 #include <lrt/model/schedule.hpp>
 
 #include <filesystem>
@@ -277,4 +278,35 @@ TEST_CASE("lrt: checkpoints carry the release's names for every variant and roun
   CHECK_THROWS_WITH_AS(lrt::load_weights(shared, r), doctest::Contains("interleaved_projections.shared.W_v.weight"),
                        lrt::Error);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("lrt eval: sequential bpb == parallel merged bpb of Interleaved<S >= T>; zero memory == pass 0") {
+  lrt::ModelConfig c = cfg();
+  c.vocab_size = 257;
+  lrt::Model<vs::Lrt, double> m(c, 1);
+  randomize(m, 12);
+  struct B {
+    Tensor<index_t, 2> inputs, targets;
+  };
+  std::vector<B> batches;
+  for (unsigned s = 0; s < 2; ++s) {
+    Tensor<index_t, 2> in(Shape<2>{2, 8}), tg(Shape<2>{2, 8});
+    std::mt19937 rng(s);
+    for (index_t i = 0; i < 16; ++i) in.data()[i] = rng() % 257, tg.data()[i] = rng() % 257;
+    tg(1, 2) = 256;  // BOS target: zero bytes
+    batches.push_back({in, tg});
+  }
+  const auto seq = lrt::evaluate_sequential(m, batches);
+  const auto par = lrt::evaluate_parallel<lrt::Interleaved<8>>(m, batches);
+  index_t scored = 0;
+  for (const auto& b : batches)
+    for (index_t i = 0; i < 16; ++i) scored += b.targets.data()[i] < 256;
+  CHECK(scored < 32);
+  CHECK(seq.tokens == scored);
+  CHECK(par.merged.tokens == scored);
+  CHECK(seq.bpb() == doctest::Approx(par.merged.bpb()).epsilon(1e-10));
+  const auto std0 = lrt::evaluate_parallel<lrt::Standard>(m, batches);
+  CHECK(std0.merged.bpb() == doctest::Approx(par.passes[0].bpb()).epsilon(1e-12));  // pass 0 = zero memory
+  CHECK(std::abs(std0.merged.bpb() - seq.bpb()) > 1e-6);
+  CHECK(par.passes.size() == 9);
 }

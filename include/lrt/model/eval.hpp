@@ -6,7 +6,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "gpt.hpp"
+#include "decode.hpp"
+#include "schedule.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -51,6 +52,66 @@ BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {  // the bas
     const auto ce = m.loss(b.inputs, b.targets);
     const index_t n = b.targets.numel();
     accumulate_bpb(r, ce.per_token, b.targets.view().template reshape<1>(Shape<1>{n}));
+  }
+  return r;
+}
+
+/// Parallel-mode bits per byte of a schedule (spec §7): every position scored by the last pass
+/// that computed it ("merged"), plus each pass over its own positions.
+struct ParallelBpb {
+  BpbResult merged;
+  std::vector<BpbResult> passes;
+};
+
+template <class Sched, class V, class T, Device D, class Batches>
+ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, const ScheduleOptions& o = {}) {
+  ParallelBpb r;
+  for (const auto& b : batches) {
+    ad::Graph g;
+    ad::NoGrad ng;
+    const auto s = schedule_loss<Sched>(m, b.inputs, b.targets, o);
+    const index_t B = b.targets.shape()[0], Tt = b.targets.shape()[1];
+    if (r.passes.size() < s.passes.size()) r.passes.resize(s.passes.size());
+    std::vector<std::pair<double, index_t>> last(static_cast<std::size_t>(B * Tt), {0.0, 0});  // nats, bytes
+    for (std::size_t p = 0; p < s.passes.size(); ++p) {
+      const auto& pr = s.passes[p];
+      const index_t n = static_cast<index_t>(pr.positions.size());
+      accumulate_bpb(r.passes[p], pr.per_token, pr.targets.view());
+      for (index_t bb = 0; bb < B; ++bb)
+        for (index_t i = 0; i < n; ++i) {
+          const index_t flat = bb * n + i, nb = byte_token_bytes(pr.targets(flat));
+          last[static_cast<std::size_t>(bb * Tt + pr.positions[static_cast<std::size_t>(i)])] = {
+              nb > 0 ? static_cast<double>(pr.per_token(flat)) : 0.0, nb};
+        }
+    }
+    for (const auto& [nats, nb] : last)
+      if (nb > 0) r.merged.nats += nats, r.merged.bytes += nb, r.merged.tokens += 1;
+  }
+  return r;
+}
+
+/// Sequential-mode bits per byte: the exact recurrence, one decode step per position (spec §7,
+/// the deployment number); each row starts from zero memory and an empty cache.
+template <class V, class T, Device D, class Batches>
+BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {
+  BpbResult r;
+  for (const auto& b : batches) {
+    const index_t B = b.inputs.shape()[0], Tt = b.inputs.shape()[1];
+    Decoder dec(m, B, m.config().sequence_len);
+    std::vector<index_t> tok(static_cast<std::size_t>(B));
+    for (index_t t = 0; t < Tt; ++t) {
+      for (index_t bb = 0; bb < B; ++bb) tok[static_cast<std::size_t>(bb)] = b.inputs(bb, t);
+      const auto& lg = dec.step(tok);  // (B, V) soft-capped
+      for (index_t bb = 0; bb < B; ++bb) {
+        const index_t y = b.targets(bb, t), nb = byte_token_bytes(y);
+        if (nb <= 0) continue;
+        double mx = -1e300, z = 0;
+        for (index_t v = 0; v < lg.shape()[1]; ++v) mx = std::max(mx, static_cast<double>(lg(bb, v)));
+        for (index_t v = 0; v < lg.shape()[1]; ++v) z += std::exp(static_cast<double>(lg(bb, v)) - mx);
+        r.nats += mx + std::log(z) - static_cast<double>(lg(bb, y));
+        r.bytes += nb, r.tokens += 1;
+      }
+    }
   }
   return r;
 }

@@ -14,6 +14,7 @@
 #include "../io.hpp"
 #include "../model/checkpoint.hpp"
 #include "../model/eval.hpp"
+#include "../model/schedule.hpp"
 #include "../optim.hpp"
 
 namespace lrt {
@@ -49,10 +50,18 @@ struct StepStats {
   float lr_multiplier = 1;
 };
 
-/// Trains a GPT<float> on the CPU from token rows.
+/// The natural schedule of a variant: Standard for the baseline, Interleaved<2> for LRT.
+template <class V>
+using default_schedule = std::conditional_t<V::recurrent, Interleaved<2>, Standard>;
+
+/// Trains a Model<V, float> on the CPU from token rows with schedule Sched (spec §4).
+template <class V = variants::Baseline, class Sched = default_schedule<V>>
 class Trainer {
  public:
-  Trainer(GPT<float>& model, const data::TokenRows& rows, TrainOptions o)
+  using model_type = Model<V, float>;
+  using schedule = Sched;
+
+  Trainer(model_type& model, const data::TokenRows& rows, TrainOptions o)
       : m_(&model), o_(std::move(o)), T_(model.config().sequence_len) {
     const char* op = "train";
     check(rows.seq_len() == T_, op, "data rows hold ", rows.seq_len(), " tokens + 1, the model's sequence_len is ", T_);
@@ -75,6 +84,16 @@ class Trainer {
     o_.steps = n;
   }
   index_t tokens_per_step() const noexcept { return o_.batch_rows * T_; }
+  /// Single-token forwards per optimizer step (tokens x the schedule's pass factor).
+  double forwards_per_step() const {
+    const double f = std::is_same_v<Sched, Standard> || !V::recurrent ? 1.0
+                     : requires { Sched::refinements; }              ? double(refinements_of<Sched>() + 1)
+                                                                     : (std::is_same_v<Sched, Exact> ? 1.0 : 2.0);
+    return f * static_cast<double>(tokens_per_step());
+  }
+  /// Token-forwards computed so far in this process.
+  double forwards_done() const noexcept { return forwards_; }
+  ScheduleOptions& schedule_options() noexcept { return sched_opts_; }
   index_t accumulation() const noexcept { return o_.batch_rows / o_.micro_rows; }
   bool done() const noexcept { return step_ >= o_.steps; }
 
@@ -88,7 +107,8 @@ class Trainer {
     for (index_t a = 0; a < accum; ++a) {
       const data::Batch b = loader_->next();
       ad::Graph g;
-      const auto ce = m_->loss(b.inputs, b.targets);
+      const auto ce = schedule_loss<Sched>(*m_, b.inputs, b.targets, sched_opts_);
+      forwards_ += ce.token_forwards;
       const float l = ce.loss.value()();
       check(std::isfinite(l), "train", "the loss became ", l, " at step ", step_,
             " (diverged: lower the learning rates)");
@@ -117,7 +137,7 @@ class Trainer {
     const data::Batch b = loader_->next();
     {
       ad::Graph g;
-      ad::backward(m_->loss(b.inputs, b.targets).loss);
+      ad::backward(schedule_loss<Sched>(*m_, b.inputs, b.targets, sched_opts_).loss);
     }
     m_->zero_grad();
     loader_->set_state(st);
@@ -156,7 +176,7 @@ class Trainer {
     const st::Reader mr = st::Reader::open(dir + "/model.safetensors");
     const st::Reader orr = st::Reader::open(dir + "/optim.safetensors");
     const ModelConfig saved = read_model_config(mr);
-    check(release_config_json(saved) == release_config_json(m_->config()), "resume", "'", mr.label(),
+    check(release_config_json<V>(saved) == release_config_json<V>(m_->config()), "resume", "'", mr.label(),
           "' holds a model with another configuration than the one being trained");
     const std::int64_t ms = read_step(mr), os = read_step(orr);
     check(ms == os, "resume", "'", dir, "': model.safetensors is at step ", ms, " but optim.safetensors at step ", os,
@@ -212,20 +232,38 @@ class Trainer {
     muon_ = std::make_unique<optim::Muon>(optim::MuonOptions{o_.matrix_lr * bls, 0.95f, 5});
     for (const auto& b : m_->blocks()) {
       for (const auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) muon_->add(ParamRef::of(**p));
-      if (b.ve_gate) muon_->add(ParamRef::of(*b.ve_gate));
-      if (b.value_embed) emb.params.push_back(ParamRef::of(*b.value_embed));
+      for (const auto* p : {&b.ve_gate, &b.triple_gate, &b.proj_k, &b.proj_v})
+        if (*p) muon_->add(ParamRef::of(**p));
+      if (b.value_embed) emb.params.push_back(ParamRef::of(*b.value_embed));  // E_l or E-bar_l
     }
+    if (m_->proj_k()) muon_->add(ParamRef::of(*m_->proj_k())), muon_->add(ParamRef::of(*m_->proj_v()));
     for (auto* g : {&head, &emb, &resid, &x0}) adamw_.add_group(std::move(*g));
+    if (m_->gamma()) {  // interleaved_lambdas: lr 0.5 bls, betas (0.8, 0.95) (spec §8)
+      optim::AdamWGroup gamma{"interleaved_lambdas", o_.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+      gamma.params.push_back(ParamRef::of(*m_->gamma()));
+      adamw_.add_group(std::move(gamma));
+    }
   }
 
-  GPT<float>* m_;
+  template <class S>
+  static constexpr int refinements_of() {
+    if constexpr (requires { S::refinements; }) return S::refinements;
+    else return 0;
+  }
+
+  model_type* m_;
   TrainOptions o_;
+  ScheduleOptions sched_opts_;
+  double forwards_ = 0;
   index_t T_;
   std::int64_t step_ = 0;
   std::unique_ptr<data::Loader> loader_;
   optim::AdamW adamw_;
   std::unique_ptr<optim::Muon> muon_;
 };
+
+template <class V>
+Trainer(Model<V, float>&, const data::TokenRows&, TrainOptions) -> Trainer<V, default_schedule<V>>;
 
 }  // namespace v0
 }  // namespace lrt
