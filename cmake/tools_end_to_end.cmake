@@ -55,4 +55,12 @@ run("^Line" "${BIN}/lrt-generate" --checkpoint "${out}/model.safetensors" --prom
 if(NOT first STREQUAL last_output)
   message(FATAL_ERROR "lrt-generate with the same seed gave different text:\n${first}\n${last_output}")
 endif()
+# The baseline and an LRT at matched compute; the LRT checkpoint evaluates in both modes.
+run("compute budget 4096 token-forwards.* -> 8 steps" "${BIN}/lrt-train" --variant baseline --data "${WORK_DIR}/corpus.txt"
+    --budget-forwards 4096 --batch-rows 4 --eval-tokens 256 --out "${WORK_DIR}/base")
+run("compute budget 4096 token-forwards.* -> 4 steps" "${BIN}/lrt-train" --variant lrt --data "${WORK_DIR}/corpus.txt"
+    --budget-forwards 4096 --batch-rows 4 --eval-tokens 256 --out "${WORK_DIR}/lrt")
+run("val_bpb_parallel: [0-9.]+ \\(pass0=[0-9.]+ pass1=[0-9.]+ pass2=[0-9.]+\\)\nval_bpb_sequential: [0-9.]+\nval_bpb: [0-9.]+\n$"
+    "${BIN}/lrt-eval" --checkpoint "${WORK_DIR}/lrt/model.safetensors" --data "${WORK_DIR}/corpus.txt" --eval-tokens 256)
+run("^Line" "${BIN}/lrt-generate" --checkpoint "${WORK_DIR}/lrt/model.safetensors" --prompt "Line" --max-new-tokens 10)
 message(STATUS "tools end to end: ok")

@@ -104,14 +104,16 @@ inline ModelConfig config_from_json(const json::Value& in, const json::Value* lr
   c.use_x0_residual = opt_bool("use_x0_residual", true);
   c.use_resid_lambdas = opt_bool("use_resid_lambdas", true);
   if (j.find("ve_gate_channels")) c.ve_gate_channels = req("ve_gate_channels");
-  check(!opt_bool("use_interleaved", false) && !opt_bool("use_multi_refine", false), "config", what,
-        ": this config describes an LRT model (use_interleaved / use_multi_refine); this build loads "
-        "baseline models only");
   if (lrt_fields) {
     check(lrt_fields->is_object(), "config", what, ": lrt_config must be a JSON object");
-    if (const json::Value* v = lrt_fields->find("injection"))
-      check(v->is_string() && v->as_string() == "none", "config", what, ": injection '",
-            v->is_string() ? v->as_string() : std::string("?"), "' is not supported by this build (baseline only)");
+    if (const json::Value* v = lrt_fields->find("mem_offset")) {
+      check(v->is_integer(), "config", what, ": field 'mem_offset' must be an integer");
+      c.mem_offset = static_cast<index_t>(v->as_int());
+    }
+    if (const json::Value* v = lrt_fields->find("reset_at_bos")) {
+      check(v->is_bool(), "config", what, ": field 'reset_at_bos' must be true or false");
+      c.reset_at_bos = v->as_bool();
+    }
     if (const json::Value* v = lrt_fields->find("rope_bf16_tables")) {
       check(v->is_bool(), "config", what, ": field 'rope_bf16_tables' must be true or false");
       c.rope_bf16_tables = v->as_bool();
@@ -188,6 +190,28 @@ GPT<T> load_model(const std::string& path, const ModelConfig* config = nullptr) 
   GPT<T> m(config ? *config : read_model_config(r));
   load_weights(m, r);
   return m;
+}
+
+/// The (variant, schedule) a checkpoint was trained with: lrt's metadata, else the release's
+/// config (use_interleaved: the release's variant `lrt-release` with interleaved:N), else the
+/// baseline.
+inline std::pair<std::string, std::string> checkpoint_variant(const st::Reader& r, const json::Value* config = nullptr) {
+  const auto v = r.meta("variant"), s = r.meta("schedule");
+  if (v && !config) return {*v, s ? *s : (*v == "baseline" ? "standard" : "interleaved:2")};
+  std::optional<json::Value> parsed;
+  if (!config) {
+    const auto mc = r.meta("model_config");
+    if (!mc) return {"baseline", "standard"};
+    parsed = json::parse(*mc, "'" + r.label() + "' model_config");
+    config = &*parsed;
+  }
+  const json::Value& j = config->find("model_config") ? config->at("model_config") : *config;
+  const json::Value* inter = j.find("use_interleaved");
+  if (inter && inter->is_bool() && inter->as_bool()) {
+    const json::Value* n = j.find("interleaved_num_passes");
+    return {"lrt-release", "interleaved:" + std::to_string(n && n->is_integer() ? n->as_int() : 2)};
+  }
+  return {"baseline", "standard"};
 }
 
 /// The step recorded in a checkpoint (0 if absent).

@@ -41,6 +41,15 @@ struct Exact {
   static constexpr const char* name = "exact";
 };
 
+/// The schedule's name as lrt-train spells it: standard, interleaved:S, multirefine:K, chunked:C, exact.
+template <class Sched>
+std::string schedule_spec() {
+  if constexpr (requires { Sched::subsets; }) return "interleaved:" + std::to_string(Sched::subsets);
+  else if constexpr (requires { Sched::refinements; }) return "multirefine:" + std::to_string(Sched::refinements);
+  else if constexpr (requires { Sched::chunks; }) return "chunked:" + std::to_string(Sched::chunks);
+  else return Sched::name;
+}
+
 /// Runtime options of the schedules (spec §4).
 struct ScheduleOptions {
   std::vector<double> loss_weights;  // MultiRefine: one per pass (empty: all 1)

@@ -1,0 +1,4 @@
+// Registry entry: variant `lrt`, schedule Interleaved<1> (one translation unit per pair).
+#include "../runner.hpp"
+
+static const tool::Register<lrt::variants::Lrt, lrt::Interleaved<1>> registered{"lrt"};

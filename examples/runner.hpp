@@ -1,0 +1,329 @@
+// The bodies of lrt-train, lrt-eval and lrt-generate, templated on the variant V and the
+// schedule Sched, and the registry of the (variant, schedule) pairs the programs are built with:
+// examples/registry/*.cpp, one translation unit per pair (an OBJECT library linked into the
+// three programs). A library user instantiates any other pair in their own code.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include <lrt/lrt.hpp>
+#include <lrt/data.hpp>
+#include <lrt/model/checkpoint.hpp>
+#include <lrt/model/decode.hpp>
+#include <lrt/model/eval.hpp>
+#include <lrt/train/trainer.hpp>
+
+#include "tool_util.hpp"
+
+namespace tool {
+
+struct Entry {
+  std::string variant, schedule;
+  int (*train)(const Args&);
+  int (*eval)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&);
+  int (*generate)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&);
+};
+
+inline std::vector<Entry>& registry() {
+  static std::vector<Entry> r;
+  return r;
+}
+
+/// The registered pair; a usage error listing the registry otherwise.
+inline const Entry& find_entry(const std::string& variant, const std::string& schedule) {
+  // No schedule: the variant's natural one (standard for the baseline, interleaved:2 for LRT),
+  // else its first entry.
+  const std::string natural = variant == "baseline" ? "standard" : "interleaved:2";
+  for (const Entry& e : registry())
+    if (e.variant == variant && e.schedule == (schedule.empty() ? natural : schedule)) return e;
+  for (const Entry& e : registry())
+    if (e.variant == variant && schedule.empty()) return e;
+  std::string list;
+  for (const Entry& e : registry()) list += "\n  --variant " + e.variant + " --schedule " + e.schedule;
+  throw UsageError(fmt::format("no build of variant '{}' with schedule '{}'; this build has:{}", variant,
+                               schedule.empty() ? "(any)" : schedule, list));
+}
+
+/// The config and (variant, schedule) of a checkpoint, from --config when given (release
+/// weights), else from the file's metadata.
+inline std::tuple<lrt::ModelConfig, std::string, std::string> checkpoint_model(const Args& a, const lrt::st::Reader& r) {
+  if (a.has("config")) {
+    const std::string text = lrt::read_file(a.str("config"), "config");
+    const auto j = lrt::json::parse(text, a.str("config"));
+    auto [v, s] = lrt::checkpoint_variant(r, &j);
+    return {lrt::config_from_json(j, nullptr, "'" + a.str("config") + "'"), v, s};
+  }
+  auto [v, s] = lrt::checkpoint_variant(r);
+  return {lrt::read_model_config(r), v, s};
+}
+
+namespace detail {
+/// Rows per optimizer step of the CPU presets (spec §8): tiny 32x128, small 16x256, medium 32x256.
+inline lrt::index_t preset_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; }
+inline lrt::index_t preset_micro_rows(const std::string& p) { return p == "medium" ? 8 : 0; }
+}  // namespace detail
+using detail::preset_batch_rows;
+using detail::preset_micro_rows;
+
+template <class V, class Sched>
+int train_run(const tool::Args& a) {
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
+  const auto now = [&] { return std::chrono::duration<double>(clock::now() - t_start).count(); };
+
+  const std::string preset = a.str("preset"), out = a.str("out"), data_path = a.str("data");
+  const bool resume = a.has("resume");
+  tool::require_path(data_path, "--data");
+  lrt::ModelConfig cfg;
+  if (resume) {
+    cfg = lrt::read_model_config(lrt::st::Reader::open(a.str("resume") + "/model.safetensors"));
+  } else {
+    try {
+      cfg = lrt::preset(preset);
+    } catch (const lrt::Error& e) {
+      throw tool::UsageError(e.what());
+    }
+  }
+  if (a.has("sequence-len")) cfg.sequence_len = a.integer("sequence-len", 1, 1 << 20);
+  const int modes = int(a.has("steps")) + int(a.has("time")) + int(a.has("budget-forwards"));
+  if (modes > 1) throw tool::UsageError("give at most one of --steps, --time and --budget-forwards");
+
+  lrt::TrainOptions o;
+  o.seed = static_cast<std::uint64_t>(a.integer("seed", 0, (1LL << 62)));
+  o.batch_rows = a.has("batch-rows") ? a.integer("batch-rows", 1, 1 << 20) : preset_batch_rows(preset);
+  o.micro_rows = a.has("micro-rows") ? a.integer("micro-rows", 1, 1 << 20) : preset_micro_rows(preset);
+  o.matrix_lr = static_cast<float>(a.number("matrix-lr", 0, 10));
+  o.embedding_lr = static_cast<float>(a.number("embedding-lr", 0, 100));
+  o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
+  o.scalar_lr = static_cast<float>(a.number("scalar-lr", 0, 10));
+  if (resume) {  // unless given again, the settings the checkpoint was trained with
+    const auto orr = lrt::st::Reader::open(a.str("resume") + "/optim.safetensors");
+    if (const auto j = orr.meta("train_options")) {
+      const auto t = lrt::json::parse(*j, orr.label() + " train_options");
+      if (!a.has("batch-rows")) o.batch_rows = t.at("batch_rows").as_int();
+      if (!a.has("micro-rows")) o.micro_rows = t.at("micro_rows").as_int();
+      if (!a.has("seed")) o.seed = static_cast<std::uint64_t>(t.at("seed").as_int());
+      if (!a.has("matrix-lr")) o.matrix_lr = static_cast<float>(t.at("matrix_lr").as_number());
+      if (!a.has("embedding-lr")) o.embedding_lr = static_cast<float>(t.at("embedding_lr").as_number());
+      if (!a.has("unembedding-lr")) o.unembedding_lr = static_cast<float>(t.at("unembedding_lr").as_number());
+      if (!a.has("scalar-lr")) o.scalar_lr = static_cast<float>(t.at("scalar_lr").as_number());
+    }
+  }
+  const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
+  const long long eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
+  const long long steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
+  const double time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
+  const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
+
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
+  fmt::print("lrt-train: {} threads (LRT_NUM_THREADS), GEMM via {}\n", lrt::num_threads(),
+             LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
+  const auto corpus = lrt::data::load_corpus(data_path);
+  const int T = static_cast<int>(cfg.sequence_len);
+  const auto train_rows = lrt::data::TokenRows::build(corpus.train, T);
+  const auto val_rows = lrt::data::TokenRows::build(corpus.val, T);
+  fmt::print("data: {} ({}): train {} docs, {} bytes, {} rows; validation {} docs, {} rows\n", data_path,
+             corpus.kind, corpus.train.size(), lrt::data::text_bytes(corpus.train), train_rows.rows(),
+             corpus.val.size(), val_rows.rows());
+  const auto val = lrt::data::validation_batches(val_rows, static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32)),
+                                                 eval_tokens);
+
+  lrt::Model<V, float> model(cfg, o.seed);
+  lrt::Trainer<V, Sched> tr(model, train_rows, o);
+  if (resume) {
+    tr.resume(a.str("resume"));
+    fmt::print("resumed from {} at step {} of {}\n", a.str("resume"), tr.step(), tr.horizon());
+  }
+  fmt::print("model: {} with {}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
+             "({} x {} rows), {:.4g} token-forwards/step\n",
+             lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
+             model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(),
+             tr.accumulation(), tr.options().micro_rows, tr.forwards_per_step());
+
+  // The horizon N of the schedules.
+  if (!resume || modes > 0) {
+    if (steps_arg > 0) {
+      tr.set_horizon(steps_arg);
+    } else if (a.has("budget-forwards")) {  // matched compute: N = floor(F / (B_tok x pass factor))
+      const double F = a.number("budget-forwards", 1, 1e18);
+      tr.set_horizon(std::max<std::int64_t>(1, static_cast<std::int64_t>(F / tr.forwards_per_step())));
+      fmt::print("compute budget {:.4g} token-forwards / {:.4g} per step -> {} steps\n", F, tr.forwards_per_step(),
+                 tr.horizon());
+    } else if (time_arg > 0) {
+      // Time 10 warm-up steps (forward + backward, no update), then fix N (spec §8).
+      double per_step = 0;
+      const int warm = 10;
+      for (int i = 0; i < warm; ++i) per_step += tr.time_step_without_update() / warm;
+      // Evaluations cost ~1/3 of a step per step's worth of tokens; there are ~11 of them with the
+      // default --eval-every (N/10), or about n / eval_every.
+      const double eval_cost = per_step / 3 * double(eval_tokens) / double(tr.tokens_per_step());
+      const double left = time_arg - now();
+      const double n_real = eval_every_arg > 0 ? left / (per_step * 1.07 + eval_cost / double(eval_every_arg))
+                                               : (left - 11 * eval_cost) / (per_step * 1.07);  // +7%: the optimizer step (measured)
+      const auto n = static_cast<std::int64_t>(std::max(1.0, std::floor(n_real)));
+      tr.set_horizon(tr.step() + n);
+      fmt::print("time budget {}: {:.3f} s/step over {} warm-up steps -> {} steps\n", tool::duration(time_arg),
+                 per_step, warm, n);
+    } else {
+      const double n_scal = static_cast<double>(model.num_matmul_params());
+      tr.set_horizon(std::max<std::int64_t>(1, static_cast<std::int64_t>(tpp * n_scal / double(tr.tokens_per_step()))));
+      fmt::print("horizon: {} tokens/param x {} params / {} tokens/step = {} steps\n", tpp, n_scal,
+                 tr.tokens_per_step(), tr.horizon());
+    }
+  }
+  const std::int64_t N = tr.horizon();
+  const std::int64_t eval_every = eval_every_arg > 0 ? eval_every_arg : std::max<std::int64_t>(1, N / 10);
+
+  lrt::ensure_directory(out);
+  const std::string log_path = out + "/log.csv", svg_path = out + "/loss.svg";
+  std::vector<tool::LogRow> log;
+  if (resume) {
+    for (const auto& r : tool::read_log(a.str("resume") + "/log.csv"))
+      if (r.step < tr.step()) log.push_back(r);
+  }
+  std::FILE* csv = std::fopen(log_path.c_str(), "w");
+  lrt::check(csv != nullptr, "lrt-train", "cannot write '", log_path, "'");
+  std::fprintf(csv, "%s\n", tool::log_header);
+  for (const auto& r : log) std::fprintf(csv, "%s\n", tool::log_line(r).c_str());
+  std::fflush(csv);
+  const std::string title = fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", lrt::variant_name<V>(),
+                                        lrt::schedule_spec<Sched>(), resume ? "resumed" : preset, cfg.n_layer,
+                                        cfg.n_embd, tr.tokens_per_step());
+
+  tool::Progress progress(10);
+  double last_bpb = NAN;
+  long long tokens = tr.step() * tr.tokens_per_step();
+  double train_seconds = 0;
+  std::int64_t timed_steps = 0;
+  while (!tr.done()) {
+    const lrt::StepStats s = tr.train_step();
+    tokens += s.tokens;
+    train_seconds += s.seconds;
+    ++timed_steps;
+    tool::LogRow row;
+    row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier, row.seconds = now();
+    const bool last = tr.done();
+    const bool eval_now = last || (s.step + 1) % eval_every == 0;
+    if (eval_now) {
+      const lrt::BpbResult r = lrt::evaluate_parallel<Sched>(model, val).merged;
+      row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
+    }
+    log.push_back(row);
+    std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
+    std::fflush(csv);
+    const double tps = double(timed_steps * tr.tokens_per_step()) / train_seconds;
+    const double eta = double(N - tr.step()) * train_seconds / double(timed_steps);
+    std::string line = fmt::format("step {}/{} loss {:.4f} lr x{:.2f} {:.0f} tok/s elapsed {} ETA {}", s.step + 1, N,
+                                   s.loss, s.lr_multiplier, tps, tool::duration(now()), tool::duration(eta));
+    if (eval_now) line += fmt::format(" | val loss {:.4f} bpb {:.4f}", row.val_loss, row.val_bpb);
+    progress.update(line, now(), eval_now || s.step == 0);
+    if (eval_now) {
+      tr.save(out);
+      lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+    }
+  }
+  std::fclose(csv);
+  const double tps = timed_steps > 0 ? double(timed_steps * tr.tokens_per_step()) / train_seconds : 0;
+  const double fwd_per_tok = tr.forwards_per_step() / double(tr.tokens_per_step());
+  fmt::print("done: {} steps, {} tokens, {:.4g} token-forwards, {:.0f} tokens/s ({:.1f} GFLOP/s model), wall {}\n",
+             tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * model.flops_per_token() * 1e-9,
+             tool::duration(now()));
+  if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
+    const lrt::BpbResult sq = lrt::evaluate_sequential(model, val);
+    fmt::print("val_bpb_parallel: {:.4f}\nval_bpb_sequential: {:.4f}\n", last_bpb, sq.bpb());
+    last_bpb = sq.bpb();
+  }
+  fmt::print("wrote {}/model.safetensors, {}/optim.safetensors, {}, {}\n", out, out, log_path, svg_path);
+  fmt::print("val_bpb: {:.4f}\n", last_bpb);
+  return 0;
+}
+
+
+/// lrt-eval: bits per byte of a checkpoint (both modes for LRT models).
+template <class V, class Sched>
+int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
+  const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
+  const int B = static_cast<int>(a.integer("batch-rows", 1, 1 << 16));
+  const std::string mode = a.str("mode");
+  if (!mode.empty() && mode != "sequential" && mode != "parallel")
+    throw UsageError(fmt::format("--mode must be sequential or parallel, got '{}'", mode));
+  lrt::Model<V, float> model(cfg);
+  lrt::load_weights(model, r);
+  const auto corpus = lrt::data::load_corpus(a.str("data"));
+  const auto rows = lrt::data::TokenRows::build(corpus.val, static_cast<int>(cfg.sequence_len));
+  const auto batches = lrt::data::validation_batches(rows, B, eval_tokens);
+  fmt::print("checkpoint {} (step {}): {} with {}, L={} d={} T={}; validation: {} docs, {} rows available\n",
+             a.str("checkpoint"), lrt::read_step(r), lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer,
+             cfg.n_embd, cfg.sequence_len, corpus.val.size(), rows.rows());
+  const auto par = lrt::evaluate_parallel<Sched>(model, batches);
+  fmt::print("targets scored: {} ({} bytes), val loss {:.4f} nats/token (parallel)\n", par.merged.tokens,
+             par.merged.bytes, par.merged.loss());
+  if constexpr (!V::recurrent) {
+    fmt::print("val_bpb: {:.4f}\n", par.merged.bpb());
+  } else {
+    std::string per;
+    for (std::size_t i = 0; i < par.passes.size(); ++i) per += fmt::format(" pass{}={:.4f}", i, par.passes[i].bpb());
+    fmt::print("val_bpb_parallel: {:.4f} ({})\n", par.merged.bpb(), per.substr(1));
+    const auto seq = lrt::evaluate_sequential(model, batches);
+    fmt::print("val_bpb_sequential: {:.4f}\n", seq.bpb());
+    fmt::print("val_bpb: {:.4f}\n", mode == "parallel" ? par.merged.bpb() : seq.bpb());
+  }
+  return 0;
+}
+
+/// lrt-generate: one decode step per token with the recurrence (exact prefill).
+template <class V, class Sched>
+int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
+  const long long n_new = a.integer("max-new-tokens", 0, 1LL << 30);
+  lrt::SamplerOptions so;
+  so.temperature = a.number("temperature", 0, 1e6);
+  so.top_k = a.integer("top-k", 0, 1LL << 30);
+  so.top_p = a.number("top-p", 1e-9, 1);
+  so.seed = static_cast<std::uint64_t>(a.integer("seed", 0, 1LL << 62));
+  lrt::Model<V, float> model(cfg);
+  lrt::load_weights(model, r);
+  const lrt::data::ByteTokenizer tok;
+  std::vector<lrt::index_t> prompt{lrt::data::ByteTokenizer::bos};
+  for (auto id : tok.encode(a.str("prompt"))) prompt.push_back(id);
+  const lrt::index_t P = static_cast<lrt::index_t>(prompt.size()), Tmax = cfg.sequence_len;
+  lrt::check(P + n_new <= Tmax, "generate", "prompt (", P, ") + max-new-tokens (", n_new, ") exceeds context T_max (",
+             Tmax, ")");
+  lrt::Decoder dec(model, 1, Tmax);
+  std::fputs(a.str("prompt").c_str(), stdout);
+  std::fflush(stdout);
+  const lrt::Tensor<float, 2>* logits = nullptr;
+  for (lrt::index_t id : prompt) logits = &dec.step(std::span<const lrt::index_t>(&id, 1));  // exact prefill
+  for (long long i = 0; i < n_new; ++i) {
+    const lrt::index_t t = dec.position();
+    const lrt::index_t next = lrt::sample_token<float>(
+        std::span<const float>(logits->data(), static_cast<std::size_t>(cfg.vocab_size)), so,
+        static_cast<std::uint64_t>(t));  // counter row * Tmax + t, row 0
+    if (next == lrt::data::ByteTokenizer::bos) {
+      if (a.has("stop-at-bos")) break;
+      std::fputs("\n\n", stdout);
+    } else {
+      std::fputc(static_cast<int>(next), stdout);
+    }
+    std::fflush(stdout);
+    if (i + 1 < n_new) logits = &dec.step(std::span<const lrt::index_t>(&next, 1));
+  }
+  std::fputc('\n', stdout);
+  return 0;
+}
+
+/// Registers the pair (V, Sched) under its names (static initialisation in a registry TU).
+template <class V, class Sched>
+struct Register {
+  explicit Register(std::string variant) {
+    registry().push_back({std::move(variant), lrt::schedule_spec<Sched>(), &train_run<V, Sched>, &eval_run<V, Sched>,
+                          &generate_run<V, Sched>});
+  }
+};
+
+}  // namespace tool
