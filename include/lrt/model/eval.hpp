@@ -42,20 +42,6 @@ void accumulate_bpb(BpbResult& r, const Tensor<T, 1, D>& per_token, TensorView<c
   }
 }
 
-/// Bits per byte of the Standard forward over batches (each with .inputs and .targets (B, T)).
-template <class T, Device D, class Batches>
-BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {  // the baseline's single pass
-  BpbResult r;
-  for (const auto& b : batches) {
-    ad::Graph g;
-    ad::NoGrad ng;
-    const auto ce = m.loss(b.inputs, b.targets);
-    const index_t n = b.targets.numel();
-    accumulate_bpb(r, ce.per_token, b.targets.view().template reshape<1>(Shape<1>{n}));
-  }
-  return r;
-}
-
 /// Parallel-mode bits per byte of a schedule (spec §7): every position scored by the last pass
 /// that computed it ("merged"), plus each pass over its own positions.
 struct ParallelBpb {
@@ -88,6 +74,13 @@ ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, c
       if (nb > 0) r.merged.nats += nats, r.merged.bytes += nb, r.merged.tokens += 1;
   }
   return r;
+}
+
+/// Bits per byte of the baseline's single pass (the Standard forward) over batches (each with
+/// .inputs and .targets (B, T)).
+template <class T, Device D, class Batches>
+BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {
+  return evaluate_parallel<Standard>(m, batches).merged;
 }
 
 /// Sequential-mode bits per byte: the exact recurrence, one decode step per position (spec §7,

@@ -50,6 +50,16 @@ std::string schedule_spec() {
   else return Sched::name;
 }
 
+/// Single-token forwards per token of schedule Sched on variant V (spec §10's pass factor):
+/// Standard and Exact 1, Interleaved and Chunked 2, MultiRefine K+1; the baseline always 1.
+template <class Sched, class V>
+constexpr double pass_factor() {
+  if constexpr (!V::recurrent) return 1.0;
+  else if constexpr (requires { Sched::refinements; }) return Sched::refinements + 1.0;
+  else if constexpr (requires { Sched::subsets; } || requires { Sched::chunks; }) return 2.0;
+  else return 1.0;
+}
+
 /// Runtime options of the schedules (spec §4).
 struct ScheduleOptions {
   std::vector<double> loss_weights;  // MultiRefine: one per pass (empty: all 1)
@@ -217,16 +227,15 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
     r.passes.push_back(score(m, pp.h, tg_p, P, losses.back()));
   }
   r.loss = weighted_mean(losses, std::vector<double>(losses.size(), 1.0));
-  r.token_forwards = 2.0 * static_cast<double>(ids.numel());
   return r;
 }
 
 }  // namespace sched_detail
 
-/// The loss of schedule Sched (a tag above) on inputs/targets (B, T), with its passes.
+namespace sched_detail {
 template <class Sched, class V, class T, Device D>
-ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids,
-                                   const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o = {}) {
+ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids,
+                                const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o) {
   using M = Model<V, T, D>;
   const ModelConfig& c = m.config();
   const index_t Tt = ids.shape()[1], k = c.mem_offset;
@@ -246,7 +255,6 @@ ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t
     ScheduleResult<T, D> r;
     auto p = m.forward(ids, rope, m.standard_attend(qpos), nullptr);
     r.passes.push_back(sched_detail::score(m, p.h, tg, all, r.loss));
-    r.token_forwards = static_cast<double>(ids.numel());
     return r;
   } else if constexpr (requires { Sched::subsets; }) {
     const index_t S = std::min<index_t>(Sched::subsets, Tt);  // [O] no empty subsets (spec §4.2)
@@ -276,7 +284,6 @@ ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t
       prev = p.source;
     }
     r.loss = sched_detail::weighted_mean(losses, w);
-    r.token_forwards = static_cast<double>(K + 1) * static_cast<double>(ids.numel());
     return r;
   } else {
     static_assert(std::is_same_v<Sched, Exact>, "unknown schedule tag");
@@ -319,11 +326,21 @@ ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t
     // CE(all) = sum_t count_t CE_t / sum_t count_t (0 if nothing is scored).
     double total = 0;
     for (double x : counts) total += x;
-    if (total == 0) counts.assign(counts.size(), 1.0), total = 0;
     r.loss = total > 0 ? sched_detail::weighted_mean(losses, counts) : losses[0] * T(0);
-    r.token_forwards = static_cast<double>(ids.numel());
     return r;
   }
+}
+
+}  // namespace sched_detail
+
+/// The loss of schedule Sched (a tag above) on inputs/targets (B, T), with its passes and its
+/// compute in token-forwards.
+template <class Sched, class V, class T, Device D>
+ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids,
+                                   const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o = {}) {
+  ScheduleResult<T, D> r = sched_detail::run_passes<Sched>(m, ids, tg, o);
+  r.token_forwards = pass_factor<Sched, V>() * static_cast<double>(ids.numel());
+  return r;
 }
 
 }  // namespace v0

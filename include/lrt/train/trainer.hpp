@@ -86,10 +86,7 @@ class Trainer {
   index_t tokens_per_step() const noexcept { return o_.batch_rows * T_; }
   /// Single-token forwards per optimizer step (tokens x the schedule's pass factor).
   double forwards_per_step() const {
-    const double f = std::is_same_v<Sched, Standard> || !V::recurrent ? 1.0
-                     : requires { Sched::refinements; }              ? double(refinements_of<Sched>() + 1)
-                                                                     : (std::is_same_v<Sched, Exact> ? 1.0 : 2.0);
-    return f * static_cast<double>(tokens_per_step());
+    return pass_factor<Sched, V>() * static_cast<double>(tokens_per_step());
   }
   /// Token-forwards computed so far in this process.
   double forwards_done() const noexcept { return forwards_; }
@@ -243,12 +240,6 @@ class Trainer {
       gamma.params.push_back(ParamRef::of(*m_->gamma()));
       adamw_.add_group(std::move(gamma));
     }
-  }
-
-  template <class S>
-  static constexpr int refinements_of() {
-    if constexpr (requires { S::refinements; }) return S::refinements;
-    else return 0;
   }
 
   model_type* m_;
