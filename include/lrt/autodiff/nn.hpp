@@ -1,13 +1,15 @@
 // lrt/autodiff/nn.hpp: the transformer's fused differentiable ops: RMSNorm, RoPE, softmax,
 // embedding lookup, softcapped cross-entropy, causal attention (GQA, sliding window, queries at
-// arbitrary original positions). Forward and backward kernels live in backend/cpu/{nn,attention}.hpp.
+// arbitrary original positions). The kernels are NnBackend<D>'s (backend/nn_backend.hpp): the CPU
+// ones in backend/cpu/{nn,attention}.hpp, the CUDA ones in backend/cuda/nn.cuh. Inputs that a
+// kernel would index with (token ids, targets) are validated here on the host for devices the
+// host cannot read.
 // Shapes: B batch, T time, H heads, Hkv KV heads, Dh head dim, C channels, V vocab, N rows.
 #pragma once
 
 #include <memory>
 
-#include "../backend/cpu/attention.hpp"
-#include "../backend/cpu/nn.hpp"
+#include "../backend/cpu/nn_backend.hpp"
 #include "ops.hpp"
 
 namespace lrt {
@@ -25,39 +27,68 @@ auto as_rows(Tensor<T, R, D>& t) {
   const index_t C = R > 0 ? t.shape()[R - 1] : 1;
   return t.view().template reshape<2>(Shape<2>{t.numel() / std::max<index_t>(C, 1), C});
 }
-template <class D>
-constexpr void require_cpu() {
-  static_assert(std::is_same_v<D, cpu::Device>,
-                "this fused op has only a CPU kernel so far (the CUDA kernels come with the CUDA backend)");
+/// t itself when the host can read D's memory, else a host copy.
+template <class T, int R, class D>
+decltype(auto) host_readable(const Tensor<T, R, D>& t) {
+  if constexpr (D::host_accessible) {
+    return (t);
+  } else {
+    return to<cpu::Device>(t);
+  }
+}
+/// The value of a rank-0 tensor on the host.
+template <class T, class D>
+T scalar_value(const Tensor<T, 0, D>& t) {
+  return *host_readable(t).data();
+}
+/// Element i of a rank-1 tensor on the host.
+template <class T, class D>
+T element_value(const Tensor<T, 1, D>& t, index_t i) {
+  if constexpr (D::host_accessible) {
+    return t(i);
+  } else {
+    return *to<cpu::Device>(t.view().slice(0, i, i + 1)).data();
+  }
 }
 }  // namespace detail
 
 /// RMSNorm without weights over the last axis: x / sqrt(mean(x^2) + eps), eps = fp32 epsilon.
 template <class T, int R, Device D>
 Var<T, R, D> rmsnorm(const Var<T, R, D>& x, double eps = cpu::rmsnorm_eps) {
-  detail::require_cpu<D>();
-  Tensor<T, R, D> y(x.shape(), uninitialized);
+    Tensor<T, R, D> y(x.shape(), uninitialized);
   const index_t C = x.shape()[R - 1], N = x.shape().numel() / std::max<index_t>(C, 1);
   Tensor<T, 1, D> rinv(Shape<1>{N}, uninitialized);
-  cpu::rmsnorm_forward<T>(detail::as_rows(x.value()), detail::as_rows(y), rinv.view(), eps);
+  NnBackend<D>::template rmsnorm_forward<T>(detail::as_rows(x.value()), detail::as_rows(y), rinv.view(), eps);
   return record<T, R, D>("rmsnorm", std::move(y),
                          [x, rinv = std::move(rinv)](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
                            if (!x.requires_grad()) return;
                            Tensor<T, R, D> gx(gy.shape(), uninitialized);
-                           cpu::rmsnorm_backward<T>(detail::as_rows(y), rinv.view(), detail::as_rows(gy),
+                           NnBackend<D>::template rmsnorm_backward<T>(detail::as_rows(y), rinv.view(), detail::as_rows(gy),
                                                     detail::as_rows(gx));
                            accumulate(x, std::move(gx));
                          }, x);
 }
 
-/// Cos/sin tables for RoPE at given positions (shared by every layer that uses them).
-template <class T>
+/// Cos/sin tables for RoPE at given positions (shared by every layer that uses them), on D.
+template <class T, class D = cpu::Device>
 struct RopeTable {
-  std::shared_ptr<const Tensor<T, 2>> cos, sin;  // (P, Dh/2)
+  std::shared_ptr<const Tensor<T, 2, D>> cos, sin;  // (P, Dh/2)
   /// Tables for positions (P) and head dim Dh; bf16_tables rounds them like the release.
-  static RopeTable make(TensorView<const index_t, 1> positions, index_t Dh, bool bf16_tables = true) {
-    auto [c, s] = cpu::rope_tables<T>(positions, Dh, bf16_tables);
-    return {std::make_shared<const Tensor<T, 2>>(std::move(c)), std::make_shared<const Tensor<T, 2>>(std::move(s))};
+  template <class I, class Dp>
+  static RopeTable make(TensorView<I, 1, Dp> positions, index_t Dh, bool bf16_tables = true) {
+    static_assert(std::is_same_v<std::remove_const_t<I>, index_t>, "RoPE positions are index_t");
+    if constexpr (!Dp::host_accessible) {
+      const Tensor<index_t, 1> host = to<cpu::Device>(positions);
+      return make(host.view(), Dh, bf16_tables);
+    } else {
+      auto [c, s] = cpu::rope_tables<T>(positions, Dh, bf16_tables);
+      if constexpr (std::is_same_v<D, cpu::Device>) {
+        return {std::make_shared<const Tensor<T, 2, D>>(std::move(c)),
+                std::make_shared<const Tensor<T, 2, D>>(std::move(s))};
+      } else {
+        return {std::make_shared<const Tensor<T, 2, D>>(to<D>(c)), std::make_shared<const Tensor<T, 2, D>>(to<D>(s))};
+      }
+    }
   }
   /// Tables for positions 0..T-1.
   static RopeTable make(index_t T_, index_t Dh, bool bf16_tables = true) {
@@ -69,15 +100,14 @@ struct RopeTable {
 /// RoPE (half-split pairing, rotation by -theta) on x (B, T, H, Dh), row t of the tables for
 /// time index t of x (pass tables made from the tokens' original positions).
 template <class T, Device D>
-Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T>& table) {
-  detail::require_cpu<D>();
-  Tensor<T, 4, D> y(x.shape(), uninitialized);
-  cpu::rope_apply<T>(x.value().view(), table.cos->view(), table.sin->view(), y.view(), false);
+Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T, D>& table) {
+    Tensor<T, 4, D> y(x.shape(), uninitialized);
+  NnBackend<D>::template rope_apply<T>(x.value().view(), table.cos->view(), table.sin->view(), y.view(), false);
   return record<T, 4, D>("rope", std::move(y),
                          [x, table](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>&) {
                            if (!x.requires_grad()) return;
                            Tensor<T, 4, D> gx(gy.shape(), uninitialized);
-                           cpu::rope_apply<T>(gy.view(), table.cos->view(), table.sin->view(), gx.view(), true);
+                           NnBackend<D>::template rope_apply<T>(gy.view(), table.cos->view(), table.sin->view(), gx.view(), true);
                            accumulate(x, std::move(gx));
                          }, x);
 }
@@ -85,14 +115,13 @@ Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T>& table) {
 /// Softmax over the last axis.
 template <class T, int R, Device D>
 Var<T, R, D> softmax(const Var<T, R, D>& x) {
-  detail::require_cpu<D>();
-  Tensor<T, R, D> y(x.shape(), uninitialized);
-  cpu::softmax_forward<T>(detail::as_rows(x.value()), detail::as_rows(y));
+    Tensor<T, R, D> y(x.shape(), uninitialized);
+  NnBackend<D>::template softmax_forward<T>(detail::as_rows(x.value()), detail::as_rows(y));
   return record<T, R, D>("softmax", std::move(y),
                          [x](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
                            if (!x.requires_grad()) return;
                            Tensor<T, R, D> gx(gy.shape(), uninitialized);
-                           cpu::softmax_backward<T>(detail::as_rows(y), detail::as_rows(gy), detail::as_rows(gx));
+                           NnBackend<D>::template softmax_backward<T>(detail::as_rows(y), detail::as_rows(gy), detail::as_rows(gx));
                            accumulate(x, std::move(gx));
                          }, x);
 }
@@ -100,15 +129,21 @@ Var<T, R, D> softmax(const Var<T, R, D>& x) {
 /// table[ids]: ids (B, T) -> (B, T, C); the backward scatter-adds into the table's gradient.
 template <class T, Device D>
 Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& table) {
-  detail::require_cpu<D>();
-  const index_t B = ids.shape()[0], Tt = ids.shape()[1], C = table.shape()[1];
+    const index_t B = ids.shape()[0], Tt = ids.shape()[1], C = table.shape()[1];
   Tensor<T, 3, D> y(Shape<3>{B, Tt, C}, uninitialized);
   Tensor<index_t, 1, D> flat(ids.view().template reshape<1>(Shape<1>{B * Tt}));
-  cpu::embedding_forward<T>(flat.view(), table.value().view(), detail::as_rows(y));
+  if constexpr (!D::host_accessible) {  // the CPU kernel checks ids itself
+    const Tensor<index_t, 1> h = to<cpu::Device>(flat);
+    const index_t V = table.shape()[0];
+    for (index_t i = 0; i < B * Tt; ++i)
+      check(h(i) >= 0 && h(i) < V, "embedding", "id ", h(i), " at position ", i, " out of range for table ",
+            table.shape());
+  }
+  NnBackend<D>::template embedding_forward<T>(flat.view(), table.value().view(), detail::as_rows(y));
   return record<T, 3, D>("embedding", std::move(y),
                          [table, flat = std::move(flat)](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
                            if (auto* g = grad_slot(table))
-                             cpu::embedding_backward<T>(flat.view(), detail::as_rows(gy), g->view());
+                             NnBackend<D>::template embedding_backward<T>(flat.view(), detail::as_rows(gy), g->view());
                          }, table);
 }
 
@@ -126,14 +161,22 @@ struct CrossEntropy {
 template <class T, Device D>
 CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_t, 1, D>& targets, T cap = T(15),
                                  index_t vocab = -1, index_t ignore_index = -1) {
-  detail::require_cpu<D>();
   const index_t N = logits.shape()[0], V = vocab < 0 ? logits.shape()[1] : vocab;
   check(targets.shape()[0] == N, "cross_entropy", "logits ", logits.shape(), " vs targets ",
         targets.shape());
   Tensor<T, 1, D> per(Shape<1>{N}, uninitialized), lse(Shape<1>{N}, uninitialized);
-  cpu::softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index, per.view(), lse.view());
   index_t count = 0;
-  for (index_t i = 0; i < N; ++i) count += targets(i) != ignore_index;
+  {
+    const auto& th = detail::host_readable(targets);
+    for (index_t i = 0; i < N; ++i) {
+      const index_t t = th(i);
+      if constexpr (!D::host_accessible)  // the CPU kernel checks targets itself
+        check(t == ignore_index || (t >= 0 && t < V), "cross_entropy", "target ", t, " at row ", i,
+              " out of range for vocab ", V);
+      count += t != ignore_index;
+    }
+  }
+  NnBackend<D>::template softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index, per.view(), lse.view());
   const T inv = count > 0 ? T(1) / static_cast<T>(count) : T(0);
   auto loss = record<T, 0, D>(
       "cross_entropy", Tensor<T, 0, D>::full(Shape<0>{}, lrt::sum(per) * inv),
@@ -142,9 +185,9 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
         auto* g = grad_slot(logits);
         if (!g) return;
         const index_t n = tg.shape()[0];
-        const Tensor<T, 1, D> rowg = Tensor<T, 1, D>::full(Shape<1>{n}, *gy.data() * inv);
+        const Tensor<T, 1, D> rowg = Tensor<T, 1, D>::full(Shape<1>{n}, detail::scalar_value(gy) * inv);
         Tensor<T, 2, D> dl(logits.shape(), uninitialized);
-        cpu::softcap_xent_backward<T>(logits.value().view(), tg.view(), V, cap, ignore_index, lse.view(), rowg.view(),
+        NnBackend<D>::template softcap_xent_backward<T>(logits.value().view(), tg.view(), V, cap, ignore_index, lse.view(), rowg.view(),
                                       dl.view());
         *g += dl;
       },
@@ -159,19 +202,18 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
 template <class T, Device D>
 Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
                        const Tensor<index_t, 1, D>& qpos, index_t window) {
-  detail::require_cpu<D>();
-  const index_t B = q.shape()[0], Tq = q.shape()[1], H = q.shape()[2], Dh = q.shape()[3];
+    const index_t B = q.shape()[0], Tq = q.shape()[1], H = q.shape()[2], Dh = q.shape()[3];
   const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
   Tensor<T, 4, D> out(q.shape(), uninitialized);
   Tensor<T, 3, D> lse(Shape<3>{B, H, Tq}, uninitialized);
-  cpu::attention_forward<T>(q.value().view(), k.value().view(), v.value().view(), qpos.view(), window, scale,
+  NnBackend<D>::template attention_forward<T>(q.value().view(), k.value().view(), v.value().view(), qpos.view(), window, scale,
                             out.view(), lse.view());
   return record<T, 4, D>(
       "attention", std::move(out),
       [q, k, v, qp = Tensor<index_t, 1, D>(qpos), window, scale, lse = std::move(lse)](
           const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>& y) {
         Tensor<T, 4, D> dq(q.shape(), uninitialized), dk(k.shape(), uninitialized), dv(v.shape(), uninitialized);
-        cpu::attention_backward<T>(q.value().view(), k.value().view(), v.value().view(), qp.view(), window, scale,
+        NnBackend<D>::template attention_backward<T>(q.value().view(), k.value().view(), v.value().view(), qp.view(), window, scale,
                                    y.view(), lse.view(), gy.view(), dq.view(), dk.view(), dv.view());
         accumulate(q, std::move(dq));
         accumulate(k, std::move(dk));

@@ -34,7 +34,7 @@ class Decoder {
     logits_ = Tensor<T, 2, D>(Shape<2>{B_, c.vocab_size});
     if constexpr (V::recurrent) {  // ring of the last k source states and tokens per row
       ring_ = Tensor<T, 3, D>(Shape<3>{c.mem_offset, B_, c.n_embd});
-      ring_tok_ = Tensor<index_t, 2, D>(Shape<2>{c.mem_offset, B_});
+      ring_tok_ = Tensor<index_t, 2>(Shape<2>{c.mem_offset, B_});
     }
   }
 
@@ -55,10 +55,16 @@ class Decoder {
             c.vocab_size, ")");
     ad::Graph graph;
     ad::NoGrad no_grad;
-    Tensor<index_t, 2, D> ids(Shape<2>{B_, 1});
-    for (index_t b = 0; b < B_; ++b) ids(b, 0) = tokens[static_cast<std::size_t>(b)];
+    Tensor<index_t, 2> ids_host(Shape<2>{B_, 1});
+    for (index_t b = 0; b < B_; ++b) ids_host(b, 0) = tokens[static_cast<std::size_t>(b)];
+    Tensor<index_t, 2, D> ids;
+    if constexpr (std::is_same_v<D, cpu::Device>) {
+      ids = std::move(ids_host);
+    } else {
+      ids = to<D>(ids_host);
+    }
     const Tensor<index_t, 1, D> qpos = Tensor<index_t, 1, D>::full(Shape<1>{1}, t_);
-    const auto rope = ad::RopeTable<T>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+    const auto rope = ad::RopeTable<T, D>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
     const index_t t = t_;
     const T scale = T(1) / std::sqrt(static_cast<T>(c.head_dim()));
     const auto attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& k,
@@ -70,8 +76,8 @@ class Decoder {
       Tensor<T, 4, D> out(q.shape(), uninitialized);
       Tensor<T, 3, D> lse(Shape<3>{B_, c.n_head, 1}, uninitialized);
       const auto kv = [&](Tensor<T, 4, D>& cache) { return TensorView<const T, 4, D>(cache.slice(1, 0, t + 1)); };
-      cpu::attention_forward<T>(q.value().view(), kv(kc), kv(vc), qpos.view(), c.window(l), scale, out.view(),
-                                lse.view());
+      NnBackend<D>::template attention_forward<T>(q.value().view(), kv(kc), kv(vc), qpos.view(), c.window(l), scale,
+                                                  out.view(), lse.view());
       return ad::constant(std::move(out));
     };
     typename Model::Var3 mem;
@@ -85,17 +91,15 @@ class Decoder {
             cut = tokens[static_cast<std::size_t>(b)] == 256;
             for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
           }
-          if (!cut) std::copy_n(&ring_((t - k) % k, b, 0), c.n_embd, &m(b, 0, 0));
+          if (!cut) m.view().select(1, 0).slice(0, b, b + 1) = ring_.view().select(0, (t - k) % k).slice(0, b, b + 1);
         }
       mem = ad::constant(std::move(m));
     }
     const auto pass = m_->forward(ids, rope, attend, V::recurrent ? &mem : nullptr);
     if constexpr (V::recurrent) {
       const index_t slot = t % c.mem_offset;
-      for (index_t b = 0; b < B_; ++b) {
-        std::copy_n(&pass.source.value()(b, 0, 0), c.n_embd, &ring_(slot, b, 0));
-        ring_tok_(slot, b) = tokens[static_cast<std::size_t>(b)];
-      }
+      ring_.view().select(0, slot) = pass.source.value().view().select(1, 0);
+      for (index_t b = 0; b < B_; ++b) ring_tok_(slot, b) = tokens[static_cast<std::size_t>(b)];
     }
     const auto z = m_->head(pass.h);  // (B, 1, Vp)
     const T cap = T(15);
@@ -110,7 +114,7 @@ class Decoder {
   std::vector<Tensor<T, 4, D>> k_, v_;  // per layer (B, Tmax, Hkv, Dh)
   Tensor<T, 2, D> logits_;
   Tensor<T, 3, D> ring_;          // (k, B, d) source states, slot t % k
-  Tensor<index_t, 2, D> ring_tok_;  // (k, B) their tokens
+  Tensor<index_t, 2> ring_tok_;   // (k, B) their tokens (host)
 };
 
 template <class V, class T, Device D>

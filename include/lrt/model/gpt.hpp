@@ -19,12 +19,23 @@ namespace lrt {
 inline namespace v0 {
 
 namespace model_detail {
+/// t(i) += s on any device.
+template <class T, class D>
+void add_at(Tensor<T, 1, D>& t, index_t i, T s) {
+  if constexpr (D::host_accessible) {
+    t(i) += s;
+  } else {
+    auto e = t.view().slice(0, i, i + 1);
+    e = e + s;
+  }
+}
 /// y = a[l] x + b[l] x0 (the release's per-layer residual and x0 lambdas, in one pass).
 /// x, x0 (B, T, d); a, b (L). use_a / use_b off: that term is the identity / absent.
 template <class T, Device D>
 ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x0, const ad::Var<T, 1, D>& a,
                             const ad::Var<T, 1, D>& b, index_t l, bool use_a, bool use_b) {
-  const T al = use_a ? a.value()(l) : T(1), bl = use_b ? b.value()(l) : T(0);
+  const T al = use_a ? ad::detail::element_value(a.value(), l) : T(1);
+  const T bl = use_b ? ad::detail::element_value(b.value(), l) : T(0);
   Tensor<T, 3, D> y(x.shape(), uninitialized);
   y = x.value() * al + x0.value() * bl;  // alpha_l x first, then + beta_l x0 (the release's order)
   return ad::record<T, 3, D>(
@@ -33,9 +44,9 @@ ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x
         ad::accumulate(x, gy * al);
         if (use_b) ad::accumulate(x0, gy * bl);
         if (use_a)
-          if (auto* ga = ad::grad_slot(a)) (*ga)(l) += lrt::sum(gy * x.value());
+          if (auto* ga = ad::grad_slot(a)) add_at(*ga, l, lrt::sum(gy * x.value()));
         if (use_b)
-          if (auto* gb = ad::grad_slot(b)) (*gb)(l) += lrt::sum(gy * x0.value());
+          if (auto* gb = ad::grad_slot(b)) add_at(*gb, l, lrt::sum(gy * x0.value()));
       },
       x, x0, a, b);
 }
@@ -43,7 +54,7 @@ ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x
 /// y = x + g[l] m (the Residual injection gamma_l m). x, m (B, T, d); g (L).
 template <class T, Device D>
 ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m, const ad::Var<T, 1, D>& g, index_t l) {
-  const T gl = g.value()(l);
+  const T gl = ad::detail::element_value(g.value(), l);
   Tensor<T, 3, D> y(x.shape(), uninitialized);
   y = x.value() + m.value() * gl;
   return ad::record<T, 3, D>(
@@ -51,7 +62,7 @@ ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m
       [x, m, g, l, gl](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
         ad::accumulate(x, gy);
         ad::accumulate(m, gy * gl);
-        if (auto* gg = ad::grad_slot(g)) (*gg)(l) += lrt::sum(gy * m.value());
+        if (auto* gg = ad::grad_slot(g)) add_at(*gg, l, lrt::sum(gy * m.value()));
       },
       x, m, g);
 }
@@ -248,7 +259,7 @@ class Model {
   struct Pass {
     Var3 h, source;
   };
-  Pass forward(const Ids& ids, const ad::RopeTable<T>& rope, const Attend& attend, const Var3* memory = nullptr) const {
+  Pass forward(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend, const Var3* memory = nullptr) const {
     Var3 x = ad::rmsnorm(ad::embedding(ids, wte_->var()));  // norm after the embedding
     const Var3 x0 = x;
     const index_t B = ids.shape()[0], Tq = ids.shape()[1];
@@ -270,7 +281,7 @@ class Model {
     return out;
   }
   /// Final normed hidden states h (B, Tq, d) with zero memory.
-  Var3 hidden(const Ids& ids, const ad::RopeTable<T>& rope, const Attend& attend) const {
+  Var3 hidden(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend) const {
     return forward(ids, rope, attend).h;
   }
 
@@ -293,14 +304,14 @@ class Model {
     check(Tt <= cfg_.sequence_len, "gpt.loss", "sequence length ", Tt, " exceeds the model's sequence_len ",
           cfg_.sequence_len);
     const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
-    const auto rope = ad::RopeTable<T>::make(qpos.view(), cfg_.head_dim(), cfg_.rope_bf16_tables);
+    const auto rope = ad::RopeTable<T, D>::make(qpos.view(), cfg_.head_dim(), cfg_.rope_bf16_tables);
     const Var3 z = head(hidden(inputs, rope, standard_attend(qpos)));
     const Tensor<index_t, 1, D> tg(targets.view().template reshape<1>(Shape<1>{B * Tt}));
     return ad::cross_entropy(ad::reshape(z, Shape<2>{B * Tt, cfg_.padded_vocab()}), tg, T(15), cfg_.vocab_size);
   }
 
  private:
-  Var3 block(index_t l, const Var3& xin, const Var3& x0, const Ids& ids, const ad::RopeTable<T>& rope,
+  Var3 block(index_t l, const Var3& xin, const Var3& x0, const Ids& ids, const ad::RopeTable<T, D>& rope,
              const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared) const {
     const Block& b = blocks_[static_cast<std::size_t>(l)];
     const index_t B = ids.shape()[0], Tq = ids.shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,

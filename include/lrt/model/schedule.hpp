@@ -87,54 +87,68 @@ struct ScheduleResult {
 
 namespace sched_detail {
 
+/// x on device D from a host tensor (moved when D is the host).
+template <class D, class T, int R>
+Tensor<T, R, D> on_device(Tensor<T, R>&& h) {
+  if constexpr (std::is_same_v<D, cpu::Device>) {
+    return std::move(h);
+  } else {
+    return to<D>(h);
+  }
+}
+
 /// Columns P of a (B, T) id tensor -> (B, |P|).
 template <class D>
 Tensor<index_t, 2, D> columns(const Tensor<index_t, 2, D>& x, const std::vector<index_t>& P) {
   const index_t B = x.shape()[0];
-  Tensor<index_t, 2, D> y(Shape<2>{B, static_cast<index_t>(P.size())});
+  const auto& xh = ad::detail::host_readable(x);
+  Tensor<index_t, 2> y(Shape<2>{B, static_cast<index_t>(P.size())});
   for (index_t b = 0; b < B; ++b)
-    for (std::size_t i = 0; i < P.size(); ++i) y(b, static_cast<index_t>(i)) = x(b, P[i]);
-  return y;
+    for (std::size_t i = 0; i < P.size(); ++i) y(b, static_cast<index_t>(i)) = xh(b, P[i]);
+  return on_device<D>(std::move(y));
 }
 
 /// Whether row b's memory at position p is cut by a BOS in tokens p-k+1..p (ResetAtBOS).
-template <class D>
-bool bos_cut(const Tensor<index_t, 2, D>& ids, index_t b, index_t p, index_t k, index_t bos) {
+/// ids: host-readable (B, T).
+inline bool bos_cut(const Tensor<index_t, 2>& ids, index_t b, index_t p, index_t k, index_t bos) {
   for (index_t j = std::max<index_t>(0, p - k + 1); j <= p; ++j)
     if (ids(b, j) == bos) return true;
   return false;
 }
 
 /// m~ at positions P from source states S (B, T, d): row p reads S[p - k] when p >= k and the
-/// ResetAtBOS rule allows, else 0 (spec §3.1). Differentiable in S.
+/// ResetAtBOS rule allows, else 0 (spec §3.1). Differentiable in S. As one gather of the rows
+/// that read something (flat (b, p - k) -> flat (b, i)), so it runs on any device.
 template <class T, Device D>
 ad::Var<T, 3, D> shift_memory(const ad::Var<T, 3, D>& S, const std::vector<index_t>& P, index_t k,
                               const Tensor<index_t, 2, D>& ids, bool reset_at_bos, index_t bos) {
-  const index_t B = S.shape()[0], d = S.shape()[2], n = static_cast<index_t>(P.size());
-  std::vector<index_t> src(static_cast<std::size_t>(B * n), -1);  // source row per (b, i), -1: zero
+  const index_t B = S.shape()[0], Ts = S.shape()[1], d = S.shape()[2], n = static_cast<index_t>(P.size());
+  const auto& ids_h = ad::detail::host_readable(ids);
+  std::vector<index_t> src, dst;  // flat source rows of S (B*Ts, d) -> flat rows of y (B*n, d)
   for (index_t b = 0; b < B; ++b)
     for (index_t i = 0; i < n; ++i) {
       const index_t p = P[static_cast<std::size_t>(i)];
-      if (p >= k && !(reset_at_bos && bos_cut(ids, b, p, k, bos))) src[static_cast<std::size_t>(b * n + i)] = p - k;
+      if (p >= k && !(reset_at_bos && bos_cut(ids_h, b, p, k, bos))) {
+        src.push_back(b * Ts + p - k);
+        dst.push_back(b * n + i);
+      }
     }
   Tensor<T, 3, D> y(Shape<3>{B, n, d});  // zeros
-  const Tensor<T, 3, D>& sv = S.value();
-  for (index_t b = 0; b < B; ++b)
-    for (index_t i = 0; i < n; ++i)
-      if (const index_t r = src[static_cast<std::size_t>(b * n + i)]; r >= 0)
-        std::copy_n(&sv(b, r, 0), d, &y(b, i, 0));
+  if (src.empty()) return ad::constant(std::move(y));
+  const IndexList<D> si(src), di(dst);
+  {
+    auto yf = y.view().template reshape<2>(Shape<2>{B * n, d});
+    const auto sf = S.value().view().template reshape<2>(Shape<2>{B * Ts, d});
+    yf.gather(0, di) = sf.gather(0, si);
+  }
   return ad::record<T, 3, D>(
       "shift_memory", std::move(y),
-      [S, src = std::move(src), B, n, d](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+      [S, si, di, B, Ts, n, d](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
         auto* g = ad::grad_slot(S);
         if (!g) return;
-        for (index_t b = 0; b < B; ++b)
-          for (index_t i = 0; i < n; ++i)
-            if (const index_t r = src[static_cast<std::size_t>(b * n + i)]; r >= 0) {
-              T* dst = &(*g)(b, r, 0);
-              const T* s = &gy(b, i, 0);
-              for (index_t c = 0; c < d; ++c) dst[c] += s[c];
-            }
+        auto gf = g->view().template reshape<2>(Shape<2>{B * Ts, d});
+        const auto gyf = gy.view().template reshape<2>(Shape<2>{B * n, d});
+        gf.gather(0, si) = gf.gather(0, si) + gyf.gather(0, di);
       },
       S);
 }
@@ -182,7 +196,7 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
   const ModelConfig& c = m.config();
   const index_t Tt = ids.shape()[1], L = c.n_layer, k = c.mem_offset;
   const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
-  const auto rope = ad::RopeTable<T>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+  const auto rope = ad::RopeTable<T, D>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
   std::vector<ad::Var<T, 4, D>> Kb(static_cast<std::size_t>(L)), Vb(static_cast<std::size_t>(L));
   const typename M::Attend attend0 = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
                                          const ad::Var<T, 4, D>& vv) {
@@ -199,18 +213,13 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
   for (const std::vector<index_t>& P : subsets) {
     if (P.empty()) continue;
     const IndexList<D> idx(P);
-    Tensor<index_t, 1, D> qp(Shape<1>{static_cast<index_t>(P.size())});
-    for (std::size_t i = 0; i < P.size(); ++i) qp(static_cast<index_t>(i)) = P[i];
-    const auto rope_p = ad::RopeTable<T>::make(qp.view(), c.head_dim(), c.rope_bf16_tables);
+    const Tensor<index_t, 1, D> qp = idx.tensor();
+    const auto rope_p = ad::RopeTable<T, D>::make(qp.view(), c.head_dim(), c.rope_bf16_tables);
     ad::Var<T, 3, D> M_ = shift_memory(Sbuf, P, k, ids, c.reset_at_bos, index_t{256});
     if (chunk_zero_interior) {  // interior positions of a chunk (p - k inside it) read zero memory
-      Tensor<T, 3, D> mask(M_.shape());
-      for (index_t b = 0; b < mask.shape()[0]; ++b)
-        for (std::size_t i = 0; i < P.size(); ++i) {
-          const bool interior = P[i] - k >= P.front();
-          for (index_t j = 0; j < mask.shape()[2]; ++j) mask(b, static_cast<index_t>(i), j) = interior ? T(0) : T(1);
-        }
-      M_ = M_ * ad::constant(std::move(mask));
+      Tensor<T, 3> mask(Shape<3>{1, static_cast<index_t>(P.size()), 1});  // broadcast over b and channels
+      for (std::size_t i = 0; i < P.size(); ++i) mask(0, static_cast<index_t>(i), 0) = P[i] - k >= P.front() ? T(0) : T(1);
+      M_ = M_ * ad::constant(on_device<D>(std::move(mask)));
     }
     const typename M::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
                                           const ad::Var<T, 4, D>& vv) {
@@ -245,7 +254,7 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
   std::vector<index_t> all(static_cast<std::size_t>(Tt));
   std::iota(all.begin(), all.end(), index_t{0});
   const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
-  const auto rope = ad::RopeTable<T>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+  const auto rope = ad::RopeTable<T, D>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
   struct KeepLogits {
     bool prev;
     explicit KeepLogits(bool on) : prev(std::exchange(sched_detail::keep_logits, on)) {}
@@ -298,7 +307,7 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
     for (index_t t = 0; t < Tt; ++t) {
       const std::vector<index_t> P{t};
       const Tensor<index_t, 1, D> qt = Tensor<index_t, 1, D>::full(Shape<1>{1}, t);
-      const auto rope_t = ad::RopeTable<T>::make(qt.view(), c.head_dim(), c.rope_bf16_tables);
+      const auto rope_t = ad::RopeTable<T, D>::make(qt.view(), c.head_dim(), c.rope_bf16_tables);
       const typename M::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
                                             const ad::Var<T, 4, D>& vv) {
         auto& kc = Kc[static_cast<std::size_t>(l)];
@@ -311,9 +320,10 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
       if (t >= k) {
         mem = states[static_cast<std::size_t>(t - k)];
         if (c.reset_at_bos) {
-          Tensor<T, 3, D> mask(Shape<3>{B, 1, 1});
-          for (index_t b = 0; b < B; ++b) mask(b, 0, 0) = sched_detail::bos_cut(ids, b, t, k, 256) ? T(0) : T(1);
-          mem = mem * ad::constant(std::move(mask));
+          const auto& ids_h = ad::detail::host_readable(ids);
+          Tensor<T, 3> mask(Shape<3>{B, 1, 1});
+          for (index_t b = 0; b < B; ++b) mask(b, 0, 0) = sched_detail::bos_cut(ids_h, b, t, k, 256) ? T(0) : T(1);
+          mem = mem * ad::constant(sched_detail::on_device<D>(std::move(mask)));
         }
       }
       const Tensor<index_t, 2, D> ids_t = sched_detail::columns(ids, P), tg_t = sched_detail::columns(tg, P);
