@@ -8,9 +8,14 @@
 //   auto c = lrt::matmul(a, b.t());                   // cuBLAS
 //   auto h = lrt::to<lrt::cpu::Device>(c);            // back to the host
 //
-// It also brings the CPU backend's memory, executor and reductions (no Eigen, no fmt), so
-// host tensors work beside device ones; CPU GEMM (Eigen) and fmt formatting stay in
-// <lrt/lrt.hpp>, which nvcc cannot take (fmt 9 under nvcc 13 is a hard error).
+//   lrt::Model<lrt::variants::Lrt, float, G> m(cfg, /*seed=*/0);     // the same model on the GPU
+//   auto r = lrt::schedule_loss<lrt::Interleaved<2>>(m, ids, targets);  // ids, targets on G
+//
+// It also brings the whole CPU side except fmt formatting (the CPU backend with Eigen, autodiff,
+// the models, schedules, decoder, optimizers), so host and device tensors work side by side and a
+// test can run the same body on both. fmt stays in <lrt/lrt.hpp>, which nvcc cannot take (fmt 9
+// under nvcc 13 is a hard error); define EIGEN_NO_CUDA (the lrt::cuda target does) so that Eigen
+// stays a host-only library here.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -27,5 +32,16 @@
 #include "backend/cuda/executor.cuh"
 #include "backend/cuda/gemm.cuh"
 #include "backend/cuda/reduce.cuh"
+#include "backend/cuda/nn.cuh"
+
+#include "autodiff.hpp"
+#include "model/decode.hpp"
+#include "model/gpt.hpp"
+#include "model/schedule.hpp"
+#include "optim/adamw.hpp"
+#include "optim/muon.hpp"
+#include "optim/schedule.hpp"
+
+#include "backend/cuda/optim.cuh"
 
 #endif

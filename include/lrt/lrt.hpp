@@ -11,14 +11,5 @@
 // L layers, S subsets.
 #pragma once
 
-#include "core.hpp"
-
-#include "backend/cpu/attention.hpp"
-#include "backend/cpu/device.hpp"
-#include "backend/cpu/gemm.hpp"
-#include "backend/cpu/nn.hpp"
-#include "backend/cpu/reduce.hpp"
+#include "cpu.hpp"
 #include "tensor/format.hpp"
-#include "tensor/linalg.hpp"
-#include "tensor/random.hpp"
-#include "tensor/reduce.hpp"

@@ -6,7 +6,7 @@
 // Not here: the transformer's fused ops (nn.hpp).
 #pragma once
 
-#include "../lrt.hpp"
+#include "../cpu.hpp"
 #include "graph.hpp"
 
 namespace lrt {

@@ -9,6 +9,9 @@
 // elementwise (so any thread count gives the same bits).
 // State I/O: "adamw.<param>.m", "adamw.<param>.v" (the parameter's shape), counters
 // "adamw.<param>.step" (t) and "adamw.steps" (calls of step()).
+// Parameters on a device (ParamRef::device set) keep m and v in that device's memory and are
+// updated there by the device's adamw_update (the same scalars, the same float operations);
+// save() and load() copy their state to and from the host.
 #pragma once
 
 #include <cmath>
@@ -74,6 +77,11 @@ class AdamW {
         const std::int64_t t = ++s.t;
         const float step_size = static_cast<float>(lr / (1.0 - std::pow(double(g.beta1), double(t))));
         const float bias2 = static_cast<float>(1.0 - std::pow(double(g.beta2), double(t)));
+        if (p.device) {
+          p.device->adamw_update({w, grad, s.m.data(), s.v.data(), p.numel(), decay != 1.f, decay,
+                                  c1, c2, step_size, bias2, eps});
+          continue;
+        }
         float* m = s.m.data();
         float* v = s.v.data();
         const bool wd = decay != 1.f;
@@ -108,8 +116,8 @@ class AdamW {
         const ParamRef& p = groups_[gi].params[pi];
         const State* s = pi < state_[gi].size() ? &state_[gi][pi] : nullptr;  // appended, never stepped
         const auto n = static_cast<std::size_t>(p.numel());
-        out.push_back({"adamw." + p.name + ".m", p.shape(), s ? s->m : std::vector<float>(n, 0.f)});
-        out.push_back({"adamw." + p.name + ".v", p.shape(), s ? s->v : std::vector<float>(n, 0.f)});
+        out.push_back({"adamw." + p.name + ".m", p.shape(), s ? s->m.to_vector() : std::vector<float>(n, 0.f)});
+        out.push_back({"adamw." + p.name + ".v", p.shape(), s ? s->v.to_vector() : std::vector<float>(n, 0.f)});
         counters["adamw." + p.name + ".step"] = s ? s->t : 0;
       }
     counters["adamw.steps"] = steps_;
@@ -130,7 +138,8 @@ class AdamW {
         const auto it = counters.find(base + ".step");
         check(it != counters.end() && it->second >= 0, "AdamW::load", "state of parameter '", p.name,
               "': missing or negative counter '", base, ".step'");
-        next[gi].push_back({m.data, v.data, it->second});
+        next[gi].push_back({detail::StateBuffer(p.device, m.data), detail::StateBuffer(p.device, v.data),
+                            it->second});
         expected.insert(base + ".m");
         expected.insert(base + ".v");
       }
@@ -145,7 +154,7 @@ class AdamW {
 
  private:
   struct State {
-    std::vector<float> m, v;
+    detail::StateBuffer m, v;  // host vectors, or device memory for a parameter on a device
     std::int64_t t = 0;
   };
 
@@ -165,12 +174,14 @@ class AdamW {
       for (std::size_t pi = 0; pi < ps.size(); ++pi) {
         if (pi == st.size()) {
           detail::check_param(ps[pi], "AdamW");
-          const auto n = static_cast<std::size_t>(ps[pi].numel());
-          st.push_back({std::vector<float>(n, 0.f), std::vector<float>(n, 0.f), 0});
+          const index_t n = ps[pi].numel();
+          st.push_back({detail::StateBuffer(ps[pi].device, n), detail::StateBuffer(ps[pi].device, n), 0});
         }
-        check(st[pi].m.size() == static_cast<std::size_t>(ps[pi].numel()), "AdamW", "parameter '",
+        check(st[pi].m.size() == ps[pi].numel(), "AdamW", "parameter '",
               ps[pi].name, "' changed size: (", ps[pi].rows, ", ", ps[pi].cols, ") but its state holds ",
               st[pi].m.size(), " values");
+        check(st[pi].m.device() == ps[pi].device, "AdamW", "parameter '", ps[pi].name,
+              "' moved to another device after its state was made");
       }
     }
   }

@@ -25,6 +25,10 @@
 // sized when parameters are added. A matrix without a gradient this step keeps W and its state.
 // State I/O: "muon.<param>.momentum" (rows, cols), "muon.<param>.second_moment" (rows, 1) or
 // (1, cols); counter "muon.steps".
+// A matrix on a device (ParamRef::device set) keeps its state in that device's memory and is
+// updated there in one muon_update of the device's table (same algorithm, fp32 GEMMs of the
+// device's BLAS, fp64 sums); its scratch is one device buffer per device, sized in add().
+// save() and load() copy its state to and from the host.
 #pragma once
 
 #include <algorithm>
@@ -41,22 +45,13 @@
 #include "../core/thread_pool.hpp"
 #include "../tensor/linalg.hpp"
 #include "param_ref.hpp"
+#include "polar_express_coeffs.hpp"
 
 namespace lrt {
 inline namespace v0 {
 namespace optim {
 
 namespace detail {
-
-/// Polar Express coefficients (a, b, e) of LRT-SPEC §8, in order.
-inline constexpr double polar_express_coeffs[5][3] = {
-    {8.156554524902461, -22.48329292557795, 15.878769915207462},
-    {4.042929935166739, -2.808917465908714, 0.5000178451051316},
-    {3.8916678022926607, -2.772484153217685, 0.5060648178503393},
-    {3.285753657755655, -2.3681294933425376, 0.46449024233003106},
-    {2.3465413258596377, -1.7097828382687081, 0.42323551169305323},
-};
-inline constexpr int polar_express_max_steps = 5;
 
 /// Runs `steps` Polar Express iterations on X (rows x cols, row-major) held in x. xn (rows*cols),
 /// a and b (s*s, s = min(rows, cols)) are scratch. Returns the buffer holding the result (x or xn).
@@ -80,12 +75,6 @@ inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, 
     std::swap(x, xn);
   }
   return x;
-}
-
-inline void check_pe_args(index_t rows, index_t cols, int steps, const char* op) {
-  check(rows >= 1 && cols >= 1, op, "matrix shape (", rows, ", ", cols, ") is empty");
-  check(steps >= 0 && steps <= polar_express_max_steps, op, "ns_steps must be in [0, ",
-        polar_express_max_steps, "], got ", steps);
 }
 
 }  // namespace detail
@@ -121,8 +110,11 @@ class Muon {
       check(q.name != p.name, "Muon", "parameter name '", p.name,
             "' appears twice: optimizer state is keyed by name");
     const index_t n = p.numel(), s = std::min(p.rows, p.cols), len = std::max(p.rows, p.cols);
-    state_.push_back({std::vector<float>(static_cast<std::size_t>(n), 0.f),
-                      std::vector<float>(static_cast<std::size_t>(len), 0.f)});
+    if (p.device) {
+      add_device(p);
+      return;
+    }
+    state_.push_back({detail::StateBuffer(nullptr, n), detail::StateBuffer(nullptr, len)});
     grow(x_, n);
     grow(xn_, n);
     grow(a_, s * s);
@@ -144,7 +136,8 @@ class Muon {
       if (!g) continue;
       float* w = p.value();
       check(w != nullptr, "Muon", "parameter '", p.name, "' has no value storage");
-      update(p, state_[pi], g, w, lr, momentum, weight_decay);
+      if (p.device) update_device(p, state_[pi], g, w, lr, momentum, weight_decay);
+      else update(p, state_[pi], g, w, lr, momentum, weight_decay);
     }
   }
 
@@ -157,8 +150,8 @@ class Muon {
   void save(std::vector<NamedBuffer>& out, std::map<std::string, std::int64_t>& counters) const {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const ParamRef& p = params_[i];
-      out.push_back({"muon." + p.name + ".momentum", p.shape(), state_[i].buf});
-      out.push_back({"muon." + p.name + ".second_moment", sm_shape(p), state_[i].sm});
+      out.push_back({"muon." + p.name + ".momentum", p.shape(), state_[i].buf.to_vector()});
+      out.push_back({"muon." + p.name + ".second_moment", sm_shape(p), state_[i].sm.to_vector()});
     }
     counters["muon.steps"] = steps_;
   }
@@ -174,7 +167,7 @@ class Muon {
       const std::string base = "muon." + p.name;
       const auto& m = detail::find_buffer(by_name, base + ".momentum", p.shape(), p.name, "Muon::load");
       const auto& s = detail::find_buffer(by_name, base + ".second_moment", sm_shape(p), p.name, "Muon::load");
-      next.push_back({m.data, s.data});
+      next.push_back({detail::StateBuffer(p.device, m.data), detail::StateBuffer(p.device, s.data)});
       expected.insert(base + ".momentum");
       expected.insert(base + ".second_moment");
     }
@@ -189,8 +182,8 @@ class Muon {
 
  private:
   struct State {
-    std::vector<float> buf;  // momentum, rows x cols
-    std::vector<float> sm;   // second moment, rows x 1 if rows >= cols else 1 x cols
+    detail::StateBuffer buf;  // momentum, rows x cols
+    detail::StateBuffer sm;   // second moment, rows x 1 if rows >= cols else 1 x cols
   };
 
   static std::vector<std::int64_t> sm_shape(const ParamRef& p) {
@@ -272,9 +265,61 @@ class Muon {
     });
   }
 
+  /// add() for a matrix on a device: state there, and that device's scratch grown to fit it.
+  void add_device(ParamRef& p) {
+    const DeviceOps* d = p.device;
+    const std::size_t need = d->muon_scratch_bytes(p.rows, p.cols);
+    std::size_t at = dev_scratch_.size();  // d's entry, or size() when it has none yet
+    for (std::size_t k = 0; k < dev_scratch_.size(); ++k)
+      if (dev_scratch_[k].mem.ops() == d) at = k;
+    State st{detail::StateBuffer(d, p.numel()), detail::StateBuffer(d, std::max(p.rows, p.cols))};
+    detail::DeviceBuffer grown;
+    if (at == dev_scratch_.size() || dev_scratch_[at].mem.bytes() < need) grown = detail::DeviceBuffer(d, need);
+    // Only the reservations can throw from here on, and they come first: a failed add() changes
+    // nothing.
+    params_.reserve(params_.size() + 1);
+    state_.reserve(state_.size() + 1);
+    dev_scratch_.reserve(dev_scratch_.size() + 1);
+    if (at == dev_scratch_.size()) dev_scratch_.push_back(DeviceScratch{std::move(grown)});
+    else if (grown.get()) dev_scratch_[at].mem = std::move(grown);
+    state_.push_back(std::move(st));
+    params_.push_back(std::move(p));
+  }
+
+  /// update() for a matrix on a device: the scalars as on the host, the rest on the device.
+  void update_device(const ParamRef& p, State& st, const float* g, float* w, double lr, float mu,
+                     float wd) {
+    const DeviceOps* d = p.device;
+    const detail::DeviceBuffer* scratch = nullptr;
+    for (const auto& s : dev_scratch_)
+      if (s.mem.ops() == d) scratch = &s.mem;
+    check(scratch != nullptr && scratch->bytes() >= d->muon_scratch_bytes(p.rows, p.cols), "Muon",
+          "parameter '", p.name, "': no scratch on device '", d->name, "'");
+    check(st.buf.device() == d && st.buf.size() == p.numel(), "Muon", "parameter '", p.name,
+          "' changed size or device after it was added");
+    const double lr_eff = lr * std::sqrt(std::max(1.0, double(p.rows) / double(p.cols)));
+    d->muon_update({p.rows, p.cols, g, w, st.buf.data(), st.sm.data(), mu, opt_.beta2,
+                    opt_.ns_steps, static_cast<float>(lr_eff), static_cast<float>(lr_eff * double(wd)),
+                    scratch->get(), scratch->bytes()});
+  }
+
+  /// Muon's scratch on one device (contents are not state: a copy gets a buffer of its own).
+  struct DeviceScratch {
+    detail::DeviceBuffer mem;
+    DeviceScratch(detail::DeviceBuffer m) noexcept : mem(std::move(m)) {}
+    DeviceScratch(DeviceScratch&&) noexcept = default;
+    DeviceScratch& operator=(DeviceScratch&&) noexcept = default;
+    DeviceScratch(const DeviceScratch& o) : mem(o.mem.ops(), o.mem.bytes()) {}
+    DeviceScratch& operator=(const DeviceScratch& o) {
+      if (this != &o) mem = detail::DeviceBuffer(o.mem.ops(), o.mem.bytes());
+      return *this;
+    }
+  };
+
   MuonOptions opt_;
   std::vector<ParamRef> params_;
   std::vector<State> state_;
+  std::vector<DeviceScratch> dev_scratch_;  // one per device holding matrices
   std::vector<float> x_, xn_, a_, b_, scale_;  // scratch, sized for the largest matrix
   std::vector<double> sums_;
   std::int64_t steps_ = 0;

@@ -48,7 +48,7 @@ inline constexpr int attn_step = 4;
 /// Largest head dim of the attention kernels (32 lanes x 8 dims).
 inline constexpr index_t attn_max_dh = 256;
 
-constexpr unsigned full_mask = 0xffffffffu;
+inline constexpr unsigned nn_full_mask = 0xffffffffu;
 
 // ---- device maths (float and double overloads) ----
 __device__ inline float nn_exp(float x) { return ::expf(x); }
@@ -77,13 +77,13 @@ __device__ inline T nn_max(T a, T b) {
   return a < b ? b : a;
 }
 
-struct SumOp {
+struct NnSum {
   template <class T>
   __device__ T operator()(T a, T b) const {
     return a + b;
   }
 };
-struct MaxOp {
+struct NnMax {
   template <class T>
   __device__ T operator()(T a, T b) const {
     return nn_max(a, b);
@@ -92,20 +92,20 @@ struct MaxOp {
 
 /// Butterfly reduction over the warp; every lane must take part.
 template <class T, class Op>
-__device__ inline T warp_reduce(T v, Op op) {
+__device__ inline T nn_warp_reduce(T v, Op op) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(full_mask, v, o));
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(nn_full_mask, v, o));
   return v;
 }
 
 /// N independent warp sums at once (their shuffles interleave). Every lane gets every sum
 /// (the butterfly's partners add the same two values, so all lanes agree bit for bit).
 template <int N, class T>
-__device__ inline void warp_sum_n(T (&v)[N]) {
+__device__ inline void nn_warp_sum_n(T (&v)[N]) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
 #pragma unroll
-    for (int u = 0; u < N; ++u) v[u] += __shfl_xor_sync(full_mask, v[u], o);
+    for (int u = 0; u < N; ++u) v[u] += __shfl_xor_sync(nn_full_mask, v[u], o);
   }
 }
 
@@ -113,14 +113,14 @@ __device__ inline void warp_sum_n(T (&v)[N]) {
 /// be a multiple of 32 and at most 32 * 32; sh must hold 33 values. Starts and ends with the
 /// block in step (call it from all threads; sh may be reused right after).
 template <class T, class Op>
-__device__ inline T block_reduce(T v, T identity, Op op, T* sh) {
+__device__ inline T nn_block_reduce(T v, T identity, Op op, T* sh) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  v = warp_reduce(v, op);
+  v = nn_warp_reduce(v, op);
   if (lane == 0) sh[wid] = v;
   __syncthreads();
   if (wid == 0) {
     T x = lane < nw ? sh[lane] : identity;
-    x = warp_reduce(x, op);
+    x = nn_warp_reduce(x, op);
     if (lane == 0) sh[32] = x;
   }
   __syncthreads();
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(nn_row_threads)
       const T a = xr[j * xs1];
       ss += a * a;
     }
-    ss = block_reduce(ss, T(0), SumOp{}, sh);
+    ss = nn_block_reduce(ss, T(0), NnSum{}, sh);
     const T r = T(1) / nn_sqrt(ss / T(C) + eps);
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) yr[j * ys1] = xr[j * xs1] * r;
     if (threadIdx.x == 0) rinv[i * rs] = r;
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(nn_row_threads)
     T* xr = gx + i * xs0;
     T dot = 0;
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) dot += gr[j * gs1] * yr[j * ys1];
-    dot = block_reduce(dot, T(0), SumOp{}, sh);
+    dot = nn_block_reduce(dot, T(0), NnSum{}, sh);
     const T m = dot / T(C), r = rinv[i * rs];
     for (index_t j = threadIdx.x; j < C; j += blockDim.x)
       xr[j * xs1] = r * (gr[j * gs1] - yr[j * ys1] * m);
@@ -220,14 +220,14 @@ __global__ void __launch_bounds__(nn_row_threads)
     T* yr = y + i * ys0;
     T m = nn_neg_inf<T>();
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) m = nn_max(m, xr[j * xs1]);
-    m = block_reduce(m, nn_neg_inf<T>(), MaxOp{}, sh);
+    m = nn_block_reduce(m, nn_neg_inf<T>(), NnMax{}, sh);
     T s = 0;
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) {
       const T e = nn_exp(xr[j * xs1] - m);
       yr[j * ys1] = e;
       s += e;
     }
-    s = block_reduce(s, T(0), SumOp{}, sh);
+    s = nn_block_reduce(s, T(0), NnSum{}, sh);
     const T inv = T(1) / s;
     // Each thread rescales the very elements it wrote (so y may alias x).
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) yr[j * ys1] *= inv;
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(nn_row_threads)
     T* xr = gx + i * xs0;
     T dot = 0;
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) dot += gr[j * gs1] * yr[j * ys1];
-    dot = block_reduce(dot, T(0), SumOp{}, sh);
+    dot = nn_block_reduce(dot, T(0), NnSum{}, sh);
     for (index_t j = threadIdx.x; j < C; j += blockDim.x)
       xr[j * xs1] = yr[j * ys1] * (gr[j * gs1] - dot);
   }
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(nn_row_threads)
 // Softcapped cross-entropy
 
 template <class T>
-__device__ inline T softcap(T l, T cap) {
+__device__ inline T nn_softcap(T l, T cap) {
   return cap > T(0) ? cap * nn_tanh(l / cap) : l;
 }
 
@@ -269,17 +269,19 @@ __global__ void __launch_bounds__(nn_row_threads)
   for (index_t i = blockIdx.x; i < N; i += gridDim.x) {
     const T* lr = logits + i * ls0;
     T m = nn_neg_inf<T>();
-    for (index_t j = threadIdx.x; j < V; j += blockDim.x) m = nn_max(m, softcap(lr[j * ls1], cap));
-    m = block_reduce(m, nn_neg_inf<T>(), MaxOp{}, sh);
+    for (index_t j = threadIdx.x; j < V; j += blockDim.x)
+      m = nn_max(m, nn_softcap(lr[j * ls1], cap));
+    m = nn_block_reduce(m, nn_neg_inf<T>(), NnMax{}, sh);
     T s = 0;
-    for (index_t j = threadIdx.x; j < V; j += blockDim.x) s += nn_exp(softcap(lr[j * ls1], cap) - m);
-    s = block_reduce(s, T(0), SumOp{}, sh);
+    for (index_t j = threadIdx.x; j < V; j += blockDim.x)
+      s += nn_exp(nn_softcap(lr[j * ls1], cap) - m);
+    s = nn_block_reduce(s, T(0), NnSum{}, sh);
     if (threadIdx.x == 0) {
       const T l = m + nn_log(s);
       lse[i * lss] = l;
       const index_t t = targets[i * ts];
       const bool skip = t == ignore || t < 0 || t >= V;  // out of range: validated by the caller
-      loss[i * los] = skip ? T(0) : l - softcap(lr[t * ls1], cap);
+      loss[i * los] = skip ? T(0) : l - nn_softcap(lr[t * ls1], cap);
     }
   }
 }
@@ -432,7 +434,7 @@ __global__ void __launch_bounds__(attn_warps * 32)
 #pragma unroll
       for (int u = 0; u < attn_step; ++u)
         s[u] = j + u <= p ? attn_partial_dot(qv, kb + (j + u) * ks[1], ks[3], lane, g.Dh) : T(0);
-      warp_sum_n(s);
+      nn_warp_sum_n(s);
       T mn = m;
 #pragma unroll
       for (int u = 0; u < attn_step; ++u)
@@ -477,7 +479,7 @@ __global__ void __launch_bounds__(attn_warps * 32)
     attn_load(qv, q + b * qs[0] + i * qs[1] + h * qs[2], qs[3], lane, g.Dh);
     attn_load(dov, dout + b * dos[0] + i * dos[1] + h * dos[2], dos[3], lane, g.Dh);
     T dl[1] = {attn_partial_dot(dov, out + b * os[0] + i * os[1] + h * os[2], os[3], lane, g.Dh)};
-    warp_sum_n(dl);
+    nn_warp_sum_n(dl);
     const T dlt = dl[0];
     if (lane == 0) delta[w] = dlt;
     const T L = lse[b * ls[0] + h * ls[1] + i * ls[2]];
@@ -492,7 +494,7 @@ __global__ void __launch_bounds__(attn_warps * 32)
         sd[attn_step + u] =
             ok ? attn_partial_dot(dov, vb + (j + u) * vs[1], vs[3], lane, g.Dh) : T(0);
       }
-      warp_sum_n(sd);
+      nn_warp_sum_n(sd);
 #pragma unroll
       for (int u = 0; u < attn_step; ++u)
         if (j + u <= p) {
@@ -550,7 +552,7 @@ __global__ void __launch_bounds__(attn_warps * 32)
           sd[attn_step + u] =
               ok ? attn_partial_dot(vv, db + (i + u) * dos[1], dos[3], lane, g.Dh) : T(0);
         }
-        warp_sum_n(sd);
+        nn_warp_sum_n(sd);
 #pragma unroll
         for (int u = 0; u < attn_step; ++u)
           if (i + u < i1) {
@@ -589,7 +591,7 @@ void with_dims_per_lane(index_t Dh, F&& f) {
 // Host helpers
 
 /// Copies a device index vector (any positive stride) to host memory and waits for it.
-inline void copy_indices_to_host(const TensorView<const index_t, 1, cuda::Device>& v,
+inline void nn_copy_indices_to_host(const TensorView<const index_t, 1, cuda::Device>& v,
                                  std::vector<index_t>& out, const char* op, const char* name) {
   const index_t n = v.shape()[0], s = v.strides()[0];
   out.resize(static_cast<std::size_t>(n));
@@ -629,7 +631,7 @@ AttnDims check_attention_args(const char* op, const TensorView<const T, 4, cuda:
   const AttnDims d{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], qs[2] / ks[2], window};
   check(qpos.shape()[0] == d.Tq, op, "qpos ", qpos.shape(), " has ", qpos.shape()[0],
         " entries but q ", qs, " has Tq = ", d.Tq);
-  copy_indices_to_host(qpos, pos, op, "qpos");
+  nn_copy_indices_to_host(qpos, pos, op, "qpos");
   for (index_t i = 0; i < d.Tq; ++i) {
     check(pos[i] >= 0, op, "qpos[", i, "] = ", pos[i], " is negative");
     if (i > 0)
@@ -813,7 +815,7 @@ struct NnBackend<cuda::Device> {
           " for ", N, " ids and table ", gtable.shape());
     if (N == 0 || C == 0) return;
     std::vector<index_t> h;
-    cd::copy_indices_to_host(ids, h, "embedding_backward", "ids");
+    cd::nn_copy_indices_to_host(ids, h, "embedding_backward", "ids");
     // Counting sort by id: host layout [perm (N) | seg_id (U) | seg_start (U + 1)].
     std::vector<index_t> start(static_cast<std::size_t>(V) + 1, 0);
     for (index_t i = 0; i < N; ++i) {

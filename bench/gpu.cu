@@ -1,0 +1,272 @@
+// lrt-bench-gpu: training and decoding throughput of lrt on one NVIDIA GPU (LRT-SPEC §10).
+//   1. R_ref: cuBLAS bf16 GEMM (fp32 accumulate) on 8192^3, and fp32 SGEMM on the same shape (the
+//      ceiling of lrt's fp32 path); the HBM bandwidth of a large device-to-device copy.
+//   2. training: forward + backward (+ the optimizer step when --optim) of preset d12 (or
+//      --preset) at batch --batch, random tokens, fp32: baseline/Standard and lrt/Interleaved<2>.
+//      MFU = F x pass factor x tokens/s / R_ref (and / 989 TFLOP/s, the vendor's dense bf16 peak).
+//   3. decode: one Decoder step per token at batch 1 and --decode-batch, the time per step
+//      against the time to read the matmul weights once at the measured bandwidth.
+// One table on stdout. Usage: lrt-bench-gpu [--preset d12] [--batch 8] [--steps 4]
+//   [--decode-tokens 64] [--decode-batch 64] [--seq T] [--quick] [--no-optim]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+
+#include <lrt/cuda.hpp>
+
+using lrt::index_t;
+namespace ad = lrt::ad;
+using G = lrt::cuda::Device;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Options {
+  std::string preset = "d12";
+  index_t batch = 8, steps = 4, decode_tokens = 64, decode_batch = 64, seq = 0;
+  bool quick = false, optim = true;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "lrt-bench-gpu: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--preset") o.preset = next();
+    else if (a == "--batch") o.batch = std::stoll(next());
+    else if (a == "--steps") o.steps = std::stoll(next());
+    else if (a == "--decode-tokens") o.decode_tokens = std::stoll(next());
+    else if (a == "--decode-batch") o.decode_batch = std::stoll(next());
+    else if (a == "--seq") o.seq = std::stoll(next());
+    else if (a == "--quick") o.quick = true;
+    else if (a == "--no-optim") o.optim = false;
+    else {
+      std::fprintf(stderr, "lrt-bench-gpu: unknown option %s\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+/// Seconds per call of f (after `warm` calls), timed with CUDA events over `reps` calls.
+template <class F>
+double time_gpu(F&& f, int warm, int reps) {
+  for (int i = 0; i < warm; ++i) f();
+  cudaEvent_t a, b;
+  LRT_CUDA_CHECK(cudaEventCreate(&a));
+  LRT_CUDA_CHECK(cudaEventCreate(&b));
+  LRT_CUDA_CHECK(cudaEventRecord(a, lrt::cuda::stream()));
+  for (int i = 0; i < reps; ++i) f();
+  LRT_CUDA_CHECK(cudaEventRecord(b, lrt::cuda::stream()));
+  LRT_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  LRT_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  LRT_CUDA_CHECK(cudaEventDestroy(a));
+  LRT_CUDA_CHECK(cudaEventDestroy(b));
+  return ms / 1e3 / reps;
+}
+
+/// TFLOP/s of a cuBLAS GEMM n^3: bf16 inputs with fp32 accumulation, or fp32 throughout.
+double gemm_tflops(index_t n, bool bf16) {
+  const std::size_t elems = static_cast<std::size_t>(n * n), es = bf16 ? 2 : 4;
+  void *A = nullptr, *B = nullptr, *Cm = nullptr;
+  LRT_CUDA_CHECK(cudaMalloc(&A, elems * es));
+  LRT_CUDA_CHECK(cudaMalloc(&B, elems * es));
+  LRT_CUDA_CHECK(cudaMalloc(&Cm, elems * 4));
+  LRT_CUDA_CHECK(cudaMemset(A, 0x3c, elems * es));  // small finite values
+  LRT_CUDA_CHECK(cudaMemset(B, 0x3c, elems * es));
+  const float one = 1.f, zero = 0.f;
+  const int m = static_cast<int>(n);
+  auto run = [&] {
+    if (bf16) {
+      LRT_CUBLAS_CHECK(cublasGemmEx(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A,
+                                    CUDA_R_16BF, m, B, CUDA_R_16BF, m, &zero, Cm, CUDA_R_32F, m,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      LRT_CUBLAS_CHECK(cublasSgemm(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one,
+                                   static_cast<float*>(A), m, static_cast<float*>(B), m, &zero,
+                                   static_cast<float*>(Cm), m));
+    }
+  };
+  const double s = time_gpu(run, 3, 10);
+  LRT_CUDA_CHECK(cudaFree(A));
+  LRT_CUDA_CHECK(cudaFree(B));
+  LRT_CUDA_CHECK(cudaFree(Cm));
+  return 2.0 * double(n) * double(n) * double(n) / s / 1e12;
+}
+
+/// Device-to-device copy bandwidth (bytes read + written per second) of a 2 GiB copy.
+double copy_bandwidth() {
+  const std::size_t bytes = std::size_t{1} << 31;
+  void *a = nullptr, *b = nullptr;
+  LRT_CUDA_CHECK(cudaMalloc(&a, bytes));
+  LRT_CUDA_CHECK(cudaMalloc(&b, bytes));
+  LRT_CUDA_CHECK(cudaMemset(a, 0, bytes));
+  const double s = time_gpu([&] { LRT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice,
+                                                                 lrt::cuda::stream())); }, 2, 5);
+  LRT_CUDA_CHECK(cudaFree(a));
+  LRT_CUDA_CHECK(cudaFree(b));
+  return 2.0 * double(bytes) / s;
+}
+
+lrt::Tensor<index_t, 2, G> random_ids(index_t B, index_t T, index_t V, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<index_t> dist(0, V - 1);
+  lrt::Tensor<index_t, 2> x(lrt::Shape<2>{B, T});
+  for (index_t i = 0; i < B * T; ++i) x.data()[i] = dist(rng);
+  return lrt::to<G>(x);
+}
+
+struct TrainRow {
+  std::string name;
+  double step_s = 0, tokens_per_s = 0, flops_per_step = 0, tflops = 0;
+};
+
+/// Forward + backward of schedule Sched on variant V, fp32: seconds per step (median of steps).
+template <class V, class Sched>
+TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B, index_t steps, bool with_optim) {
+  lrt::Model<V, float, G> m(c, 1);
+  const index_t T = c.sequence_len;
+  const auto ids = random_ids(B, T, c.vocab_size, 7), tg = random_ids(B, T, c.vocab_size, 8);
+  // The release's optimizer split (spec §8): Muon for the block matrices, AdamW for the rest.
+  lrt::optim::AdamW adamw;
+  lrt::optim::Muon muon(lrt::optim::MuonOptions{0.02f, 0.95f, 5});
+  if (with_optim) {
+    using lrt::optim::ParamRef;
+    lrt::optim::AdamWGroup rest{"rest", 0.004f, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+    rest.params.push_back(ParamRef::of(m.lm_head()));
+    rest.params.push_back(ParamRef::of(m.wte()));
+    rest.params.push_back(ParamRef::of(m.resid_lambdas()));
+    rest.params.push_back(ParamRef::of(m.x0_lambdas()));
+    if (m.gamma()) rest.params.push_back(ParamRef::of(*m.gamma()));
+    for (const auto& b : m.blocks()) {
+      for (const auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) muon.add(ParamRef::of(**p));
+      for (const auto* p : {&b.ve_gate, &b.triple_gate, &b.proj_k, &b.proj_v})
+        if (*p) muon.add(ParamRef::of(**p));
+      if (b.value_embed) rest.params.push_back(ParamRef::of(*b.value_embed));
+    }
+    if (m.proj_k()) muon.add(ParamRef::of(*m.proj_k())), muon.add(ParamRef::of(*m.proj_v()));
+    adamw.add_group(std::move(rest));
+  }
+  auto step = [&] {
+    ad::Graph g;
+    m.zero_grad();
+    auto r = lrt::schedule_loss<Sched>(m, ids, tg);
+    ad::backward(r.loss);
+    if (with_optim) {
+      adamw.step(1.f);
+      muon.step(1.f, 0.95f, 0.f);
+    }
+  };
+  step();  // warm-up: allocator cache, cuBLAS heuristics
+  lrt::cuda::synchronize();
+  std::vector<double> t;
+  for (index_t i = 0; i < steps; ++i) {
+    const auto t0 = Clock::now();
+    step();
+    lrt::cuda::synchronize();
+    t.push_back(since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  TrainRow r;
+  r.name = name;
+  r.step_s = t[t.size() / 2];
+  r.tokens_per_s = double(B * T) / r.step_s;
+  r.flops_per_step = m.flops_per_token() * lrt::pass_factor<Sched, V>() * double(B * T);
+  r.tflops = r.flops_per_step / r.step_s / 1e12;
+  return r;
+}
+
+struct DecodeRow {
+  index_t batch = 0;
+  double step_s = 0, bound_s = 0;
+};
+
+template <class V>
+DecodeRow decode_row(const lrt::ModelConfig& c, index_t B, index_t tokens, double bandwidth) {
+  lrt::Model<V, float, G> m(c, 1);
+  lrt::Decoder<V, float, G> dec(m, B, tokens + 1);
+  std::vector<index_t> tok(static_cast<std::size_t>(B), 1);
+  for (int i = 0; i < 2; ++i) dec.step(tok);  // warm-up
+  lrt::cuda::synchronize();
+  const auto t0 = Clock::now();
+  for (index_t t = 2; t < tokens; ++t) {
+    const auto& lg = dec.step(tok);
+    (void)lg;
+  }
+  lrt::cuda::synchronize();
+  DecodeRow r;
+  r.batch = B;
+  r.step_s = since(t0) / double(tokens - 2);
+  r.bound_s = double(m.num_matmul_params()) * sizeof(float) / bandwidth;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (lrt::cuda::device_count() == 0) {
+    std::printf("lrt-bench-gpu: no GPU found, nothing measured\n");
+    return 0;
+  }
+  try {
+    cudaDeviceProp prop{};
+    LRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
+                double(prop.totalGlobalMem) / (1 << 30));
+    const double r_bf16 = gemm_tflops(8192, true), r_f32 = gemm_tflops(8192, false);
+    const double bw = copy_bandwidth();
+    std::printf("R_ref cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; fp32 SGEMM 8192^3: %.1f TFLOP/s; copy bandwidth %.2f TB/s\n",
+                r_bf16, r_f32, bw / 1e12);
+
+    lrt::ModelConfig c = lrt::preset(o.preset);
+    if (o.seq > 0) c.sequence_len = o.seq;
+    std::printf("\ntraining (fp32, forward + backward%s, %s, batch %lld x T %lld, median of %lld steps)\n",
+                o.optim ? " + AdamW/Muon step" : "", o.preset.c_str(), static_cast<long long>(o.batch), static_cast<long long>(c.sequence_len),
+                static_cast<long long>(o.steps));
+    std::printf("%-28s %10s %12s %10s %9s %9s %9s\n", "variant/schedule", "step s", "tokens/s", "TFLOP/s",
+                "MFU bf16", "MFU 989", "of fp32");
+    std::vector<TrainRow> rows;
+    rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard", c, o.batch, o.steps, o.optim));
+    if (!o.quick)
+      rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2", c, o.batch, o.steps, o.optim));
+    for (const auto& r : rows)
+      std::printf("%-28s %10.4f %12.0f %10.2f %8.1f%% %8.1f%% %8.1f%%\n", r.name.c_str(), r.step_s, r.tokens_per_s,
+                  r.tflops, 100 * r.tflops / r_bf16, 100 * r.tflops / 989.0, 100 * r.tflops / r_f32);
+    if (rows.size() == 2)
+      std::printf("lrt/interleaved:2 step time / baseline: %.2fx (FLOP ratio %.2fx)\n", rows[1].step_s / rows[0].step_s,
+                  rows[1].flops_per_step / rows[0].flops_per_step);
+
+    std::printf("\ndecode (fp32, baseline, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
+                static_cast<long long>(o.decode_tokens), bw / 1e12);
+    std::printf("%-8s %12s %12s %10s %14s\n", "batch", "ms/step", "bound ms", "x bound", "tokens/s");
+    for (index_t B : {index_t{1}, o.decode_batch}) {
+      const auto r = decode_row<lrt::variants::Baseline>(c, B, o.decode_tokens, bw);
+      std::printf("%-8lld %12.3f %12.3f %10.2f %14.0f\n", static_cast<long long>(r.batch), 1e3 * r.step_s,
+                  1e3 * r.bound_s, r.step_s / r.bound_s, double(B) / r.step_s);
+    }
+    const auto s = lrt::cuda::allocator_stats();
+    std::printf("\nallocator: peak reserved %.2f GiB, %llu device mallocs\n", double(s.peak_reserved) / (1 << 30),
+                static_cast<unsigned long long>(s.device_mallocs));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lrt-bench-gpu: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

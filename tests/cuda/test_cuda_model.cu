@@ -1,0 +1,352 @@
+// tests/cuda/test_cuda_model.cu: the model layer on lrt::cuda::Device against the CPU. Every
+// body below is a template over the device; each case runs it on the CPU (the reference) and on
+// the GPU and compares: the fused ops and their gradients, the whole model's logits, loss and
+// every parameter's gradient for the baseline and the LRT variants, the schedules, and the LRT
+// invariants (decode == Exact, Interleaved<S >= T> == Exact) checked on the GPU itself. The
+// optimizers' cases come from optim_cases.hpp.
+// Tolerances: double runs differ only in summation order (1e-9 relative to the scale); float
+// runs get 2e-4 relative (many reductions of length <= a few hundred).
+// Without a GPU the binary reports its cases as compiled and skipped and exits 0
+// (LRT_REQUIRE_GPU=1 turns that into a failure).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <lrt/cuda.hpp>
+
+#include "optim_cases.hpp"
+
+namespace {
+
+using lrt::index_t;
+using lrt::Shape;
+using lrt::Tensor;
+using C = lrt::cpu::Device;
+using G = lrt::cuda::Device;
+namespace ad = lrt::ad;
+namespace vs = lrt::variants;
+
+/// Any tensor, flattened on the host as doubles.
+template <class T, int R, class D>
+std::vector<double> host(const Tensor<T, R, D>& t) {
+  Tensor<T, R, C> h = lrt::to<C>(t);
+  std::vector<double> out(static_cast<std::size_t>(h.numel()));
+  for (index_t i = 0; i < h.numel(); ++i) out[static_cast<std::size_t>(i)] = static_cast<double>(h.data()[i]);
+  return out;
+}
+
+/// Checks |a - b| <= tol * max(1, max |b|) elementwise; reports the worst element.
+void check_close(const std::vector<double>& a, const std::vector<double>& b, double tol, const std::string& what) {
+  INFO(what);
+  REQUIRE(a.size() == b.size());
+  double scale = 1, worst = 0;
+  std::size_t at = 0;
+  for (double x : b) scale = std::max(scale, std::abs(x));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(a[i] - b[i]);
+    if (!(d <= worst)) worst = d, at = i;  // NaN counts as worst
+  }
+  INFO("worst |diff| " << worst << " at " << at << " (scale " << scale << ", n " << a.size() << ")");
+  CHECK(worst <= tol * scale);
+}
+
+template <class T>
+constexpr double tol() {
+  return std::is_same_v<T, double> ? 1e-9 : 2e-4;
+}
+
+/// A tensor of deterministic uniform numbers in [lo, hi) on D (the same numbers on every device).
+template <class T, int R, class D>
+Tensor<T, R, D> rnd(Shape<R> s, std::uint64_t seed, T lo = T(-1), T hi = T(1)) {
+  Tensor<T, R, D> t(s, lrt::uninitialized);
+  t = lrt::uniform<T>(s, seed, 0, lo, hi);
+  return t;
+}
+
+/// Token ids (B, T) in [0, V) from a fixed rule, on D.
+template <class D>
+Tensor<index_t, 2, D> ids_of(index_t B, index_t T, index_t V, unsigned seed) {
+  Tensor<index_t, 2> h(Shape<2>{B, T});
+  std::uint64_t x = seed * 2654435761u + 1;
+  for (index_t i = 0; i < B * T; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    h.data()[i] = static_cast<index_t>((x >> 33) % static_cast<std::uint64_t>(V));
+  }
+  if constexpr (std::is_same_v<D, C>) {
+    return h;
+  } else {
+    return lrt::to<D>(h);
+  }
+}
+
+// ------------------------------------------------------------------ fused ops, one body per op
+
+/// Values and input gradients of one op: y = op(x...), loss = sum(y * w) for a fixed w.
+struct OpRun {
+  std::vector<std::vector<double>> out;
+};
+
+template <class T, class D>
+OpRun run_rmsnorm_rope_softmax() {
+  OpRun r;
+  ad::Graph g;
+  const Shape<4> s{2, 5, 4, 8};
+  auto x = ad::variable(rnd<T, 4, D>(s, 1));
+  const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{5}, index_t{3});  // positions 3..7
+  const auto rope = ad::RopeTable<T, D>::make(pos.view(), 8, true);
+  auto y = ad::softmax(ad::rmsnorm(ad::rope(x, rope)));
+  auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(s, 2)));
+  ad::backward(loss);
+  r.out = {host(y.value()), host(x.grad())};
+  return r;
+}
+
+template <class T, class D>
+OpRun run_embedding_xent() {
+  OpRun r;
+  ad::Graph g;
+  const index_t V = 13, Vp = 16, Cc = 6, B = 3, Tt = 7;
+  auto table = ad::variable(rnd<T, 2, D>(Shape<2>{Vp, Cc}, 3));
+  const auto ids = ids_of<D>(B, Tt, 4, 5);  // few distinct ids: repeated rows in the backward
+  auto e = ad::embedding(ids, table);      // (B, T, C)
+  auto w = ad::variable(rnd<T, 2, D>(Shape<2>{Vp, Cc}, 4, T(-3), T(3)));
+  auto z = ad::linear(e, w);  // (B, T, Vp)
+  Tensor<index_t, 2> tg_h(Shape<2>{B, Tt});
+  const auto tg_src = lrt::to<C>(ids_of<D>(B, Tt, V, 9));
+  for (index_t i = 0; i < B * Tt; ++i) tg_h.data()[i] = i % 5 == 2 ? -1 : tg_src.data()[i];  // some ignored
+  Tensor<index_t, 1, D> tg;
+  if constexpr (std::is_same_v<D, C>) {
+    tg = Tensor<index_t, 1, D>(tg_h.view().template reshape<1>(Shape<1>{B * Tt}));
+  } else {
+    tg = lrt::to<D>(tg_h.view().template reshape<1>(Shape<1>{B * Tt}));
+  }
+  auto ce = ad::cross_entropy(ad::reshape(z, Shape<2>{B * Tt, Vp}), tg, T(2.5), V);
+  ad::backward(ce.loss);
+  r.out = {host(ce.loss.value()), host(ce.per_token), host(table.grad()), host(w.grad())};
+  CHECK(ce.count == B * Tt - (B * Tt + 2) / 5);
+  return r;
+}
+
+/// Attention with GQA (H = 4, Hkv = 2), a window, and subset queries at increasing positions.
+template <class T, class D>
+OpRun run_attention(index_t window, bool subset, index_t Dh) {
+  OpRun r;
+  ad::Graph g;
+  const index_t B = 2, Tk = 19, H = 4, Hkv = 2;
+  std::vector<index_t> P;
+  for (index_t p = 0; p < Tk; ++p)
+    if (!subset || p % 3 == 1) P.push_back(p);
+  const index_t Tq = static_cast<index_t>(P.size());
+  auto q = ad::variable(rnd<T, 4, D>(Shape<4>{B, Tq, H, Dh}, 11, T(-2), T(2)));
+  auto k = ad::variable(rnd<T, 4, D>(Shape<4>{B, Tk, Hkv, Dh}, 12, T(-2), T(2)));
+  auto v = ad::variable(rnd<T, 4, D>(Shape<4>{B, Tk, Hkv, Dh}, 13));
+  const lrt::IndexList<D> idx(P);
+  const Tensor<index_t, 1, D> qpos = idx.tensor();
+  auto y = ad::attention(q, k, v, qpos, window);
+  auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(y.shape(), 14)));
+  ad::backward(loss);
+  r.out = {host(y.value()), host(q.grad()), host(k.grad()), host(v.grad())};
+  return r;
+}
+
+void compare(const OpRun& cpu, const OpRun& gpu, double t, const std::string& what) {
+  REQUIRE(cpu.out.size() == gpu.out.size());
+  for (std::size_t i = 0; i < cpu.out.size(); ++i) check_close(gpu.out[i], cpu.out[i], t, what + " output " + std::to_string(i));
+}
+
+// ------------------------------------------------------------------ whole models
+
+lrt::ModelConfig small_cfg(index_t T = 12) {
+  lrt::ModelConfig c;
+  c.n_layer = 3, c.n_embd = 32, c.n_head = 4, c.n_kv_head = 2, c.sequence_len = T, c.vocab_size = 50;
+  c.window_pattern = "SL";  // layer 0 window T/2
+  return c;
+}
+
+/// Copies every parameter of `from` (CPU) into `to` (same variant and config, any device), after
+/// giving the CPU model random weights (the release's init zeroes the projections and gates,
+/// which would hide most of the model from the comparison).
+template <class M0, class M1>
+void copy_random_weights(M0& from, M1& to, std::uint64_t seed) {
+  std::uint64_t s = seed;
+  from.for_each_param([&](auto& p) {
+    using T = typename std::decay_t<decltype(p.value())>::value_type;
+    p.value() = lrt::uniform<T>(p.shape(), ++s, 0, T(-0.4), T(0.4));
+  });
+  std::size_t i = 0;
+  // Collect the CPU values in visiting order, then assign them in the same order on the target.
+  std::vector<std::vector<double>> flat;
+  from.for_each_param([&](auto& p) { flat.push_back(host(p.value())); });
+  to.for_each_param([&](auto& p) {
+    using TT = std::decay_t<decltype(p.value())>;
+    using T = typename TT::value_type;
+    REQUIRE(i < flat.size());
+    Tensor<T, TT::rank, C> h(p.shape(), lrt::uninitialized);
+    REQUIRE(static_cast<std::size_t>(h.numel()) == flat[i].size());
+    for (index_t j = 0; j < h.numel(); ++j) h.data()[j] = static_cast<T>(flat[i][static_cast<std::size_t>(j)]);
+    p.value() = lrt::to<typename TT::device_type>(h);
+    ++i;
+  });
+  CHECK(i == flat.size());
+}
+
+/// Loss, per-pass per-token losses and all parameter gradients of schedule Sched.
+template <class Sched, class M, class D>
+std::vector<std::vector<double>> model_run(const M& m, const Tensor<index_t, 2, D>& ids, const Tensor<index_t, 2, D>& tg) {
+  ad::Graph g;
+  m.zero_grad();
+  lrt::ScheduleOptions o;
+  o.keep_logits = true;
+  auto r = lrt::schedule_loss<Sched>(m, ids, tg, o);
+  ad::backward(r.loss);
+  std::vector<std::vector<double>> out{host(r.loss.value())};
+  for (const auto& p : r.passes) out.push_back(host(p.logits));
+  m.for_each_param([&](auto& p) { out.push_back(host(p.grad())); });
+  return out;
+}
+
+template <class V, class Sched, class T>
+void model_matches(const char* what, index_t B = 2, index_t Tt = 12) {
+  INFO(what);
+  const auto c = small_cfg(Tt);
+  lrt::Model<V, T, C> mc(c, 1);
+  lrt::Model<V, T, G> mg(c, 1);
+  copy_random_weights(mc, mg, 100);
+  const auto ids_c = ids_of<C>(B, Tt, c.vocab_size, 1), tg_c = ids_of<C>(B, Tt, c.vocab_size, 2);
+  const auto ids_g = lrt::to<G>(ids_c), tg_g = lrt::to<G>(tg_c);
+  const auto a = model_run<Sched>(mc, ids_c, tg_c);
+  const auto b = model_run<Sched>(mg, ids_g, tg_g);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) check_close(b[i], a[i], tol<T>(), std::string(what) + " tensor " + std::to_string(i));
+}
+
+/// Soft-capped logits (B, T, V) of a schedule on device D, each position from the last pass
+/// that computed it, on the host.
+template <class Sched, class M, class D>
+std::vector<double> merged_logits(const M& m, const Tensor<index_t, 2, D>& ids) {
+  ad::Graph g;
+  ad::NoGrad ng;
+  lrt::ScheduleOptions o;
+  o.keep_logits = true;
+  const auto r = lrt::schedule_loss<Sched>(m, ids, ids, o);
+  const index_t B = ids.shape()[0], T = ids.shape()[1], V = m.config().vocab_size;
+  std::vector<double> out(static_cast<std::size_t>(B * T * V));
+  for (const auto& pr : r.passes) {
+    const auto lg = host(pr.logits);  // (B, |P|, V)
+    const index_t n = static_cast<index_t>(pr.positions.size());
+    for (index_t b = 0; b < B; ++b)
+      for (index_t i = 0; i < n; ++i)
+        for (index_t v = 0; v < V; ++v)
+          out[static_cast<std::size_t>((b * T + pr.positions[static_cast<std::size_t>(i)]) * V + v)] =
+              lg[static_cast<std::size_t>((b * n + i) * V + v)];
+  }
+  return out;
+}
+
+/// Logits (B, T, V) from the KV-cache decoder fed ids token by token.
+template <class M, class D>
+std::vector<double> decode_logits(const M& m, const Tensor<index_t, 2, D>& ids) {
+  const auto h = lrt::to<C>(ids);
+  const index_t B = h.shape()[0], T = h.shape()[1], V = m.config().vocab_size;
+  lrt::Decoder dec(m, B);
+  std::vector<double> out(static_cast<std::size_t>(B * T * V));
+  for (index_t t = 0; t < T; ++t) {
+    std::vector<index_t> tok(static_cast<std::size_t>(B));
+    for (index_t b = 0; b < B; ++b) tok[static_cast<std::size_t>(b)] = h(b, t);
+    const auto lg = host(dec.step(tok));
+    for (index_t b = 0; b < B; ++b)
+      for (index_t v = 0; v < V; ++v)
+        out[static_cast<std::size_t>((b * T + t) * V + v)] = lg[static_cast<std::size_t>(b * V + v)];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda model: rmsnorm, rope, softmax and their gradients match the CPU") {
+  compare(run_rmsnorm_rope_softmax<double, C>(), run_rmsnorm_rope_softmax<double, G>(), 1e-10, "double");
+  compare(run_rmsnorm_rope_softmax<float, C>(), run_rmsnorm_rope_softmax<float, G>(), 1e-5, "float");
+}
+
+TEST_CASE("cuda model: embedding (repeated ids) and softcapped cross-entropy (ignored targets) match the CPU") {
+  compare(run_embedding_xent<double, C>(), run_embedding_xent<double, G>(), 1e-10, "double");
+  compare(run_embedding_xent<float, C>(), run_embedding_xent<float, G>(), 1e-5, "float");
+}
+
+TEST_CASE("cuda model: attention (GQA, windows, subset queries) forward and backward match the CPU") {
+  for (index_t Dh : {8, 40, 64}) {
+    for (index_t window : {index_t{3}, index_t{1} << 40}) {
+      for (bool subset : {false, true}) {
+        const std::string what = "Dh " + std::to_string(Dh) + " window " + std::to_string(window) +
+                                 (subset ? " subset" : " all");
+        compare(run_attention<double, C>(window, subset, Dh), run_attention<double, G>(window, subset, Dh), 1e-10,
+                what + " double");
+        compare(run_attention<float, C>(window, subset, Dh), run_attention<float, G>(window, subset, Dh), 1e-4,
+                what + " float");
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda model: bad ids, targets and positions raise lrt::Error on the GPU too") {
+  ad::Graph g;
+  auto table = ad::variable(rnd<float, 2, G>(Shape<2>{5, 3}, 1));
+  const Tensor<index_t, 2, G> bad = lrt::to<G>(Tensor<index_t, 2>(Tensor<index_t, 2>::full(Shape<2>{1, 2}, 7)));
+  CHECK_THROWS_AS(ad::embedding(bad, table), lrt::Error);
+  auto z = ad::variable(rnd<float, 2, G>(Shape<2>{2, 5}, 2));
+  const Tensor<index_t, 1, G> tg = lrt::to<G>(Tensor<index_t, 1>(Tensor<index_t, 1>::full(Shape<1>{2}, 9)));
+  CHECK_THROWS_AS(ad::cross_entropy(z, tg), lrt::Error);
+  auto q = ad::variable(rnd<float, 4, G>(Shape<4>{1, 2, 1, 4}, 3));
+  auto k = ad::variable(rnd<float, 4, G>(Shape<4>{1, 2, 1, 4}, 4));
+  const Tensor<index_t, 1, G> qpos = lrt::to<G>(Tensor<index_t, 1>(Tensor<index_t, 1>::full(Shape<1>{2}, 1)));
+  CHECK_THROWS_AS(ad::attention(q, k, k, qpos, 100), lrt::Error);  // not strictly increasing
+}
+
+TEST_CASE("cuda model: whole-model loss, logits and gradients match the CPU (baseline and LRT variants)") {
+  model_matches<vs::Baseline, lrt::Standard, double>("baseline standard double");
+  model_matches<vs::Lrt, lrt::Interleaved<2>, double>("lrt interleaved<2> double");
+  model_matches<vs::LrtRelease, lrt::Interleaved<3>, double>("lrt-release interleaved<3> double");
+  model_matches<vs::Lrt, lrt::MultiRefine<2>, double>("lrt multirefine<2> double");
+  model_matches<vs::Lrt, lrt::Exact, double>("lrt exact double", 2, 6);
+  model_matches<vs::Baseline, lrt::Standard, float>("baseline standard float");
+  model_matches<vs::Lrt, lrt::Interleaved<2>, float>("lrt interleaved<2> float");
+}
+
+TEST_CASE("cuda model: LRT invariants hold on the GPU (decode == Exact == Interleaved<S >= T>)") {
+  const index_t B = 2, Tt = 10;
+  auto c = small_cfg(Tt);
+  c.vocab_size = 260;  // room for BOS (256): rows cross a document boundary
+  c.reset_at_bos = true;
+  lrt::Model<vs::Lrt, double, C> mc(c, 3);
+  lrt::Model<vs::Lrt, double, G> mg(c, 3);
+  copy_random_weights(mc, mg, 200);
+  auto ids_h = ids_of<C>(B, Tt, c.vocab_size, 4);
+  ids_h(0, 0) = 256, ids_h(1, 4) = 256;
+  const auto ids = lrt::to<G>(ids_h);
+  const auto exact = merged_logits<lrt::Exact>(mg, ids);
+  check_close(decode_logits(mg, ids), exact, 1e-10, "decode vs exact (gpu)");
+  check_close(merged_logits<lrt::Interleaved<16>>(mg, ids), exact, 1e-10, "interleaved<16> vs exact (gpu)");
+  check_close(exact, merged_logits<lrt::Exact>(mc, ids_h), 1e-9, "exact gpu vs cpu");
+  // Baseline: decode == the Standard forward.
+  lrt::Model<vs::Baseline, double, C> bc(c, 5);
+  lrt::Model<vs::Baseline, double, G> bg(c, 5);
+  copy_random_weights(bc, bg, 300);
+  check_close(decode_logits(bg, ids), merged_logits<lrt::Standard>(bg, ids), 1e-10, "baseline decode vs standard (gpu)");
+}
+
+int main(int argc, char** argv) {
+  const std::size_t n = doctest::detail::getRegisteredTests().size();
+  if (lrt::cuda::device_count() == 0) {
+    std::printf("CUDA: no GPU found, %zu CUDA model tests compiled and skipped\n", n);
+    const char* req = std::getenv("LRT_REQUIRE_GPU");
+    return (req && *req && std::strcmp(req, "0") != 0) ? 1 : 0;
+  }
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}
