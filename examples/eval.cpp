@@ -1,5 +1,7 @@
 // lrt-eval: validation bits per byte of a checkpoint (spec §7); the last line is `val_bpb: X`.
-// LRT checkpoints also print val_bpb_parallel (with per-pass values) and val_bpb_sequential.
+// LRT checkpoints also print val_bpb_parallel (with per-pass values) and val_bpb_sequential. The
+// parallel mode runs the schedule the checkpoint records, with its options: lrt's metadata, or a
+// release config's use_interleaved (+ interleaved_kv_refresh) / use_multi_refine (+ its weights).
 //   lrt-eval --checkpoint runs/tiny/model.safetensors --data ~/.cache/lrt-data/brown/package
 #include "runner.hpp"
 
@@ -15,7 +17,7 @@ int main(int argc, char** argv) {
     if (!a.parse(argc, argv)) return 0;
     tool::require_path(a.str("data"), "--data");
     const auto r = lrt::st::Reader::open(a.str("checkpoint"));
-    const auto [cfg, variant, schedule] = tool::checkpoint_model(a, r);
-    return tool::find_entry(variant, schedule).eval(a, r, cfg);
+    const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
+    return tool::find_entry(c.schedule.variant, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);
   });
 }

@@ -1,5 +1,6 @@
 // lrt-generate: samples text from a checkpoint with the KV-cache decoder (and the recurrent
-// memory for LRT models), streaming bytes as they are produced (spec §6).
+// memory for LRT models), streaming bytes as they are produced (spec §6). --prefill chooses how the
+// prompt is fed: exact (default), zero or interleaved:S.
 //   lrt-generate --checkpoint runs/tiny/model.safetensors --prompt "The " --max-new-tokens 200
 #include "runner.hpp"
 
@@ -12,11 +13,16 @@ int main(int argc, char** argv) {
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
       .option("top-p", "P", "keep the smallest set with probability >= P", "1")
       .option("seed", "S", "sampling seed", "0")
+      .option("prefill", "MODE",
+              "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation) or "
+              "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length)",
+              "exact")
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .flag("stop-at-bos", "stop when the model starts a new document (BOS)");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
     a.integer("max-new-tokens", 0, 1LL << 30), a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1);
+    tool::prefill_mode(a);
     const auto r = lrt::st::Reader::open(a.str("checkpoint"));
     const auto [cfg, variant, schedule] = tool::checkpoint_model(a, r);
     return tool::find_entry(variant, schedule).generate(a, r, cfg);

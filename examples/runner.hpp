@@ -26,7 +26,7 @@ namespace tool {
 struct Entry {
   std::string variant, schedule;
   int (*train)(const Args&);
-  int (*eval)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&);
+  int (*eval)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&, const lrt::ScheduleOptions&);
   int (*generate)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&);
 };
 
@@ -46,21 +46,67 @@ inline const Entry& find_entry(const std::string& variant, const std::string& sc
     if (e.variant == variant && schedule.empty()) return e;
   std::string list;
   for (const Entry& e : registry()) list += "\n  --variant " + e.variant + " --schedule " + e.schedule;
-  throw UsageError(fmt::format("no build of variant '{}' with schedule '{}'; this build has:{}", variant,
-                               schedule.empty() ? "(any)" : schedule, list));
+  throw UsageError(fmt::format("no build of variant '{}' with schedule '{}'; this build has:{}\n(a pair is one "
+                               "file in examples/registry/)",
+                               variant, schedule.empty() ? "(any)" : schedule, list));
 }
 
-/// The config and (variant, schedule) of a checkpoint, from --config when given (release
-/// weights), else from the file's metadata.
-inline std::tuple<lrt::ModelConfig, std::string, std::string> checkpoint_model(const Args& a, const lrt::st::Reader& r) {
+/// A checkpoint's config and how it was trained: (variant, schedule) and the schedule's options
+/// (kv_refresh, MultiRefine's detach and loss weights), from --config when given (the release's
+/// model_config: use_interleaved / use_multi_refine and their fields), else from the file's metadata.
+struct CheckpointRun {
+  lrt::ModelConfig config;
+  lrt::CheckpointSchedule schedule;
+};
+inline CheckpointRun checkpoint_run(const Args& a, const lrt::st::Reader& r) {
   if (a.has("config")) {
     const std::string text = lrt::read_file(a.str("config"), "config");
     const auto j = lrt::json::parse(text, a.str("config"));
-    auto [v, s] = lrt::checkpoint_variant(r, &j);
-    return {lrt::config_from_json(j, nullptr, "'" + a.str("config") + "'"), v, s};
+    auto cfg = lrt::config_from_json(j, nullptr, "'" + a.str("config") + "'");
+    return {std::move(cfg), lrt::checkpoint_schedule(r, &j)};
   }
-  auto [v, s] = lrt::checkpoint_variant(r);
-  return {lrt::read_model_config(r), v, s};
+  auto cs = lrt::checkpoint_schedule(r);
+  return {lrt::read_model_config(r), std::move(cs)};
+}
+/// The config and (variant, schedule) of a checkpoint (checkpoint_run without the options).
+inline std::tuple<lrt::ModelConfig, std::string, std::string> checkpoint_model(const Args& a, const lrt::st::Reader& r) {
+  CheckpointRun c = checkpoint_run(a, r);
+  return {std::move(c.config), std::move(c.schedule.variant), std::move(c.schedule.schedule)};
+}
+
+/// "kv_refresh", "loss weights (0.1, 0.3, 0.6)", "detach": the options that differ from the defaults.
+inline std::string describe(const lrt::ScheduleOptions& o) {
+  std::string s;
+  auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
+  if (o.kv_refresh) add("kv_refresh");
+  if (!o.loss_weights.empty()) {
+    std::string w;
+    for (double x : o.loss_weights) w += (w.empty() ? "" : ", ") + fmt::format("{}", x);
+    add("loss weights (" + w + ")");
+  }
+  if (o.detach) add("detach");
+  return s;
+}
+/// --loss-weights "W0,W1,...": finite numbers >= 0.
+inline std::vector<double> parse_weights(const std::string& text) {
+  std::vector<double> w;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !std::isfinite(x) || x < 0)
+      throw UsageError(fmt::format("--loss-weights expects comma-separated numbers >= 0, got '{}'", text));
+    w.push_back(x);
+    at = end + 1;
+  }
+  return w;
 }
 
 namespace detail {
@@ -115,6 +161,20 @@ int train_run(const tool::Args& a) {
       if (!a.has("scalar-lr")) o.scalar_lr = static_cast<float>(t.at("scalar_lr").as_number());
     }
   }
+  // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
+  lrt::ScheduleOptions sched_opts;
+  if (resume) {
+    const auto cs = lrt::checkpoint_schedule(lrt::st::Reader::open(a.str("resume") + "/model.safetensors"));
+    if (cs.schedule == lrt::schedule_spec<Sched>()) sched_opts = cs.options;
+  }
+  if (a.has("kv-refresh")) sched_opts.kv_refresh = true;
+  if (a.has("loss-weights")) sched_opts.loss_weights = parse_weights(a.str("loss-weights"));
+  if (a.has("detach")) sched_opts.detach = true;
+  try {
+    lrt::check_schedule_options<Sched, V>(sched_opts);
+  } catch (const lrt::Error& e) {
+    throw UsageError(fmt::format("{} with {}: {}", lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), e.what()));
+  }
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const long long eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
   const long long steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
@@ -136,13 +196,15 @@ int train_run(const tool::Args& a) {
 
   lrt::Model<V, float> model(cfg, o.seed);
   lrt::Trainer<V, Sched> tr(model, train_rows, o);
+  tr.schedule_options() = sched_opts;
   if (resume) {
     tr.resume(a.str("resume"));
     fmt::print("resumed from {} at step {} of {}\n", a.str("resume"), tr.step(), tr.horizon());
   }
-  fmt::print("model: {} with {}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
+  const std::string opts_text = describe(sched_opts).empty() ? "" : " (" + describe(sched_opts) + ")";
+  fmt::print("model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
              "({} x {} rows), {:.4g} token-forwards/step\n",
-             lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
+             lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
              model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(),
              tr.accumulation(), tr.options().micro_rows, tr.forwards_per_step());
 
@@ -211,7 +273,7 @@ int train_run(const tool::Args& a) {
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
     if (eval_now) {
-      const lrt::BpbResult r = lrt::evaluate_parallel<Sched>(model, val).merged;
+      const lrt::BpbResult r = lrt::evaluate_parallel<Sched>(model, val, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
     }
     log.push_back(row);
@@ -245,9 +307,11 @@ int train_run(const tool::Args& a) {
 }
 
 
-/// lrt-eval: bits per byte of a checkpoint (both modes for LRT models).
+/// lrt-eval: bits per byte of a checkpoint (both modes for LRT models); the parallel mode runs
+/// the schedule with the checkpoint's options `so` (kv_refresh, MultiRefine's loss weights).
 template <class V, class Sched>
-int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
+int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg, const lrt::ScheduleOptions& so) {
+  lrt::check_schedule_options<Sched, V>(so);
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const int B = static_cast<int>(a.integer("batch-rows", 1, 1 << 16));
   const std::string mode = a.str("mode");
@@ -258,10 +322,11 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const auto corpus = lrt::data::load_corpus(a.str("data"));
   const auto rows = lrt::data::TokenRows::build(corpus.val, static_cast<int>(cfg.sequence_len));
   const auto batches = lrt::data::validation_batches(rows, B, eval_tokens);
-  fmt::print("checkpoint {} (step {}): {} with {}, L={} d={} T={}; validation: {} docs, {} rows available\n",
-             a.str("checkpoint"), lrt::read_step(r), lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer,
-             cfg.n_embd, cfg.sequence_len, corpus.val.size(), rows.rows());
-  const auto par = lrt::evaluate_parallel<Sched>(model, batches);
+  const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
+  fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; validation: {} docs, {} rows available\n",
+             a.str("checkpoint"), lrt::read_step(r), lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), opts_text,
+             cfg.n_layer, cfg.n_embd, cfg.sequence_len, corpus.val.size(), rows.rows());
+  const auto par = lrt::evaluate_parallel<Sched>(model, batches, so);
   fmt::print("targets scored: {} ({} bytes), val loss {:.4f} nats/token (parallel)\n", par.merged.tokens,
              par.merged.bytes, par.merged.loss());
   if constexpr (!V::recurrent) {
@@ -277,7 +342,16 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   return 0;
 }
 
-/// lrt-generate: one decode step per token with the recurrence (exact prefill).
+/// lrt-generate's --prefill: exact, zero or interleaved:S (a usage error naming the option otherwise).
+inline lrt::PrefillMode prefill_mode(const Args& a) {
+  try {
+    return lrt::PrefillMode::parse(a.str("prefill"));
+  } catch (const lrt::Error&) {
+    throw UsageError(fmt::format("--prefill expects exact, zero or interleaved:S with S >= 1, got '{}'", a.str("prefill")));
+  }
+}
+
+/// lrt-generate: the prompt fed per --prefill (spec §6), then one decode step per new token.
 template <class V, class Sched>
 int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
   const long long n_new = a.integer("max-new-tokens", 0, 1LL << 30);
@@ -286,6 +360,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   so.top_k = a.integer("top-k", 0, 1LL << 30);
   so.top_p = a.number("top-p", 1e-9, 1);
   so.seed = static_cast<std::uint64_t>(a.integer("seed", 0, 1LL << 62));
+  const lrt::PrefillMode mode = prefill_mode(a);
   lrt::Model<V, float> model(cfg);
   lrt::load_weights(model, r);
   const lrt::data::ByteTokenizer tok;
@@ -297,8 +372,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   lrt::Decoder dec(model, 1, Tmax);
   std::fputs(a.str("prompt").c_str(), stdout);
   std::fflush(stdout);
-  const lrt::Tensor<float, 2>* logits = nullptr;
-  for (lrt::index_t id : prompt) logits = &dec.step(std::span<const lrt::index_t>(&id, 1));  // exact prefill
+  const lrt::Tensor<float, 2>* logits = &dec.prefill(prompt, mode);  // logits after the last prompt token
   for (long long i = 0; i < n_new; ++i) {
     const lrt::index_t t = dec.position();
     const lrt::index_t next = lrt::sample_token<float>(

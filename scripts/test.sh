@@ -72,13 +72,17 @@ else
   echo "== configure (preset asan)"
   cmake --preset asan </dev/null
   phase "asan configure"
-  echo "== build lrt_tests (preset asan, -j$jobs)"
+  echo "== build lrt_tests, lrt_cuda_emu_tests (preset asan, -j$jobs)"
   cmake --build --preset asan -j "$jobs" </dev/null
   phase "asan build"
   echo "== unit tests under ASan+UBSan"
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
   UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
     "$root/build-asan/bin/lrt_tests" </dev/null
+  echo "== CUDA kernels on the CPU emulator under ASan+UBSan"
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
+  UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+    "$root/build-asan/bin/lrt_cuda_emu_tests" </dev/null
   phase "asan test"
 fi
 

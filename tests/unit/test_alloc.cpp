@@ -184,3 +184,50 @@ TEST_CASE("autodiff: after the first step a training step allocates nothing; bac
   CAPTURE(after_backward);
   CHECK(after_backward < after_forward / 3);
 }
+
+#include <lrt/model/decode.hpp>
+
+namespace {
+/// Heap allocations of `steps` decode steps after a prefill and `warm` warm-up steps, on a tiny
+/// float model of variant V with two rows: prompts of equal lengths (the lockstep path) or not
+/// (one sequence of per-row tokens), fed in the given prefill mode. Also returns what the first
+/// step allocated (the counter works: the decoder's tape starts empty).
+template <class V>
+std::pair<long long, long long> decode_allocations(bool ragged, lrt::PrefillMode mode, int warm = 2, int steps = 16) {
+  lrt::ModelConfig c;
+  c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 64, c.vocab_size = 257;
+  c.mem_offset = 2, c.reset_at_bos = true;  // the ring's BOS check runs too
+  lrt::Model<V, float> m(c, 1);
+  lrt::Decoder dec(m, 2);
+  const std::vector<std::vector<index_t>> prompts =
+      ragged ? std::vector<std::vector<index_t>>{{256, 1, 2, 3}, {256, 7}} : std::vector<std::vector<index_t>>{{256, 1, 2}, {256, 5, 6}};
+  dec.prefill(std::span<const std::vector<index_t>>(prompts), mode);
+  const std::vector<index_t> tok{65, 256};
+  // Serial, as in the training-step test: the property is one thread's steady state.
+  const bool was_in_task = std::exchange(lrt::detail::in_pool_task, true);
+  const long long first = allocations_during([&] { dec.step(tok); });
+  for (int i = 1; i < warm; ++i) dec.step(tok);
+  const auto s0 = lrt::cpu::memory_stats();
+  const long long n = allocations_during([&] {
+    for (int i = 0; i < steps; ++i) dec.step(tok);
+  });
+  CHECK(lrt::cpu::memory_stats().system_allocs == s0.system_allocs);
+  lrt::detail::in_pool_task = was_in_task;
+  return {first, n};
+}
+}  // namespace
+
+TEST_CASE("decoder: after start-up a decode step allocates nothing (lockstep and ragged rows, every prefill mode)") {
+  namespace vs = lrt::variants;
+  for (bool ragged : {false, true}) {
+    CAPTURE(ragged);
+    CHECK(decode_allocations<vs::Baseline>(ragged, lrt::PrefillMode::exact()).second == 0);
+    CHECK(decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::exact()).second == 0);
+    // After a parallel prefill the decoder's own tape is still empty: its first step allocates.
+    const auto [first, steady] = decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::interleaved(2));
+    CHECK(first > 0);
+    CHECK(steady == 0);
+    CHECK(decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::zero()).second == 0);
+    CHECK(decode_allocations<vs::Baseline>(ragged, lrt::PrefillMode::zero()).second == 0);
+  }
+}

@@ -155,14 +155,32 @@ class Arena {
 template <class T, int R, Device D>
 class Var;
 
-/// The tape. While alive it is the thread's current graph (graphs nest as a stack).
+/// The tape. While alive it is the thread's current graph (graphs nest as a stack), unless it
+/// was made Detached: then only a Graph::Use guard makes it current, for the guard's scope.
 class Graph {
  public:
   Graph() : prev_(current_) { current_ = this; }
+  /// Tag of a long-lived graph (a decoder's) that is current only inside Graph::Use scopes: its
+  /// arena and node list are kept from one use to the next, so a repeated step allocates nothing.
+  struct Detached {};
+  explicit Graph(Detached) noexcept : prev_(nullptr), detached_(true) {}
   ~Graph() {
     clear();
-    current_ = prev_;
+    if (!detached_) current_ = prev_;
   }
+
+  /// Makes a (detached) graph the thread's current one for this guard's scope, then restores
+  /// the previous one.
+  class Use {
+   public:
+    explicit Use(Graph& g) noexcept : prev_(std::exchange(current_, &g)) {}
+    ~Use() { current_ = prev_; }
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    Graph* prev_;
+  };
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -205,6 +223,7 @@ class Graph {
   Arena arena_;
   std::vector<Node*> nodes_;
   Graph* prev_;
+  bool detached_ = false;
   static inline thread_local Graph* current_ = nullptr;
 };
 

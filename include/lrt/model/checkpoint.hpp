@@ -5,19 +5,44 @@
 // tensor in its errors.
 #pragma once
 
+#include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../io.hpp"
 #include "gpt.hpp"
+#include "schedule.hpp"
 
 namespace lrt {
 inline namespace v0 {
 
-/// The release's model_config object (GPTConfig field names) for a config of variant V.
+namespace ckpt_detail {
+/// "name:N" -> N when the schedule spec starts with name + ':', else -1.
+inline std::int64_t schedule_count(std::string_view spec, std::string_view name) {
+  if (spec.size() <= name.size() + 1 || spec.substr(0, name.size()) != name || spec[name.size()] != ':') return -1;
+  std::int64_t n = 0;
+  for (char ch : spec.substr(name.size() + 1)) {
+    if (ch < '0' || ch > '9' || n > (1 << 30)) return -1;
+    n = n * 10 + (ch - '0');
+  }
+  return n;
+}
+}  // namespace ckpt_detail
+
+/// The release's model_config object (GPTConfig field names) for a config of variant V, trained
+/// with `schedule` (schedule_spec's spelling; empty: unknown) and options o. The release's schedule
+/// fields (spec §9): interleaved:N -> use_interleaved, interleaved_num_passes = N,
+/// interleaved_kv_refresh; multirefine:K -> use_multi_refine (use_interleaved false: the release
+/// refuses both), multi_refine_num_passes = K (the passes after the zero-memory one, so K + 1 loss
+/// weights), multi_refine_detach, multi_refine_loss_weights ([] = all 1). Other schedules and an
+/// empty one keep the defaults (use_interleaved = the variant is recurrent, N = 2).
 template <class V = variants::Baseline>
-json::Value release_config_json(const ModelConfig& c) {
+json::Value release_config_json(const ModelConfig& c, std::string_view schedule = {},
+                                const ScheduleOptions& o = {}) {
+  const std::int64_t S = V::recurrent ? ckpt_detail::schedule_count(schedule, "interleaved") : -1;
+  const std::int64_t K = V::recurrent ? ckpt_detail::schedule_count(schedule, "multirefine") : -1;
   json::Value j = json::Value::object();
   j["sequence_len"] = c.sequence_len;
   j["vocab_size"] = c.vocab_size;
@@ -31,13 +56,16 @@ json::Value release_config_json(const ModelConfig& c) {
   j["use_x0_residual"] = c.use_x0_residual;
   j["use_resid_lambdas"] = c.use_resid_lambdas;
   j["ve_gate_channels"] = c.ve_gate_channels;
-  j["use_interleaved"] = V::recurrent;
-  j["interleaved_num_passes"] = 2;
-  j["interleaved_kv_refresh"] = false;
-  j["use_multi_refine"] = false;
-  j["multi_refine_num_passes"] = 2;
-  j["multi_refine_detach"] = false;
-  j["multi_refine_loss_weights"] = json::Value::array();
+  j["use_interleaved"] = V::recurrent && K < 0;
+  j["interleaved_num_passes"] = S >= 1 ? S : 2;
+  j["interleaved_kv_refresh"] = S >= 1 && V::kv && o.kv_refresh;
+  j["use_multi_refine"] = K >= 0;
+  j["multi_refine_num_passes"] = K >= 0 ? K : 2;
+  j["multi_refine_detach"] = K >= 0 && o.detach;
+  json::Value w = json::Value::array();
+  if (K >= 0)
+    for (double x : o.loss_weights) w.push_back(x);
+  j["multi_refine_loss_weights"] = std::move(w);
   return j;
 }
 
@@ -128,11 +156,16 @@ inline ModelConfig config_from_json(const json::Value& in, const json::Value* lr
 }
 
 /// Writes the model's weights (float32, or bfloat16 with `dtype`) and metadata to `path`
-/// atomically. `extra` adds metadata strings.
+/// atomically. `extra` adds metadata strings; its "schedule" (schedule_spec's spelling), with the
+/// schedule options `options`, also sets the release's schedule fields of model_config.
 template <class V, class T, Device D>
 void save_model(const Model<V, T, D>& m, const std::string& path, std::int64_t step,
-                const std::vector<std::pair<std::string, std::string>>& extra = {}, st::DType dtype = st::DType::F32) {
+                const std::vector<std::pair<std::string, std::string>>& extra = {}, st::DType dtype = st::DType::F32,
+                const ScheduleOptions& options = {}) {
   static_assert(D::host_accessible, "save_model writes host tensors (copy the model to the CPU first)");
+  std::string schedule;
+  for (const auto& [k, v] : extra)
+    if (k == "schedule") schedule = v;
   st::Writer w;
   std::vector<float> buf;
   m.for_each_param([&](auto& p) {
@@ -143,7 +176,7 @@ void save_model(const Model<V, T, D>& m, const std::string& path, std::int64_t s
     w.add_f32(p.name(), buf, std::move(shape), dtype);
   });
   w.set_metadata("format", "pt");
-  w.set_metadata("model_config", release_config_json<V>(m.config()).dump());
+  w.set_metadata("model_config", release_config_json<V>(m.config(), schedule, options).dump());
   w.set_metadata("lrt_config", lrt_config_json<V>(m.config()).dump());
   w.set_metadata("variant", variant_name<V>());
   w.set_metadata("step", std::to_string(step));
@@ -192,26 +225,107 @@ GPT<T> load_model(const std::string& path, const ModelConfig* config = nullptr) 
   return m;
 }
 
-/// The (variant, schedule) a checkpoint was trained with: lrt's metadata, else the release's
-/// config (use_interleaved: the release's variant `lrt-release` with interleaved:N), else the
-/// baseline.
-inline std::pair<std::string, std::string> checkpoint_variant(const st::Reader& r, const json::Value* config = nullptr) {
+/// The training schedule a release model_config records (spec §9), in schedule_spec's spelling,
+/// with its options.
+struct ReleaseSchedule {
+  bool recurrent = false;              // use_interleaved or use_multi_refine: the release's LRT model
+  std::string schedule = "standard";   // interleaved:N, multirefine:K or standard
+  ScheduleOptions options;             // kv_refresh; detach, loss_weights
+};
+
+/// Reads the schedule fields of a release model_config (or of a meta_XXXXXX.json holding one):
+/// use_interleaved -> interleaved:N (N = interleaved_num_passes, default 2) with kv_refresh =
+/// interleaved_kv_refresh; use_multi_refine -> multirefine:K (K = multi_refine_num_passes, the
+/// refinement passes after the zero-memory pass, default 2; the release runs 1 + K passes) with
+/// detach = multi_refine_detach and loss_weights = multi_refine_loss_weights ([] or null: all 1,
+/// else K + 1 non-negative numbers with a positive sum); neither -> standard. The fields of the
+/// schedule not chosen are ignored; both switches on is an error, as in the release.
+inline ReleaseSchedule release_schedule_from_json(const json::Value& in, std::string_view what = "config") {
+  const json::Value& j = in.find("model_config") ? in.at("model_config") : in;
+  check(j.is_object(), "config", what, ": expected a JSON object with the model's fields");
+  auto opt_bool = [&](const char* k) {
+    const json::Value* v = j.find(k);
+    if (!v || v->is_null()) return false;
+    check(v->is_bool(), "config", what, ": field '", k, "' must be true or false");
+    return v->as_bool();
+  };
+  auto count = [&](const char* k, std::int64_t lo) {
+    const json::Value* v = j.find(k);
+    if (!v || v->is_null()) return std::int64_t{2};  // the release's default for both counts
+    check(v->is_integer() && v->as_int() >= lo && v->as_int() <= (1 << 20), "config", what, ": field '", k,
+          "' must be an integer >= ", lo);
+    return v->as_int();
+  };
+  ReleaseSchedule r;
+  const bool inter = opt_bool("use_interleaved"), multi = opt_bool("use_multi_refine");
+  check(!(inter && multi), "config", what, ": use_interleaved and use_multi_refine are mutually exclusive");
+  r.recurrent = inter || multi;
+  if (inter) {
+    r.schedule = "interleaved:" + std::to_string(count("interleaved_num_passes", 1));
+    r.options.kv_refresh = opt_bool("interleaved_kv_refresh");
+  } else if (multi) {
+    const std::int64_t K = count("multi_refine_num_passes", 0);
+    r.schedule = "multirefine:" + std::to_string(K);
+    r.options.detach = opt_bool("multi_refine_detach");
+    if (const json::Value* w = j.find("multi_refine_loss_weights"); w && !w->is_null()) {
+      check(w->is_array(), "config", what, ": field 'multi_refine_loss_weights' must be an array of numbers");
+      double total = 0;
+      for (const json::Value& x : w->items()) {
+        check(x.is_number() && std::isfinite(x.as_number()) && x.as_number() >= 0, "config", what,
+              ": multi_refine_loss_weights must hold finite numbers >= 0");
+        r.options.loss_weights.push_back(x.as_number());
+        total += x.as_number();
+      }
+      check(r.options.loss_weights.empty() || static_cast<std::int64_t>(r.options.loss_weights.size()) == K + 1,
+            "config", what, ": multi_refine_loss_weights has ", r.options.loss_weights.size(),
+            " entries; multi_refine_num_passes = ", K, " needs ", K + 1, " (one per pass, the zero-memory pass first)");
+      check(r.options.loss_weights.empty() || total > 0, "config", what,
+            ": multi_refine_loss_weights must have a positive sum");
+    }
+  }
+  return r;
+}
+
+/// How a checkpoint was trained: variant and schedule names (as the tools' registry spells them)
+/// and the schedule's options.
+struct CheckpointSchedule {
+  std::string variant, schedule;
+  ScheduleOptions options;
+};
+
+/// lrt's metadata (variant, schedule; options from the model_config fields of that schedule),
+/// else the release's config (`config`, e.g. --config, or the file's model_config): use_interleaved
+/// or use_multi_refine -> the release's variant `lrt-release` with the schedule and options of
+/// release_schedule_from_json; else the baseline with standard.
+inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::Value* config = nullptr) {
   const auto v = r.meta("variant"), s = r.meta("schedule");
-  if (v && !config) return {*v, s ? *s : (*v == "baseline" ? "standard" : "interleaved:2")};
+  const bool external = config != nullptr;
   std::optional<json::Value> parsed;
-  if (!config) {
-    const auto mc = r.meta("model_config");
-    if (!mc) return {"baseline", "standard"};
-    parsed = json::parse(*mc, "'" + r.label() + "' model_config");
-    config = &*parsed;
+  if (!external) {
+    if (const auto mc = r.meta("model_config")) {
+      parsed = json::parse(*mc, "'" + r.label() + "' model_config");
+      config = &*parsed;
+    }
   }
-  const json::Value& j = config->find("model_config") ? config->at("model_config") : *config;
-  const json::Value* inter = j.find("use_interleaved");
-  if (inter && inter->is_bool() && inter->as_bool()) {
-    const json::Value* n = j.find("interleaved_num_passes");
-    return {"lrt-release", "interleaved:" + std::to_string(n && n->is_integer() ? n->as_int() : 2)};
+  const std::string what = external ? std::string("config") : "'" + r.label() + "' model_config";
+  if (v && !external) {  // lrt's own checkpoint
+    CheckpointSchedule c{*v, s ? *s : (*v == "baseline" ? "standard" : "interleaved:2"), {}};
+    if (config) {
+      const ReleaseSchedule rs = release_schedule_from_json(*config, what);
+      if (rs.schedule == c.schedule) c.options = rs.options;  // save_model wrote them for this schedule
+    }
+    return c;
   }
-  return {"baseline", "standard"};
+  if (!config) return {"baseline", "standard", {}};
+  ReleaseSchedule rs = release_schedule_from_json(*config, what);
+  if (!rs.recurrent) return {"baseline", "standard", {}};
+  return {"lrt-release", std::move(rs.schedule), std::move(rs.options)};
+}
+
+/// The (variant, schedule) a checkpoint was trained with (checkpoint_schedule without the options).
+inline std::pair<std::string, std::string> checkpoint_variant(const st::Reader& r, const json::Value* config = nullptr) {
+  CheckpointSchedule c = checkpoint_schedule(r, config);
+  return {std::move(c.variant), std::move(c.schedule)};
 }
 
 /// The step recorded in a checkpoint (0 if absent).

@@ -1,30 +1,95 @@
-// lrt/model/decode.hpp: KV-cache decoding (one forward per token, spec §6) and the sampler
+// lrt/model/decode.hpp: KV-cache decoding (one forward per token, spec §6) with the prefill modes
+// exact, zero and interleaved:S, rows of different lengths in one batch, and the sampler
 // (temperature, top-k, top-p, counter-based draws so that every backend samples the same tokens).
 // The decoder runs the model's own block code with an attend hook that appends the new key and
 // value to a preallocated cache and attends over it; no gradient is recorded.
-// Shapes: B rows, Tmax cache capacity, Hkv KV heads, Dh head dim, V vocabulary (cropped).
+//
+// Rows: each row has its own position. While every row is at the same position a step runs the
+// B tokens as (B, 1) with one attention call per layer (the lockstep path). Otherwise the tokens
+// run as one sequence (1, n) whose time index i is row rows[i] at its own position: every op but
+// attention is per token, RoPE takes one table row per token, and the hook attends each token
+// against its own row's cache (one call per row). Both give the per-row results of decoding each
+// row alone.
+//
+// Allocation: after start-up a CPU step allocates nothing from the system: the tape is a detached
+// graph kept by the decoder, tensors come from the caching allocator, and after the first step of
+// each layout the decoder reserves in that cache the attention kernel's score blocks for every
+// context length up to the capacity.
+// Shapes: B rows, Tmax cache capacity, Hkv KV heads, Dh head dim, V vocabulary (cropped), P prompt.
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <memory>
 #include <numeric>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpt.hpp"
+#include "schedule.hpp"
 
 namespace lrt {
 inline namespace v0 {
 
-/// Decodes B rows in lockstep: step(tokens) feeds one token per row at the current position and
-/// returns the soft-capped logits (B, V) of the next token.
+/// How Decoder::prefill feeds a prompt (spec §6).
+struct PrefillMode {
+  enum class Kind {
+    Exact,        // token by token through the decode step (the release's sequential evaluation)
+    Zero,         // zero memory throughout, prompt and generation (the release's chat engine)
+    Interleaved,  // pass 0 + S refinement passes over the prompt, then exact decoding; exact iff S >= P
+  };
+  Kind kind = Kind::Exact;
+  index_t passes = 0;  // Interleaved: S >= 1
+
+  static PrefillMode exact() noexcept { return {}; }
+  static PrefillMode zero() noexcept { return {Kind::Zero, 0}; }
+  static PrefillMode interleaved(index_t S) {
+    check(S >= 1, "prefill", "interleaved prefill needs S >= 1 refinement passes, got ", S);
+    return {Kind::Interleaved, S};
+  }
+  /// "exact", "zero" or "interleaved:S" (S >= 1); lrt::Error otherwise.
+  static PrefillMode parse(std::string_view s) {
+    if (s == "exact") return exact();
+    if (s == "zero") return zero();
+    constexpr std::string_view pre = "interleaved:";
+    if (s.substr(0, pre.size()) == pre) {
+      const std::string_view num = s.substr(pre.size());
+      long long S = 0;
+      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), S);
+      if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && S >= 1) return interleaved(S);
+    }
+    throw Error("prefill", detail::str_cat("expected exact, zero or interleaved:S with S >= 1, got '", std::string(s),
+                                           "'"));
+  }
+  /// The spelling parse() reads.
+  std::string name() const {
+    switch (kind) {
+      case Kind::Exact: return "exact";
+      case Kind::Zero: return "zero";
+      case Kind::Interleaved: return "interleaved:" + std::to_string(passes);
+    }
+    return "?";
+  }
+  friend bool operator==(const PrefillMode&, const PrefillMode&) = default;
+};
+
+/// Decodes B rows: prefill() feeds prompts (of any lengths), step() one token per row at each row's
+/// own position; both return the soft-capped logits (B, V) of every row's next token.
 template <class V = variants::Baseline, class T = float, Device D = cpu::Device>
 class Decoder {
  public:
   using Model = lrt::Model<V, T, D>;
+  using Var4 = ad::Var<T, 4, D>;
 
   /// A decoder for `batch` rows with room for `capacity` positions (0: the model's sequence_len).
   explicit Decoder(const Model& model, index_t batch = 1, index_t capacity = 0)
-      : m_(&model), B_(batch), cap_(capacity > 0 ? capacity : model.config().sequence_len) {
+      : m_(&model), B_(batch), cap_(capacity > 0 ? capacity : model.config().sequence_len),
+        pos_(static_cast<std::size_t>(std::max<index_t>(batch, 0)), 0),
+        graph_(std::make_unique<ad::Graph>(ad::Graph::Detached{})),
+        cos_(std::make_shared<Tensor<T, 2, D>>()), sin_(std::make_shared<Tensor<T, 2, D>>()) {
     check(batch >= 1, "decoder", "batch must be >= 1, got ", batch);
     const ModelConfig& c = model.config();
     for (index_t l = 0; l < c.n_layer; ++l) {
@@ -32,6 +97,9 @@ class Decoder {
       v_.emplace_back(Shape<4>{B_, cap_, c.n_kv_head, c.head_dim()});
     }
     logits_ = Tensor<T, 2, D>(Shape<2>{B_, c.vocab_size});
+    qpos_ = Tensor<index_t, 1, D>(Shape<1>{B_});
+    rows_.reserve(static_cast<std::size_t>(B_));
+    tpos_.reserve(static_cast<std::size_t>(B_));
     if constexpr (V::recurrent) {  // ring of the last k source states and tokens per row
       ring_ = Tensor<T, 3, D>(Shape<3>{c.mem_offset, B_, c.n_embd});
       ring_tok_ = Tensor<index_t, 2>(Shape<2>{c.mem_offset, B_});
@@ -40,81 +108,308 @@ class Decoder {
 
   index_t batch() const noexcept { return B_; }
   index_t capacity() const noexcept { return cap_; }
-  /// Number of positions fed so far (the position of the next token).
-  index_t position() const noexcept { return t_; }
-  /// Forgets the context (the cache is kept allocated).
-  void reset() noexcept { t_ = 0; }
+  /// The position of the next token: every row's while the rows are in lockstep, else the largest.
+  index_t position() const noexcept { return *std::max_element(pos_.begin(), pos_.end()); }
+  /// The position of row b's next token (the number of tokens it was fed).
+  index_t position(index_t b) const {
+    check(b >= 0 && b < B_, "decoder", "row ", b, " outside [0, ", B_, ")");
+    return pos_[static_cast<std::size_t>(b)];
+  }
+  /// True when every row is at the same position (steps take the batched path).
+  bool lockstep() const noexcept { return std::adjacent_find(pos_.begin(), pos_.end(), std::not_equal_to<>()) == pos_.end(); }
+  /// The prefill mode in force (exact after construction and reset()); zero keeps the memory at 0.
+  const PrefillMode& prefill_mode() const noexcept { return mode_; }
+  /// The logits returned by the last prefill() or step().
+  const Tensor<T, 2, D>& logits() const noexcept { return logits_; }
+  /// Forgets the context (the cache is kept allocated); the prefill mode returns to exact.
+  void reset() noexcept {
+    std::fill(pos_.begin(), pos_.end(), index_t{0});
+    mode_ = PrefillMode{};
+  }
 
-  /// Feeds tokens (B) at position(); returns the next-token logits (B, V), 15 tanh(z / 15).
+  /// Starts a new context from B prompts of P tokens each, row-major (B * P ids), fed the way `mode`
+  /// says; returns the logits (B, V) after each row's last prompt token. Mode zero stays in force
+  /// for the following steps (until reset() or the next prefill).
+  const Tensor<T, 2, D>& prefill(std::span<const index_t> prompts, PrefillMode mode = {}) {
+    check(!prompts.empty() && prompts.size() % static_cast<std::size_t>(B_) == 0, "decoder", "got ", prompts.size(),
+          " prompt tokens for ", B_, " rows: expected B * P with P >= 1");
+    const std::size_t P = prompts.size() / static_cast<std::size_t>(B_);
+    std::vector<std::span<const index_t>> rows;
+    for (std::size_t b = 0; b < static_cast<std::size_t>(B_); ++b) rows.push_back(prompts.subspan(b * P, P));
+    return prefill_rows(rows, mode);
+  }
+  /// The same with one prompt per row, of any lengths >= 1: the rows continue at different positions.
+  const Tensor<T, 2, D>& prefill(std::span<const std::vector<index_t>> prompts, PrefillMode mode = {}) {
+    check(static_cast<index_t>(prompts.size()) == B_, "decoder", "got ", prompts.size(), " prompts for ", B_, " rows");
+    std::vector<std::span<const index_t>> rows(prompts.begin(), prompts.end());
+    return prefill_rows(rows, mode);
+  }
+
+  /// Feeds tokens (B), row b's at position(b); returns the next-token logits (B, V), 15 tanh(z / 15).
   const Tensor<T, 2, D>& step(std::span<const index_t> tokens) {
-    const ModelConfig& c = m_->config();
     check(static_cast<index_t>(tokens.size()) == B_, "decoder", "got ", tokens.size(), " tokens for ", B_, " rows");
-    check(t_ < cap_, "decoder", "context full: position ", t_, " is past the cache capacity ", cap_);
-    for (index_t tok : tokens)
-      check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ",
-            c.vocab_size, ")");
-    ad::Graph graph;
-    ad::NoGrad no_grad;
-    Tensor<index_t, 2> ids_host(Shape<2>{B_, 1});
-    for (index_t b = 0; b < B_; ++b) ids_host(b, 0) = tokens[static_cast<std::size_t>(b)];
-    Tensor<index_t, 2, D> ids;
-    if constexpr (std::is_same_v<D, cpu::Device>) {
-      ids = std::move(ids_host);
-    } else {
-      ids = to<D>(ids_host);
-    }
-    const Tensor<index_t, 1, D> qpos = Tensor<index_t, 1, D>::full(Shape<1>{1}, t_);
-    const auto rope = ad::RopeTable<T, D>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
-    const index_t t = t_;
-    const T scale = T(1) / std::sqrt(static_cast<T>(c.head_dim()));
-    const auto attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& k,
-                            const ad::Var<T, 4, D>& v) {
-      auto& kc = k_[static_cast<std::size_t>(l)];
-      auto& vc = v_[static_cast<std::size_t>(l)];
-      kc.slice(1, t, t + 1) = k.value();
-      vc.slice(1, t, t + 1) = v.value();
-      Tensor<T, 4, D> out(q.shape(), uninitialized);
-      Tensor<T, 3, D> lse(Shape<3>{B_, c.n_head, 1}, uninitialized);
-      const auto kv = [&](Tensor<T, 4, D>& cache) { return TensorView<const T, 4, D>(cache.slice(1, 0, t + 1)); };
-      NnBackend<D>::template attention_forward<T>(q.value().view(), kv(kc), kv(vc), qpos.view(), c.window(l), scale,
-                                                  out.view(), lse.view());
-      return ad::constant(std::move(out));
-    };
-    typename Model::Var3 mem;
-    if constexpr (V::recurrent) {  // m~_t = s_{t-k} (0 before k, or across a BOS with reset_at_bos)
-      const index_t k = c.mem_offset;
-      Tensor<T, 3, D> m(Shape<3>{B_, 1, c.n_embd});
-      if (t >= k)
-        for (index_t b = 0; b < B_; ++b) {
-          bool cut = false;
-          if (c.reset_at_bos) {  // tokens t-k+1..t: the k-1 newest in the ring, and this one
-            cut = tokens[static_cast<std::size_t>(b)] == 256;
-            for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
-          }
-          if (!cut) m.view().select(1, 0).slice(0, b, b + 1) = ring_.view().select(0, (t - k) % k).slice(0, b, b + 1);
-        }
-      mem = ad::constant(std::move(m));
-    }
-    const auto pass = m_->forward(ids, rope, attend, V::recurrent ? &mem : nullptr);
-    if constexpr (V::recurrent) {
-      const index_t slot = t % c.mem_offset;
-      ring_.view().select(0, slot) = pass.source.value().view().select(1, 0);
-      for (index_t b = 0; b < B_; ++b) ring_tok_(slot, b) = tokens[static_cast<std::size_t>(b)];
-    }
-    const auto z = m_->head(pass.h);  // (B, 1, Vp)
-    const T cap = T(15);
-    logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
-    ++t_;
+    feed(tokens, {});
     return logits_;
   }
 
  private:
+  bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
+
+  /// CPU only. The attention kernel scores a query against its keys in a scratch block from the
+  /// caching allocator whose size class grows with the context, so a later step can need a class
+  /// that every earlier step left empty. Called after the first step of each step layout (lockstep
+  /// or not, tokens fed, memory or not), when every tensor of that step is back in the cache: gives
+  /// each class a step can use for one query row against up to Tmax keys `threads` more free blocks
+  /// than the step itself took, so later steps of that layout are served without the system.
+  void reserve_attention_scratch() {
+    auto& a = cpu::CachingAllocator::global();
+    const std::size_t threads = static_cast<std::size_t>(num_threads());
+    std::vector<void*> held;
+    std::size_t prev = 0;
+    for (index_t keys = 1; keys <= cap_; ++keys) {
+      const std::size_t s = cpu::CachingAllocator::size_class(static_cast<std::size_t>(keys) * sizeof(T));
+      if (s == prev) continue;
+      prev = s;
+      const std::size_t sys0 = a.stats().system_allocs;
+      while (a.stats().system_allocs - sys0 < threads) held.push_back(a.allocate(s));  // free ones first
+      for (void* p : held) a.deallocate(p, s);
+      held.clear();
+    }
+  }
+
+  /// Shared by both prefill overloads: validates, resets and feeds the prompts.
+  const Tensor<T, 2, D>& prefill_rows(const std::vector<std::span<const index_t>>& prompts, PrefillMode mode) {
+    const ModelConfig& c = m_->config();
+    bool same = true;
+    for (std::size_t b = 0; b < prompts.size(); ++b) {
+      const index_t P = static_cast<index_t>(prompts[b].size());
+      check(P >= 1, "decoder", "the prompt of row ", b, " is empty");
+      check(P <= cap_, "decoder", "the prompt of row ", b, " has ", P, " tokens, more than the cache capacity ", cap_);
+      for (index_t tok : prompts[b])
+        check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ",
+              c.vocab_size, ")");
+      same = same && prompts[b].size() == prompts[0].size();
+    }
+    check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "decoder",
+          "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes);
+    reset();
+    mode_ = mode;
+    if (mode.kind == PrefillMode::Kind::Exact) {  // token by token; rows drop out when their prompt ends
+      std::size_t longest = 0;
+      for (const auto& p : prompts) longest = std::max(longest, p.size());
+      std::vector<index_t> tok, rows;
+      for (std::size_t j = 0; j < longest; ++j) {
+        tok.clear(), rows.clear();
+        for (std::size_t b = 0; b < prompts.size(); ++b)
+          if (j < prompts[b].size()) tok.push_back(prompts[b][j]), rows.push_back(static_cast<index_t>(b));
+        feed(tok, rows.size() == prompts.size() ? std::span<const index_t>() : std::span<const index_t>(rows));
+      }
+      return logits_;
+    }
+    // zero: the zero-memory forward over the prompt (pass 0); interleaved: pass 0 + S passes.
+    const index_t S = mode.kind == PrefillMode::Kind::Zero ? 0 : mode.passes;
+    if (same) {
+      load(prompts, 0, B_, S);
+    } else {
+      for (index_t b = 0; b < B_; ++b) load(prompts, b, 1, S);
+    }
+    return logits_;
+  }
+
+  /// Runs interleaved_prefill on rows [b0, b0 + nb) (prompts of one length) and loads its buffers
+  /// into their cache, memory ring, logits and positions.
+  void load(const std::vector<std::span<const index_t>>& prompts, index_t b0, index_t nb, index_t S) {
+    const ModelConfig& c = m_->config();
+    const index_t P = static_cast<index_t>(prompts[static_cast<std::size_t>(b0)].size());
+    Tensor<index_t, 2> ids_host(Shape<2>{nb, P});
+    for (index_t b = 0; b < nb; ++b)
+      std::copy(prompts[static_cast<std::size_t>(b0 + b)].begin(), prompts[static_cast<std::size_t>(b0 + b)].end(),
+                ids_host.data() + b * P);
+    const Tensor<index_t, 2, D> ids = sched_detail::on_device<D>(std::move(ids_host));
+    const PrefillState<T, D> st = interleaved_prefill(*m_, ids, S);
+    for (std::size_t l = 0; l < k_.size(); ++l) {
+      k_[l].slice(0, b0, b0 + nb).slice(1, 0, P) = st.k[l];
+      v_[l].slice(0, b0, b0 + nb).slice(1, 0, P) = st.v[l];
+    }
+    if constexpr (V::recurrent) {  // the ring holds s_p of the last k prompt positions
+      const index_t k = c.mem_offset;
+      for (index_t p = std::max<index_t>(0, P - k); p < P; ++p) {
+        ring_.view().select(0, p % k).slice(0, b0, b0 + nb) = st.source.view().select(1, p);
+        for (index_t b = b0; b < b0 + nb; ++b)
+          ring_tok_(p % k, b) = prompts[static_cast<std::size_t>(b)][static_cast<std::size_t>(p)];
+      }
+    }
+    logits_.slice(0, b0, b0 + nb) = st.logits;
+    for (index_t b = b0; b < b0 + nb; ++b) pos_[static_cast<std::size_t>(b)] = P;
+  }
+
+  /// One decode step: tokens[i] goes to row rows[i] (rows ascending and distinct; empty: all rows,
+  /// tokens[b] to row b) at that row's position. Writes those rows of logits_.
+  void feed(std::span<const index_t> tokens, std::span<const index_t> rows) {
+    run_step(tokens, rows);
+    if constexpr (std::is_same_v<D, cpu::Device>) {  // every tensor of the step is back in the cache
+      if (std::find(layouts_.begin(), layouts_.end(), layout_) == layouts_.end()) {
+        reserve_attention_scratch();
+        layouts_.push_back(layout_);
+      }
+    }
+  }
+
+  void run_step(std::span<const index_t> tokens, std::span<const index_t> rows) {
+    const ModelConfig& c = m_->config();
+    const index_t n = static_cast<index_t>(tokens.size());
+    const auto row = [&](index_t i) { return rows.empty() ? i : rows[static_cast<std::size_t>(i)]; };
+    rows_.clear(), tpos_.clear();
+    for (index_t i = 0; i < n; ++i) {
+      const index_t b = row(i), tok = tokens[static_cast<std::size_t>(i)];
+      check(b >= 0 && b < B_ && (i == 0 || b > row(i - 1)), "decoder", "rows must be ascending and in [0, ", B_, ")");
+      const index_t t = pos_[static_cast<std::size_t>(b)];
+      check(t < cap_, "decoder", "context full: position ", t, " of row ", b, " is past the cache capacity ", cap_);
+      check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ", c.vocab_size,
+            ")");
+      rows_.push_back(b), tpos_.push_back(t);
+    }
+    lock_ = n == B_ && lockstep();
+    if (lock_) tpos_.resize(1);  // one query position for the whole batch
+    const index_t nq = static_cast<index_t>(tpos_.size());
+
+    struct Scope {  // the decoder's tape is current (no gradient) for this step and emptied after it
+      ad::Graph& g;
+      ad::Graph::Use use;
+      ad::NoGrad no_grad;
+      explicit Scope(ad::Graph& graph) : g(graph), use(graph) {}
+      ~Scope() { g.clear(); }
+    } scope(*graph_);
+
+    // Token ids: (B, 1) in lockstep, else (1, n).
+    Tensor<index_t, 2> ids_host(lock_ ? Shape<2>{B_, 1} : Shape<2>{1, n}, uninitialized);
+    std::copy(tokens.begin(), tokens.end(), ids_host.data());
+    const Tensor<index_t, 2, D> ids = sched_detail::on_device<D>(std::move(ids_host));
+    // Query positions and their RoPE rows (computed as RopeTable::make does).
+    DeviceTraits<D>::copy_from_host(qpos_.data(), tpos_.data(), static_cast<std::size_t>(nq) * sizeof(index_t));
+    {
+      auto [cs, sn] = cpu::rope_tables<T>(TensorView<const index_t, 1>(tpos_.data(), Shape<1>{nq}), c.head_dim(),
+                                          c.rope_bf16_tables);
+      if constexpr (std::is_same_v<D, cpu::Device>) {
+        *cos_ = std::move(cs), *sin_ = std::move(sn);
+      } else {
+        *cos_ = to<D>(cs), *sin_ = to<D>(sn);
+      }
+    }
+    const ad::RopeTable<T, D> rope{cos_, sin_};
+    const typename Model::Attend attend = [this](index_t l, const Var4& q, const Var4& k, const Var4& v) {
+      return this->attend(l, q, k, v);
+    };
+
+    typename Model::Var3 mem;
+    const bool use_memory = V::recurrent && !zero_memory();
+    if constexpr (V::recurrent) {  // m~_t = s_{t-k} (0 before k, or across a BOS with reset_at_bos)
+      if (use_memory) {
+        const index_t k = c.mem_offset;
+        Tensor<T, 3, D> m(lock_ ? Shape<3>{B_, 1, c.n_embd} : Shape<3>{1, n, c.n_embd});
+        for (index_t i = 0; i < n; ++i) {
+          const index_t b = rows_[static_cast<std::size_t>(i)], t = pos_[static_cast<std::size_t>(b)];
+          if (t < k) continue;
+          bool cut = false;
+          if (c.reset_at_bos) {  // tokens t-k+1..t: the k-1 newest in the ring, and this one
+            cut = tokens[static_cast<std::size_t>(i)] == 256;
+            for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
+          }
+          if (cut) continue;
+          const auto src = ring_.view().select(0, (t - k) % k).slice(0, b, b + 1);  // (1, d)
+          if (lock_) {
+            m.view().select(1, 0).slice(0, b, b + 1) = src;
+          } else {
+            m.view().select(0, 0).slice(0, i, i + 1) = src;
+          }
+        }
+        mem = ad::constant(std::move(m));
+      }
+    }
+    const auto pass = m_->forward(ids, rope, attend, use_memory ? &mem : nullptr);
+    if constexpr (V::recurrent) {
+      if (use_memory) {
+        const index_t k = c.mem_offset;
+        const auto s = pass.source.value().view();  // (B, 1, d) or (1, n, d)
+        if (lock_) {
+          ring_.view().select(0, tpos_[0] % k) = s.select(1, 0);
+        } else {
+          for (index_t i = 0; i < n; ++i) {
+            const index_t b = rows_[static_cast<std::size_t>(i)];
+            ring_.view().select(0, pos_[static_cast<std::size_t>(b)] % k).slice(0, b, b + 1) =
+                s.select(0, 0).slice(0, i, i + 1);
+          }
+        }
+        for (index_t i = 0; i < n; ++i) {
+          const index_t b = rows_[static_cast<std::size_t>(i)];
+          ring_tok_(pos_[static_cast<std::size_t>(b)] % k, b) = tokens[static_cast<std::size_t>(i)];
+        }
+      }
+    }
+    const auto z = m_->head(pass.h);  // (B, 1, Vp) or (1, n, Vp)
+    const T cap = T(15);
+    if (lock_) {
+      logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
+    } else {
+      const auto zr = z.value().view().select(0, 0);  // (n, Vp)
+      for (index_t i = 0; i < n; ++i) {
+        const index_t b = rows_[static_cast<std::size_t>(i)];
+        logits_.slice(0, b, b + 1) = lrt::tanh(zr.slice(0, i, i + 1).slice(1, 0, c.vocab_size) / cap) * cap;
+      }
+    }
+    for (index_t b : rows_) ++pos_[static_cast<std::size_t>(b)];
+    layout_ = {lock_, n, use_memory};
+  }
+
+  /// The attend hook of a step: appends the new keys and values to the cache and attends each
+  /// query to its row's cached positions (spec §2.2 window rule).
+  Var4 attend(index_t l, const Var4& q, const Var4& k, const Var4& v) {
+    const ModelConfig& c = m_->config();
+    auto& kc = k_[static_cast<std::size_t>(l)];
+    auto& vc = v_[static_cast<std::size_t>(l)];
+    const T scale = T(1) / std::sqrt(static_cast<T>(c.head_dim()));
+    Tensor<T, 4, D> out(q.shape(), uninitialized);
+    const auto upto = [](Tensor<T, 4, D>& cache, index_t b0, index_t b1, index_t t) {
+      return TensorView<const T, 4, D>(cache.slice(0, b0, b1).slice(1, 0, t + 1));
+    };
+    if (lock_) {  // (B, 1): every row at position t
+      const index_t t = tpos_[0];
+      kc.slice(1, t, t + 1) = k.value();
+      vc.slice(1, t, t + 1) = v.value();
+      Tensor<T, 3, D> lse(Shape<3>{B_, c.n_head, 1}, uninitialized);
+      NnBackend<D>::template attention_forward<T>(q.value().view(), upto(kc, 0, B_, t), upto(vc, 0, B_, t),
+                                                  qpos_.view().slice(0, 0, 1), c.window(l), scale, out.view(),
+                                                  lse.view());
+    } else {  // (1, n): token i is row rows_[i] at position tpos_[i]
+      Tensor<T, 3, D> lse(Shape<3>{1, c.n_head, 1}, uninitialized);
+      for (std::size_t i = 0; i < rows_.size(); ++i) {
+        const index_t b = rows_[i], t = tpos_[i], j = static_cast<index_t>(i);
+        kc.slice(0, b, b + 1).slice(1, t, t + 1) = k.value().view().slice(1, j, j + 1);
+        vc.slice(0, b, b + 1).slice(1, t, t + 1) = v.value().view().slice(1, j, j + 1);
+        NnBackend<D>::template attention_forward<T>(q.value().view().slice(1, j, j + 1), upto(kc, b, b + 1, t),
+                                                    upto(vc, b, b + 1, t), qpos_.view().slice(0, j, j + 1),
+                                                    c.window(l), scale, out.view().slice(1, j, j + 1), lse.view());
+      }
+    }
+    return ad::constant(std::move(out));
+  }
+
   const Model* m_;
-  index_t B_, cap_, t_ = 0;
+  index_t B_, cap_;
+  std::vector<index_t> pos_;  // per row: the position of its next token
+  PrefillMode mode_;
   std::vector<Tensor<T, 4, D>> k_, v_;  // per layer (B, Tmax, Hkv, Dh)
   Tensor<T, 2, D> logits_;
-  Tensor<T, 3, D> ring_;          // (k, B, d) source states, slot t % k
-  Tensor<index_t, 2> ring_tok_;   // (k, B) their tokens (host)
+  Tensor<T, 3, D> ring_;         // (k, B, d) source states, slot t % k
+  Tensor<index_t, 2> ring_tok_;  // (k, B) their tokens (host)
+  // Per step (kept to allocate nothing): the tape, RoPE rows, query positions, rows fed.
+  std::unique_ptr<ad::Graph> graph_;
+  std::shared_ptr<Tensor<T, 2, D>> cos_, sin_;  // (nq, Dh/2)
+  Tensor<index_t, 1, D> qpos_;                  // (B): the first nq entries are this step's
+  std::vector<index_t> rows_, tpos_;            // rows fed and their positions (lockstep: one position)
+  bool lock_ = false;
+  std::array<index_t, 3> layout_{};                // the last step's (lockstep, tokens, memory)
+  std::vector<std::array<index_t, 3>> layouts_;  // CPU: layouts whose attention scratch is reserved
 };
 
 template <class V, class T, Device D>

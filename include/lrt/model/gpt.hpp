@@ -253,13 +253,21 @@ class Model {
   /// How a layer attends: (layer, q (B,Tq,H,Dh), k, v (B,Tq,Hkv,Dh)) -> (B,Tq,H,Dh).
   using Attend = std::function<Var4(index_t, const Var4&, const Var4&, const Var4&)>;
 
+  /// Optional per-layer observer of a KV/Both pass (spec §4.2's kv_refresh): (layer, g_rec
+  /// (B,Tq,Hkv,1), kpre (B,Tq,Hkv,Dh)), where g_rec is the recurrent gate and kpre the gated key
+  /// before RoPE and QK-norm (g_loc k_loc, plus g_rec k_rec with memory). Both stay in the graph.
+  /// Never called for the None/Residual variants.
+  using Observe = std::function<void(index_t, const Var4&, const Var4&)>;
+
   /// One pass: final normed states h (B, Tq, d) and the memory source states s (h itself for
   /// FinalSource, N(x after block l) for BlockSource<l>) of tokens ids (B, Tq) whose RoPE rows are
   /// `rope`, with memory m~ (B, Tq, d) (nullptr: zero memory; the gates still apply, spec §3.2).
+  /// `observe` (optional) sees each layer's g_rec and pre-RoPE key; without it nothing extra runs.
   struct Pass {
     Var3 h, source;
   };
-  Pass forward(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend, const Var3* memory = nullptr) const {
+  Pass forward(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend, const Var3* memory = nullptr,
+               const Observe* observe = nullptr) const {
     Var3 x = ad::rmsnorm(ad::embedding(ids, wte_->var()));  // norm after the embedding
     const Var3 x0 = x;
     const index_t B = ids.shape()[0], Tq = ids.shape()[1];
@@ -273,7 +281,7 @@ class Model {
     }
     Pass out;
     for (index_t l = 0; l < cfg_.n_layer; ++l) {
-      x = block(l, x, x0, ids, rope, attend, memory, krec, vrec);
+      x = block(l, x, x0, ids, rope, attend, memory, krec, vrec, observe);
       if (l == V::source_layer) out.source = ad::rmsnorm(x);
     }
     out.h = ad::rmsnorm(x);
@@ -312,7 +320,8 @@ class Model {
 
  private:
   Var3 block(index_t l, const Var3& xin, const Var3& x0, const Ids& ids, const ad::RopeTable<T, D>& rope,
-             const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared) const {
+             const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared,
+             const Observe* observe) const {
     const Block& b = blocks_[static_cast<std::size_t>(l)];
     const index_t B = ids.shape()[0], Tq = ids.shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
                   Dh = cfg_.head_dim(), d = cfg_.n_embd;
@@ -335,8 +344,9 @@ class Model {
       const Var4 e = ad::reshape(ad::embedding(ids, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
       k = g_loc * k;
       v = g_loc * v;
+      Var4 g_rec;
+      if (memory || observe) g_rec = ad::reshape(ad::slice(g, 2, Hkv, 2 * Hkv), gs);
       if (memory) {
-        const Var4 g_rec = ad::reshape(ad::slice(g, 2, Hkv, 2 * Hkv), gs);
         Var4 krec = krec_shared, vrec = vrec_shared;
         if constexpr (V::projection == Projection::Layerwise) {
           krec = ad::reshape(ad::linear(*memory, b.proj_k->var()), Shape<4>{B, Tq, Hkv, Dh});
@@ -346,6 +356,7 @@ class Model {
         v = v + g_rec * vrec;
       }
       v = v + g_ve * e;
+      if (observe) (*observe)(l, g_rec, k);  // k: pre-RoPE, pre-norm (kv_refresh's kpre)
     } else if (b.value_embed) {  // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
       const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
       const Var3 g = ad::gate2(ad::linear(gin, b.ve_gate->var()));  // (B, Tq, Hkv)

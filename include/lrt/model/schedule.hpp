@@ -7,6 +7,7 @@
 #pragma once
 
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "gpt.hpp"
@@ -66,7 +67,36 @@ struct ScheduleOptions {
   bool detach = false;               // MultiRefine: no gradient through the previous pass's states
   bool zero_interior_memory = false; // Chunked: interior positions read zero memory instead of stale
   bool keep_logits = false;          // keep each pass's soft-capped logits (tests, evaluation)
+  // Interleaved<S>, KV/Both variants only: between passes, patch the buffered K/V rows no pass has
+  // recomputed yet with the latest memory (spec §4.2's kv_refresh, the release's
+  // interleaved_kv_refresh). Refused (lrt::Error) for other schedules and for variants without
+  // KV injection, where it would have nothing to patch.
+  bool kv_refresh = false;
 };
+
+/// Throws lrt::Error when options o do not apply to schedule Sched on variant V: kv_refresh
+/// outside Interleaved<S> or without KV injection; loss weights or detach outside MultiRefine<K>;
+/// a MultiRefine<K> weight list whose length is not K + 1.
+template <class Sched, class V>
+void check_schedule_options(const ScheduleOptions& o) {
+  constexpr bool interleaved = requires { Sched::subsets; };
+  constexpr bool multirefine = requires { Sched::refinements; };
+  if (o.kv_refresh) {
+    check(V::kv, "schedule", "kv_refresh patches the buffered recurrent K/V and needs KV injection (variant kv or "
+          "both); this variant's injection is '", to_string(V::injection), "'");
+    check(interleaved, "schedule", "kv_refresh is an option of Interleaved<S> (spec 4.2), not of schedule '",
+          schedule_spec<Sched>(), "'");
+  }
+  if constexpr (multirefine) {
+    check(o.loss_weights.empty() || o.loss_weights.size() == static_cast<std::size_t>(Sched::refinements + 1),
+          "schedule", "MultiRefine<", Sched::refinements, "> needs ", Sched::refinements + 1, " loss weights, got ",
+          o.loss_weights.size());
+  } else {
+    check(o.loss_weights.empty() && !o.detach, "schedule",
+          "loss weights and detach are options of MultiRefine<K> (spec 4.3), not of schedule '", schedule_spec<Sched>(),
+          "'");
+  }
+}
 
 /// One pass of a schedule: the positions it scored and their per-token losses.
 template <class T, class D>
@@ -83,6 +113,14 @@ struct ScheduleResult {
   ad::Var<T, 0, D> loss;
   std::vector<PassResult<T, D>> passes;
   double token_forwards = 0;  // compute of this batch in single-token forwards
+};
+
+/// What interleaved_prefill hands a KV-cache decoder (spec §6): the final buffers of the passes.
+template <class T, class D>
+struct PrefillState {
+  std::vector<Tensor<T, 4, D>> k, v;  // per layer (B, P, Hkv, Dh): K post-RoPE/QK-norm, V mixed (the cache's)
+  Tensor<T, 3, D> source;             // (B, P, d) source states Sbuf (the memory ring takes the last k)
+  Tensor<T, 2, D> logits;             // (B, V) soft-capped logits after the last prompt token
 };
 
 namespace sched_detail {
@@ -160,6 +198,10 @@ ad::Var<T, R, D> detached(const ad::Var<T, R, D>& v) {
 }
 
 inline thread_local bool keep_logits = false;  // set by schedule_loss for its duration
+/// Set by interleaved_prefill for its duration: subset_passes copies its final K/V buffers and
+/// source states there.
+template <class T, class D>
+inline thread_local PrefillState<T, D>* prefill_out = nullptr;
 
 template <class M, class T, class D>
 PassResult<T, D> score(const M& m, const typename M::Var3& h, const Tensor<index_t, 2, D>& targets,
@@ -188,11 +230,96 @@ ad::Var<T, 0, D> weighted_mean(const std::vector<ad::Var<T, 0, D>>& losses, cons
   return acc;
 }
 
+/// spec §4.2's kv_refresh for a KV/Both model M: pass 0 hands each layer's g_rec and pre-RoPE key
+/// kpre = g_loc k_loc to capture() (Model::Observe); refresh() then patches the buffer rows U not
+/// visited yet from the latest source states Sbuf:
+///   Mnew = shift_k(Sbuf); Kfb = P_k Mnew, Vfb = P_v Mnew (per layer if Layerwise)
+///   rows U: Vbuf += g_rec (Vfb - Vfb_old); kpre += g_rec (Kfb - Kfb_old); Kbuf = N_h(RoPE(kpre))
+///   Kfb_old, Vfb_old = Kfb, Vfb (Kfb_old = Vfb_old = 0 before the first refresh).
+/// Only rows U are computed: the state (g_rec, kpre, Kfb_old, Vfb_old) is kept for the rows of the
+/// previous refresh, a superset of U (visited only grows), and narrowed by a gather. Everything
+/// stays in the graph (gradients flow through the patch like through the rest of the schedule).
+template <class M, class T, Device D>
+struct KvRefresh {
+  using Var4 = ad::Var<T, 4, D>;
+  const M& m;
+  const Tensor<index_t, 2, D>& ids;
+  std::vector<Var4> g_rec, kpre, kfb_old, vfb_old;  // per layer, rows `rows`; fb_old empty before the first
+  std::vector<index_t> rows;                          // positions the state covers (ascending)
+
+  KvRefresh(const M& model, const Tensor<index_t, 2, D>& x) : m(model), ids(x) {
+    const auto L = static_cast<std::size_t>(model.config().n_layer);
+    g_rec.resize(L), kpre.resize(L), kfb_old.resize(L), vfb_old.resize(L);
+    rows.resize(static_cast<std::size_t>(x.shape()[1]));
+    std::iota(rows.begin(), rows.end(), index_t{0});
+  }
+  typename M::Observe observer() {
+    return [this](index_t l, const Var4& g, const Var4& k) {
+      g_rec[static_cast<std::size_t>(l)] = g, kpre[static_cast<std::size_t>(l)] = k;
+    };
+  }
+  /// Patches rows U (ascending, a subset of `rows`) of the buffers Kb, Vb (per layer (B, T, Hkv, Dh)).
+  void refresh(const ad::Var<T, 3, D>& Sbuf, const std::vector<index_t>& U, std::vector<Var4>& Kb,
+               std::vector<Var4>& Vb) {
+    if (U.empty()) return;
+    const ModelConfig& c = m.config();
+    const index_t B = ids.shape()[0], Tt = ids.shape()[1], n = static_cast<index_t>(U.size());
+    const Shape<4> s4{B, n, c.n_kv_head, c.head_dim()};
+    if (U.size() != rows.size()) {  // narrow the state to U
+      std::vector<index_t> local;
+      local.reserve(U.size());
+      std::size_t j = 0;
+      for (index_t p : U) {
+        while (rows[j] != p) ++j;  // U is an ascending subset of rows
+        local.push_back(static_cast<index_t>(j));
+      }
+      const IndexList<D> li(local);
+      for (auto* st : {&g_rec, &kpre, &kfb_old, &vfb_old})
+        for (Var4& x : *st)
+          if (x) x = ad::gather(x, 1, li);
+      rows = U;
+    }
+    const bool first = !kfb_old[0];
+    const bool all = n == Tt;  // every row: no gather/scatter on the buffers
+    const IndexList<D> ui(U);
+    const Tensor<index_t, 1, D> up = ui.tensor();
+    const auto rope_u = ad::RopeTable<T, D>::make(up.view(), c.head_dim(), c.rope_bf16_tables);
+    const ad::Var<T, 3, D> mem = shift_memory(Sbuf, U, c.mem_offset, ids, c.reset_at_bos, index_t{256});
+    constexpr bool shared = M::variant::projection == Projection::Shared;
+    Var4 kfb, vfb;  // Shared: one projection for all layers
+    if constexpr (shared) {
+      kfb = ad::reshape(ad::linear(mem, m.proj_k()->var()), s4);
+      vfb = ad::reshape(ad::linear(mem, m.proj_v()->var()), s4);
+    }
+    for (std::size_t l = 0; l < Kb.size(); ++l) {
+      if constexpr (M::variant::projection == Projection::Layerwise) {
+        kfb = ad::reshape(ad::linear(mem, m.blocks()[l].proj_k->var()), s4);
+        vfb = ad::reshape(ad::linear(mem, m.blocks()[l].proj_v->var()), s4);
+      }
+      const std::size_t pl = shared ? 0 : l;  // Shared: Kfb_old, Vfb_old kept once
+      const Var4 dk = first ? g_rec[l] * kfb : g_rec[l] * (kfb - kfb_old[pl]);
+      const Var4 dv = first ? g_rec[l] * vfb : g_rec[l] * (vfb - vfb_old[pl]);
+      kpre[l] = kpre[l] + dk;
+      const Var4 knew = ad::rmsnorm(ad::rope(kpre[l], rope_u));
+      if (all) {
+        Vb[l] = Vb[l] + dv;
+        Kb[l] = knew;
+      } else {
+        Vb[l] = ad::scatter(Vb[l], 1, ui, ad::gather(Vb[l], 1, ui) + dv);
+        Kb[l] = ad::scatter(Kb[l], 1, ui, knew);
+      }
+      if (!shared || l == 0) kfb_old[pl] = kfb, vfb_old[pl] = vfb;
+    }
+  }
+};
+
 /// Pass 0 (zero memory, all positions, fills the K/V buffers) then one pass per subset
-/// (spec §4.2; Chunked §4.4 is the same with contiguous subsets).
+/// (spec §4.2; Chunked §4.4 is the same with contiguous subsets). kv_refresh (KV/Both models):
+/// patch the unvisited buffer rows after pass 0 and after every subset pass but the last.
 template <class M, class T, Device D>
 ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids, const Tensor<index_t, 2, D>& tg,
-                                   const std::vector<std::vector<index_t>>& subsets, bool chunk_zero_interior) {
+                                   const std::vector<std::vector<index_t>>& subsets, bool chunk_zero_interior,
+                                   bool kv_refresh = false) {
   const ModelConfig& c = m.config();
   const index_t Tt = ids.shape()[1], L = c.n_layer, k = c.mem_offset;
   const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
@@ -205,11 +332,26 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
   };
   ScheduleResult<T, D> r;
   std::vector<ad::Var<T, 0, D>> losses(1);
-  auto p0 = m.forward(ids, rope, attend0, nullptr);
+  std::optional<KvRefresh<M, T, D>> refresh;  // kv_refresh: pass 0 also keeps g_rec and kpre per layer
+  typename M::Observe observe;
+  if constexpr (M::variant::kv) {
+    if (kv_refresh) refresh.emplace(m, ids), observe = refresh->observer();
+  }
+  auto p0 = m.forward(ids, rope, attend0, nullptr, refresh ? &observe : nullptr);
   std::vector<index_t> all(static_cast<std::size_t>(Tt));
   std::iota(all.begin(), all.end(), index_t{0});
   r.passes.push_back(score(m, p0.h, tg, all, losses[0]));
   ad::Var<T, 3, D> Sbuf = p0.source;
+  std::vector<char> visited;
+  const std::vector<index_t>* last_subset = nullptr;
+  if constexpr (M::variant::kv) {
+    if (refresh) {
+      visited.assign(static_cast<std::size_t>(Tt), 0);
+      for (const auto& P : subsets)
+        if (!P.empty()) last_subset = &P;
+      refresh->refresh(Sbuf, all, Kb, Vb);  // after pass 0: every row is stale
+    }
+  }
   for (const std::vector<index_t>& P : subsets) {
     if (P.empty()) continue;
     const IndexList<D> idx(P);
@@ -234,6 +376,19 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
     Sbuf = ad::scatter(Sbuf, 1, idx, pp.source);
     losses.emplace_back();
     r.passes.push_back(score(m, pp.h, tg_p, P, losses.back()));
+    if constexpr (M::variant::kv) {
+      if (refresh && &P != last_subset) {  // nothing reads the buffers after the last pass
+        for (index_t p : P) visited[static_cast<std::size_t>(p)] = 1;
+        std::vector<index_t> U;
+        for (index_t p = 0; p < Tt; ++p)
+          if (!visited[static_cast<std::size_t>(p)]) U.push_back(p);
+        refresh->refresh(Sbuf, U, Kb, Vb);
+      }
+    }
+  }
+  if (PrefillState<T, D>* out = prefill_out<T, D>) {  // interleaved_prefill: keep the final buffers
+    for (std::size_t l = 0; l < Kb.size(); ++l) out->k.emplace_back(Kb[l].value()), out->v.emplace_back(Vb[l].value());
+    out->source = Sbuf.value();
   }
   r.loss = weighted_mean(losses, std::vector<double>(losses.size(), 1.0));
   return r;
@@ -251,6 +406,7 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
   check(tg.shape() == ids.shape(), "schedule", "inputs ", ids.shape(), " vs targets ", tg.shape());
   check(Tt >= 1 && Tt <= c.sequence_len, "schedule", "sequence length ", Tt, " outside [1, sequence_len = ",
         c.sequence_len, "]");
+  check_schedule_options<Sched, V>(o);
   std::vector<index_t> all(static_cast<std::size_t>(Tt));
   std::iota(all.begin(), all.end(), index_t{0});
   const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
@@ -269,7 +425,7 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
     const index_t S = std::min<index_t>(Sched::subsets, Tt);  // [O] no empty subsets (spec §4.2)
     std::vector<std::vector<index_t>> subsets(static_cast<std::size_t>(S));
     for (index_t p = 0; p < Tt; ++p) subsets[static_cast<std::size_t>(p % S)].push_back(p);
-    return sched_detail::subset_passes<M, T, D>(m, ids, tg, subsets, false);
+    return sched_detail::subset_passes<M, T, D>(m, ids, tg, subsets, false, o.kv_refresh);
   } else if constexpr (requires { Sched::chunks; }) {
     const index_t C = std::min<index_t>(Sched::chunks, Tt);
     std::vector<std::vector<index_t>> subsets(static_cast<std::size_t>(C));
@@ -351,6 +507,43 @@ ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t
   ScheduleResult<T, D> r = sched_detail::run_passes<Sched>(m, ids, tg, o);
   r.token_forwards = pass_factor<Sched, V>() * static_cast<double>(ids.numel());
   return r;
+}
+
+/// Interleaved prefill (spec §6): pass 0 and S refinement passes of §4.2 over a prompt ids (B, P),
+/// without gradients, sharing subset_passes with the Interleaved<S> schedule. Returns what a
+/// KV-cache decoder continues from: the final per-layer K/V buffers, the source states and the
+/// logits after the last prompt token (from the last pass that computed it). S is clamped to P; S >= P
+/// makes every position exact (spec §5c); S = 0 runs pass 0 alone (the zero-memory forward), as
+/// does any S for a model without memory.
+template <class V, class T, Device D>
+PrefillState<T, D> interleaved_prefill(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids, index_t S) {
+  const index_t P = ids.shape()[1];
+  check(ids.shape()[0] >= 1 && P >= 1, "prefill", "empty prompt ", ids.shape());
+  check(S >= 0, "prefill", "the number of refinement passes must be >= 0, got ", S);
+  std::vector<std::vector<index_t>> subsets;
+  if constexpr (V::recurrent) {  // a model without memory has nothing to refine
+    const index_t n = std::min(S, P);
+    subsets.resize(static_cast<std::size_t>(n));
+    for (index_t p = 0; n > 0 && p < P; ++p) subsets[static_cast<std::size_t>(p % n)].push_back(p);
+  }
+  PrefillState<T, D> st;
+  ad::Graph graph;
+  ad::NoGrad no_grad;
+  struct Scope {  // keep the logits of every pass and collect the buffers, restored on exit
+    bool keep;
+    PrefillState<T, D>* out;
+    explicit Scope(PrefillState<T, D>* s)
+        : keep(std::exchange(sched_detail::keep_logits, true)), out(std::exchange(sched_detail::prefill_out<T, D>, s)) {}
+    ~Scope() { sched_detail::keep_logits = keep, sched_detail::prefill_out<T, D> = out; }
+  } scope(&st);
+  const ScheduleResult<T, D> r = sched_detail::subset_passes<Model<V, T, D>, T, D>(m, ids, ids, subsets, false);
+  for (auto it = r.passes.rbegin(); it != r.passes.rend(); ++it)
+    for (std::size_t i = 0; i < it->positions.size(); ++i)
+      if (it->positions[i] == P - 1) {
+        st.logits = Tensor<T, 2, D>(it->logits.view().select(1, static_cast<index_t>(i)));
+        return st;
+      }
+  throw Error("prefill", "no pass computed the last prompt position");  // unreachable: pass 0 covers all
 }
 
 }  // namespace v0

@@ -164,7 +164,8 @@ class Trainer {
     w.set_metadata("loader", l.dump());
     w.set_metadata("train_options", o_.to_json().dump());
     w.write(dir + "/optim.safetensors");
-    save_model(*m_, dir + "/model.safetensors", step_, {{"schedule", schedule_spec<Sched>()}});
+    save_model(*m_, dir + "/model.safetensors", step_, {{"schedule", schedule_spec<Sched>()}}, st::DType::F32,
+               sched_opts_);
   }
 
   /// Restores weights, optimizer state, step, horizon and data cursor from DIR (written by save()

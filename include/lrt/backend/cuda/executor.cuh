@@ -11,6 +11,7 @@
 #include "../../core/device.hpp"
 #include "../../core/shape.hpp"
 #include "device.cuh"
+#include "launch.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -71,12 +72,12 @@ struct Executor<cuda::Device> {
     constexpr int threads = cuda::detail::assign_threads;
     const unsigned blocks = cuda::detail::grid_for(n, threads);
     if (linear) {
-      cuda::detail::assign_linear_kernel<<<blocks, threads, 0, cuda::stream()>>>(n, dst, src);
+      cuda::detail::launch(cuda::detail::assign_linear_kernel<DstEv, SrcEv>, blocks, threads, 0,
+                           "elementwise kernel launch", n, dst, src);
     } else {
-      cuda::detail::assign_strided_kernel<R>
-          <<<blocks, threads, 0, cuda::stream()>>>(shape, n, dst, src);
+      cuda::detail::launch(cuda::detail::assign_strided_kernel<R, DstEv, SrcEv>, blocks, threads,
+                           0, "elementwise kernel launch", shape, n, dst, src);
     }
-    cuda::detail::check_cuda(cudaGetLastError(), "elementwise kernel launch");
   }
 };
 

@@ -12,6 +12,7 @@
 #include "../../tensor/linalg.hpp"
 #include "device.cuh"
 #include "executor.cuh"
+#include "launch.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -64,10 +65,9 @@ struct GemmBackend<cuda::Device> {
     if (K == 0) {
       const index_t n = batch * M * N;
       constexpr int threads = cuda::detail::assign_threads;
-      cuda::detail::scale_matrices_kernel<T>
-          <<<cuda::detail::grid_for(n, threads), threads, 0, cuda::stream()>>>(batch, M, N, beta,
-                                                                                C, ldc, sc);
-      cuda::detail::check_cuda(cudaGetLastError(), "gemm (K = 0) kernel launch");
+      cuda::detail::launch(cuda::detail::scale_matrices_kernel<T>,
+                           cuda::detail::grid_for(n, threads), threads, 0,
+                           "gemm (K = 0) kernel launch", batch, M, N, beta, C, ldc, sc);
       return;
     }
     using cuda::detail::blas_int;

@@ -19,7 +19,8 @@
 //   exact zeros for keys no query sees. qpos is copied to the host and validated as on the CPU.
 // All views may be strided (e.g. KV-cache slices). Outputs must not overlap inputs, except
 // that the row kernels and RoPE may run in place (output view == input view).
-// Launches run on cuda::stream() and are checked; kernels run asynchronously.
+// Launches (cuda::detail::launch) run on cuda::stream() and are checked; kernels run
+// asynchronously.
 // Not here: tensor-core tiles, half precision, Dh > 256 in attention.
 #pragma once
 
@@ -32,6 +33,7 @@
 #include "../nn_backend.hpp"
 #include "device.cuh"
 #include "executor.cuh"
+#include "launch.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -672,10 +674,10 @@ struct NnBackend<cuda::Device> {
     check(y.shape() == x.shape() && rinv.shape()[0] == N, "rmsnorm", "shapes x ", x.shape(),
           ", y ", y.shape(), ", rinv ", rinv.shape(), " do not match");
     if (N == 0) return;
-    cd::rmsnorm_forward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(C), 0, cuda::stream()>>>(
-        N, C, x.data(), x.strides()[0], x.strides()[1], y.data(), y.strides()[0], y.strides()[1],
-        rinv.data(), rinv.strides()[0], static_cast<T>(eps));
-    cd::check_cuda(cudaGetLastError(), "rmsnorm_forward kernel launch");
+    cd::launch(cd::rmsnorm_forward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(C), 0,
+               "rmsnorm_forward kernel launch", N, C, x.data(), x.strides()[0], x.strides()[1],
+               y.data(), y.strides()[0], y.strides()[1], rinv.data(), rinv.strides()[0],
+               static_cast<T>(eps));
   }
 
   /// gx = rinv * (gy - y * mean(gy * y)) per row (gx overwritten).
@@ -688,10 +690,10 @@ struct NnBackend<cuda::Device> {
           "rmsnorm_backward", "shapes y ", y.shape(), ", gy ", gy.shape(), ", gx ", gx.shape(),
           ", rinv ", rinv.shape(), " do not match");
     if (N == 0) return;
-    cd::rmsnorm_backward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(C), 0, cuda::stream()>>>(
-        N, C, y.data(), y.strides()[0], y.strides()[1], rinv.data(), rinv.strides()[0], gy.data(),
-        gy.strides()[0], gy.strides()[1], gx.data(), gx.strides()[0], gx.strides()[1]);
-    cd::check_cuda(cudaGetLastError(), "rmsnorm_backward kernel launch");
+    cd::launch(cd::rmsnorm_backward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(C), 0,
+               "rmsnorm_backward kernel launch", N, C, y.data(), y.strides()[0], y.strides()[1],
+               rinv.data(), rinv.strides()[0], gy.data(), gy.strides()[0], gy.strides()[1],
+               gx.data(), gx.strides()[0], gx.strides()[1]);
   }
 
   /// Half-split rotation (see cpu::rope_apply); inverse rotates back. x, y: (B, T, H, Dh).
@@ -708,10 +710,9 @@ struct NnBackend<cuda::Device> {
     const index_t n = B * Tt * H * half;
     if (n == 0) return;
     constexpr int threads = cd::assign_threads;
-    cd::rope_kernel<T><<<cd::grid_for(n, threads), threads, 0, cuda::stream()>>>(
-        B, Tt, H, half, x.data(), x.strides(), cos.data(), cos.strides(), sin.data(),
-        sin.strides(), y.data(), y.strides(), inverse ? T(-1) : T(1));
-    cd::check_cuda(cudaGetLastError(), "rope_apply kernel launch");
+    cd::launch(cd::rope_kernel<T>, cd::grid_for(n, threads), threads, 0, "rope_apply kernel launch",
+               B, Tt, H, half, x.data(), x.strides(), cos.data(), cos.strides(), sin.data(),
+               sin.strides(), y.data(), y.strides(), inverse ? T(-1) : T(1));
   }
 
   /// Row-wise softmax. x, y: (N, C).
@@ -722,9 +723,9 @@ struct NnBackend<cuda::Device> {
     const index_t N = x.shape()[0], C = x.shape()[1];
     check(y.shape() == x.shape(), "softmax", "shapes ", x.shape(), " and ", y.shape(), " differ");
     if (N == 0) return;
-    cd::softmax_forward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(C), 0, cuda::stream()>>>(
-        N, C, x.data(), x.strides()[0], x.strides()[1], y.data(), y.strides()[0], y.strides()[1]);
-    cd::check_cuda(cudaGetLastError(), "softmax_forward kernel launch");
+    cd::launch(cd::softmax_forward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(C), 0,
+               "softmax_forward kernel launch", N, C, x.data(), x.strides()[0], x.strides()[1],
+               y.data(), y.strides()[0], y.strides()[1]);
   }
 
   /// gx = y * (gy - sum(gy * y)) per row (gx overwritten).
@@ -736,10 +737,10 @@ struct NnBackend<cuda::Device> {
     check(gy.shape() == y.shape() && gx.shape() == y.shape(), "softmax_backward", "shapes y ",
           y.shape(), ", gy ", gy.shape(), ", gx ", gx.shape(), " do not match");
     if (N == 0) return;
-    cd::softmax_backward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(C), 0, cuda::stream()>>>(
-        N, C, y.data(), y.strides()[0], y.strides()[1], gy.data(), gy.strides()[0], gy.strides()[1],
-        gx.data(), gx.strides()[0], gx.strides()[1]);
-    cd::check_cuda(cudaGetLastError(), "softmax_backward kernel launch");
+    cd::launch(cd::softmax_backward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(C), 0,
+               "softmax_backward kernel launch", N, C, y.data(), y.strides()[0], y.strides()[1],
+               gy.data(), gy.strides()[0], gy.strides()[1], gx.data(), gx.strides()[0],
+               gx.strides()[1]);
   }
 
   /// Softcap + log-softmax + cross-entropy over the first V columns (see cpu::
@@ -757,11 +758,10 @@ struct NnBackend<cuda::Device> {
           "logits ", logits.shape(), " and targets ", targets.shape(), " disagree on rows (loss ",
           loss.shape(), ", lse ", lse.shape(), ")");
     if (N == 0) return;
-    cd::xent_forward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(V), 0, cuda::stream()>>>(
-        N, V, logits.data(), logits.strides()[0], logits.strides()[1], targets.data(),
-        targets.strides()[0], cap, ignore_index, loss.data(), loss.strides()[0], lse.data(),
-        lse.strides()[0]);
-    cd::check_cuda(cudaGetLastError(), "softcap_xent_forward kernel launch");
+    cd::launch(cd::xent_forward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(V), 0,
+               "softcap_xent_forward kernel launch", N, V, logits.data(), logits.strides()[0],
+               logits.strides()[1], targets.data(), targets.strides()[0], cap, ignore_index,
+               loss.data(), loss.strides()[0], lse.data(), lse.strides()[0]);
   }
 
   /// dlogits = g * (softmax(z) - onehot(t)) * dz/dl on the first V columns, 0 elsewhere and on
@@ -781,11 +781,11 @@ struct NnBackend<cuda::Device> {
           "cross_entropy_backward", "logits ", logits.shape(), ", targets ", targets.shape(),
           ", lse ", lse.shape(), " and g ", g.shape(), " disagree on rows");
     if (N == 0) return;
-    cd::xent_backward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(Vp), 0, cuda::stream()>>>(
-        N, V, Vp, logits.data(), logits.strides()[0], logits.strides()[1], targets.data(),
-        targets.strides()[0], cap, ignore_index, lse.data(), lse.strides()[0], g.data(),
-        g.strides()[0], dlogits.data(), dlogits.strides()[0], dlogits.strides()[1]);
-    cd::check_cuda(cudaGetLastError(), "softcap_xent_backward kernel launch");
+    cd::launch(cd::xent_backward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(Vp), 0,
+               "softcap_xent_backward kernel launch", N, V, Vp, logits.data(), logits.strides()[0],
+               logits.strides()[1], targets.data(), targets.strides()[0], cap, ignore_index,
+               lse.data(), lse.strides()[0], g.data(), g.strides()[0], dlogits.data(),
+               dlogits.strides()[0], dlogits.strides()[1]);
   }
 
   /// out[i, :] = table[ids[i], :] (ids validated by the caller; an id out of range gives a
@@ -798,10 +798,10 @@ struct NnBackend<cuda::Device> {
     check(out.shape() == Shape<2>{N, C}, "embedding", "output ", out.shape(), " for ", N,
           " ids and table ", table.shape());
     if (N == 0 || C == 0) return;
-    cd::embedding_forward_kernel<T><<<cd::nn_blocks(N), cd::nn_block_threads(C), 0, cuda::stream()>>>(
-        N, V, C, ids.data(), ids.strides()[0], table.data(), table.strides()[0], table.strides()[1],
-        out.data(), out.strides()[0], out.strides()[1]);
-    cd::check_cuda(cudaGetLastError(), "embedding_forward kernel launch");
+    cd::launch(cd::embedding_forward_kernel<T>, cd::nn_blocks(N), cd::nn_block_threads(C), 0,
+               "embedding_forward kernel launch", N, V, C, ids.data(), ids.strides()[0],
+               table.data(), table.strides()[0], table.strides()[1], out.data(), out.strides()[0],
+               out.strides()[1]);
   }
 
   /// gtable[ids[i], :] += gout[i, :], repeated ids accumulated in row order (deterministic:
@@ -845,10 +845,10 @@ struct NnBackend<cuda::Device> {
     DeviceTraits<cuda::Device>::copy_from_host(dev.data(), host.data(),
                                                host.size() * sizeof(index_t));  // synchronises
     const index_t* perm = dev.data();
-    cd::embedding_backward_kernel<T><<<cd::nn_blocks(U), cd::nn_block_threads(C), 0, cuda::stream()>>>(
-        U, C, perm, perm + N, perm + N + U, gout.data(), gout.strides()[0], gout.strides()[1],
-        gtable.data(), gtable.strides()[0], gtable.strides()[1]);
-    cd::check_cuda(cudaGetLastError(), "embedding_backward kernel launch");
+    cd::launch(cd::embedding_backward_kernel<T>, cd::nn_blocks(U), cd::nn_block_threads(C), 0,
+               "embedding_backward kernel launch", U, C, perm, perm + N, perm + N + U, gout.data(),
+               gout.strides()[0], gout.strides()[1], gtable.data(), gtable.strides()[0],
+               gtable.strides()[1]);
     // dev goes back to the caching allocator: later work on the one stream runs after the kernel.
   }
 
@@ -870,12 +870,11 @@ struct NnBackend<cuda::Device> {
     if (items == 0) return;
     cd::with_dims_per_lane(d.Dh, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
-      cd::attention_forward_kernel<T, DPL>
-          <<<cd::attn_blocks(items), cd::attn_warps * 32, 0, cuda::stream()>>>(
-              d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(), qpos.data(),
-              qpos.strides()[0], scale, out.data(), out.strides(), lse.data(), lse.strides());
+      cd::launch(cd::attention_forward_kernel<T, DPL>, cd::attn_blocks(items), cd::attn_warps * 32,
+                 0, "attention_forward kernel launch", d, q.data(), q.strides(), k.data(),
+                 k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0], scale,
+                 out.data(), out.strides(), lse.data(), lse.strides());
     });
-    cd::check_cuda(cudaGetLastError(), "attention_forward kernel launch");
   }
 
   /// Backward of attention_forward: dq, dk, dv overwritten (exact zeros for keys no query sees).
@@ -904,20 +903,18 @@ struct NnBackend<cuda::Device> {
     cd::with_dims_per_lane(d.Dh, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
       if (qitems > 0) {
-        cd::attention_dq_kernel<T, DPL>
-            <<<cd::attn_blocks(qitems), cd::attn_warps * 32, 0, cuda::stream()>>>(
-                d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(), qpos.data(),
-                qpos.strides()[0], scale, out.data(), out.strides(), lse.data(), lse.strides(),
-                dout.data(), dout.strides(), dq.data(), dq.strides(), delta.data());
-        cd::check_cuda(cudaGetLastError(), "attention_backward (dq) kernel launch");
+        cd::launch(cd::attention_dq_kernel<T, DPL>, cd::attn_blocks(qitems), cd::attn_warps * 32, 0,
+                   "attention_backward (dq) kernel launch", d, q.data(), q.strides(), k.data(),
+                   k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0], scale,
+                   out.data(), out.strides(), lse.data(), lse.strides(), dout.data(),
+                   dout.strides(), dq.data(), dq.strides(), delta.data());
       }
       if (kitems > 0) {
-        cd::attention_dkdv_kernel<T, DPL>
-            <<<cd::attn_blocks(kitems), cd::attn_warps * 32, 0, cuda::stream()>>>(
-                d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(), qpos.data(),
-                qpos.strides()[0], scale, lse.data(), lse.strides(), dout.data(), dout.strides(),
-                delta.data(), dk.data(), dk.strides(), dv.data(), dv.strides());
-        cd::check_cuda(cudaGetLastError(), "attention_backward (dk, dv) kernel launch");
+        cd::launch(cd::attention_dkdv_kernel<T, DPL>, cd::attn_blocks(kitems), cd::attn_warps * 32,
+                   0, "attention_backward (dk, dv) kernel launch", d, q.data(), q.strides(),
+                   k.data(), k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0],
+                   scale, lse.data(), lse.strides(), dout.data(), dout.strides(), delta.data(),
+                   dk.data(), dk.strides(), dv.data(), dv.strides());
       }
     });
     // delta goes back to the caching allocator: later work on the one stream runs after these.

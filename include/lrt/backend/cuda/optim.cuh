@@ -36,6 +36,7 @@
 #include "device.cuh"
 #include "executor.cuh"
 #include "gemm.cuh"
+#include "launch.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -271,14 +272,12 @@ inline void copy_floats_async(float* dst, const float* src, index_t n, const cha
 inline void normalise_async(index_t n, const float* g, float* buf, float* x, float c, float mu,
                             const MuonScratch& sc) {
   const index_t parts = sumsq_blocks(n);
-  const cudaStream_t st = stream();
-  nesterov_sumsq_kernel<float>
-      <<<static_cast<unsigned>(parts), optim_threads, 0, st>>>(n, g, buf, x, c, mu, sc.partial);
-  check_cuda(cudaGetLastError(), "Muon kernel launch (momentum and norm)");
-  frobenius_denom_kernel<float><<<1, optim_threads, 0, st>>>(sc.partial, parts, sc.denom);
-  check_cuda(cudaGetLastError(), "Muon kernel launch (norm)");
-  divide_kernel<float><<<grid_for(n, assign_threads), assign_threads, 0, st>>>(n, x, sc.denom);
-  check_cuda(cudaGetLastError(), "Muon kernel launch (normalisation)");
+  launch(nesterov_sumsq_kernel<float>, static_cast<unsigned>(parts), optim_threads, 0,
+         "Muon kernel launch (momentum and norm)", n, g, buf, x, c, mu, sc.partial);
+  launch(frobenius_denom_kernel<float>, 1, optim_threads, 0, "Muon kernel launch (norm)",
+         sc.partial, parts, sc.denom);
+  launch(divide_kernel<float>, grid_for(n, assign_threads), assign_threads, 0,
+         "Muon kernel launch (normalisation)", n, x, sc.denom);
 }
 
 /// `steps` Polar Express iterations on X (rows x cols, device, row-major) held in x; xn, a and b
@@ -335,8 +334,8 @@ inline void optim_copy(float* dst, const float* src, index_t n) {
 
 inline void optim_adamw_update(const optim::AdamWDeviceArgs& a) {
   if (a.n <= 0) return;
-  adamw_kernel<float><<<grid_for(a.n, assign_threads), assign_threads, 0, stream()>>>(a);
-  check_cuda(cudaGetLastError(), "AdamW kernel launch");
+  launch(adamw_kernel<float>, grid_for(a.n, assign_threads), assign_threads, 0,
+         "AdamW kernel launch", a);
 }
 
 inline std::size_t optim_muon_scratch_bytes(index_t rows, index_t cols) {
@@ -355,17 +354,13 @@ inline void optim_muon_update(const optim::MuonDeviceArgs& a) {
   // Variance normalisation: per-row statistics if rows >= cols, else per-column.
   const bool per_row = rows >= cols;
   const index_t len = per_row ? rows : cols, red = per_row ? cols : rows;
-  const cudaStream_t st = stream();
-  square_sums_kernel<float>
-      <<<grid_for(len, optim_threads), optim_threads, 0, st>>>(r, rows, cols, per_row, sc.sums);
-  check_cuda(cudaGetLastError(), "Muon kernel launch (row/column statistics)");
-  second_moment_kernel<float>
-      <<<1, optim_threads, 0, st>>>(sc.sums, len, red, a.sm, 1.f - a.beta2, sc.scale);
-  check_cuda(cudaGetLastError(), "Muon kernel launch (second moment)");
+  launch(square_sums_kernel<float>, grid_for(len, optim_threads), optim_threads, 0,
+         "Muon kernel launch (row/column statistics)", r, rows, cols, per_row, sc.sums);
+  launch(second_moment_kernel<float>, 1, optim_threads, 0, "Muon kernel launch (second moment)",
+         sc.sums, len, red, a.sm, 1.f - a.beta2, sc.scale);
   // Update with cautious weight decay.
-  muon_apply_kernel<float><<<grid_for(n, assign_threads), assign_threads, 0, st>>>(
-      r, sc.scale, a.w, rows, cols, per_row, a.lr_eff, a.lr_wd);
-  check_cuda(cudaGetLastError(), "Muon kernel launch (update)");
+  launch(muon_apply_kernel<float>, grid_for(n, assign_threads), assign_threads, 0,
+         "Muon kernel launch (update)", r, sc.scale, a.w, rows, cols, per_row, a.lr_eff, a.lr_wd);
 }
 
 /// The optimizers' operations on lrt::cuda::Device (one table per program: an inline variable).

@@ -1,0 +1,157 @@
+// tests/emu/fake/cublas_v2.h: the cuBLAS calls of lrt's CUDA backend (backend/cuda/gemm.cuh) for
+// the CPU emulator of tests/emu (see cuda_runtime.h here). GEMMs are plain loops: column-major,
+// one running sum per element of C in k order, then alpha sum + beta C (C not read when beta is
+// 0, as in cuBLAS). Arguments are checked as cuBLAS does (CUBLAS_STATUS_INVALID_VALUE for bad
+// sizes, leading dimensions or operations; CUBLAS_STATUS_NOT_INITIALIZED without a handle), and
+// the matrices must lie in device memory (CUBLAS_STATUS_EXECUTION_FAILED otherwise: the GPU
+// would fault).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda_runtime.h"
+
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_ALLOC_FAILED = 3,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_EXECUTION_FAILED = 13,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
+enum cublasPointerMode_t { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 };
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+  cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
+};
+typedef struct cublasContext* cublasHandle_t;
+
+inline const char* cublasGetStatusString(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+  }
+  return "unknown error";
+}
+
+inline cublasStatus_t cublasCreate(cublasHandle_t* h) {
+  *h = new cublasContext();
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasDestroy(cublasHandle_t h) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!lrt_cuda_emu::detail::valid_stream(s)) return CUBLAS_STATUS_INVALID_VALUE;
+  h->stream = s;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetPointerMode(cublasHandle_t h, cublasPointerMode_t m) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m != CUBLAS_POINTER_MODE_HOST && m != CUBLAS_POINTER_MODE_DEVICE)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  h->mode = m;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace lrt_cuda_emu {
+
+/// GEMM calls made (batched ones count once).
+inline std::uint64_t gemm_calls = 0;
+
+namespace detail {
+
+/// Bytes spanned by a column-major r x c matrix with leading dimension ld (0 if empty).
+inline std::size_t matrix_span(long long r, long long c, long long ld, std::size_t elem) {
+  if (r <= 0 || c <= 0) return 0;
+  return static_cast<std::size_t>((c - 1) * ld + r) * elem;
+}
+
+template <class T>
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb,
+                    long long sb, const T* beta, T* C, int ldc, long long sc, int batch) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
+  const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;  // A as stored
+  const int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+  auto at_least_1 = [](int v) { return v > 1 ? v : 1; };
+  if (!op_ok(ta) || !op_ok(tb) || m < 0 || n < 0 || k < 0 || batch < 0 || lda < at_least_1(ar) ||
+      ldb < at_least_1(br) || ldc < at_least_1(m))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (h->mode != CUBLAS_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
+  ++gemm_calls;
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  const T al = *alpha, be = *beta;
+  for (int b = 0; b < batch; ++b) {
+    const T* Ab = A + b * sa;
+    const T* Bb = B + b * sb;
+    T* Cb = C + b * sc;
+    const bool use_ab = k > 0 && al != T(0);
+    if ((use_ab && (!region_is(Ab, matrix_span(ar, ac, lda, sizeof(T)), true) ||
+                    !region_is(Bb, matrix_span(br, bc, ldb, sizeof(T)), true))) ||
+        !region_is(Cb, matrix_span(m, n, ldc, sizeof(T)), true))
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        T acc = T(0);
+        if (use_ab)
+          for (int l = 0; l < k; ++l) {
+            const T a = ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda]
+                                          : Ab[l + static_cast<long long>(i) * lda];
+            const T x = tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb]
+                                          : Bb[j + static_cast<long long>(l) * ldb];
+            acc += a * x;
+          }
+        T& c = Cb[i + static_cast<long long>(j) * ldc];
+        c = be == T(0) ? al * acc : al * acc + be * c;
+      }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace detail
+}  // namespace lrt_cuda_emu
+
+inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                  int m, int n, int k, const float* alpha, const float* A, int lda,
+                                  const float* B, int ldb, const float* beta, float* C, int ldc) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
+                                    0, 1);
+}
+inline cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                  int m, int n, int k, const double* alpha, const double* A,
+                                  int lda, const double* B, int ldb, const double* beta, double* C,
+                                  int ldc) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
+                                    0, 1);
+}
+inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
+                                                cublasOperation_t tb, int m, int n, int k,
+                                                const float* alpha, const float* A, int lda,
+                                                long long sa, const float* B, int ldb, long long sb,
+                                                const float* beta, float* C, int ldc, long long sc,
+                                                int batch) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C,
+                                    ldc, sc, batch);
+}
+inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
+                                                cublasOperation_t tb, int m, int n, int k,
+                                                const double* alpha, const double* A, int lda,
+                                                long long sa, const double* B, int ldb,
+                                                long long sb, const double* beta, double* C,
+                                                int ldc, long long sc, int batch) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C,
+                                    ldc, sc, batch);
+}
