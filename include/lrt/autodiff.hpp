@@ -3,7 +3,7 @@
 // also get <lrt/lrt.hpp> (fmt formatting); CUDA ones (nvcc rejects fmt 9) get <lrt/cpu.hpp>.
 #pragma once
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(LRT_CUDA_EMULATOR)  // the emulator: as under nvcc
 #include "cpu.hpp"
 #else
 #include "lrt.hpp"

@@ -18,7 +18,9 @@
 // stays a host-only library here.
 #pragma once
 
-#if !defined(__CUDACC__)
+// LRT_CUDA_EMULATOR: the CPU emulator of the tests (tests/emu/fake/cuda_runtime.h, included
+// first) stands in for nvcc, so that a host compiler takes the CUDA test programs too.
+#if !defined(__CUDACC__) && !defined(LRT_CUDA_EMULATOR)
 #error "<lrt/cuda.hpp> is the CUDA backend and needs nvcc: compile this file as CUDA (a .cu file, or LANGUAGE CUDA in CMake), or include <lrt/lrt.hpp> for the CPU backend."
 #else
 

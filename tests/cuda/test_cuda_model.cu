@@ -101,6 +101,7 @@ OpRun run_rmsnorm_rope_softmax() {
   const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{5}, index_t{3});  // positions 3..7
   const auto rope = ad::RopeTable<T, D>::make(pos.view(), 8, true);
   auto y = ad::softmax(ad::rmsnorm(ad::rope(x, rope)));
+  y.retain();  // read after backward, which frees unretained values
   auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(s, 2)));
   ad::backward(loss);
   r.out = {host(y.value()), host(x.grad())};
@@ -149,6 +150,7 @@ OpRun run_attention(index_t window, bool subset, index_t Dh) {
   const lrt::IndexList<D> idx(P);
   const Tensor<index_t, 1, D> qpos = idx.tensor();
   auto y = ad::attention(q, k, v, qpos, window);
+  y.retain();  // read after backward, which frees unretained values
   auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(y.shape(), 14)));
   ad::backward(loss);
   r.out = {host(y.value()), host(q.grad()), host(k.grad()), host(v.grad())};

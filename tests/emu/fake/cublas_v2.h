@@ -56,6 +56,11 @@ inline cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
   h->stream = s;
   return CUBLAS_STATUS_SUCCESS;
 }
+inline cublasStatus_t cublasGetStream(cublasHandle_t h, cudaStream_t* s) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  *s = h->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
 inline cublasStatus_t cublasSetPointerMode(cublasHandle_t h, cublasPointerMode_t m) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (m != CUBLAS_POINTER_MODE_HOST && m != CUBLAS_POINTER_MODE_DEVICE)

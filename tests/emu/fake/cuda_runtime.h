@@ -73,6 +73,7 @@ enum cudaError {
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
 };
 typedef enum cudaError cudaError_t;
@@ -139,6 +140,9 @@ namespace lrt_cuda_emu {
 inline int multiprocessors = 1;
 /// Bytes cudaMalloc may hold at once (0: no limit): lets a test run out of device memory.
 inline std::size_t memory_limit = 0;
+/// The emulated device's memory: a larger single request fails with cudaErrorMemoryAllocation
+/// whatever memory_limit says (as on a GPU, and without asking the host for terabytes).
+inline constexpr std::size_t device_memory = std::size_t{1} << 40;
 
 /// What the emulator has done so far.
 struct Stats {
@@ -185,6 +189,7 @@ class Memory {
     std::lock_guard<std::mutex> lk(m_);
     *p = nullptr;
     if (n == 0) return cudaSuccess;
+    if (n > device_memory) return cudaErrorMemoryAllocation;
     if (memory_limit != 0 && (n > memory_limit || bytes_ > memory_limit - n))
       return cudaErrorMemoryAllocation;
     void* q = std::malloc(n);
@@ -687,6 +692,7 @@ inline const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
   }
   return "unrecognized error code";
@@ -715,6 +721,9 @@ inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int devic
   }
   return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
 }
+inline cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : lrt_cuda_emu::detail::fail(cudaErrorInvalidDevice);
+}
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
@@ -726,6 +735,12 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   if (s == nullptr || lrt_cuda_emu::detail::streams().erase(s) == 0)
     return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
   delete s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned* flags) {
+  if (!lrt_cuda_emu::detail::valid_stream(s))
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  *flags = s ? s->flags : cudaStreamDefault;
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {

@@ -16,6 +16,7 @@
 
 #include "../../tensor/reduce.hpp"
 #include "device.cuh"
+#include "launch.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -217,22 +218,22 @@ struct Reducer<cuda::Device> {
     const int threads = plan.threads;
     const index_t chunks = plan.chunks, chunk = plan.chunk;
     const unsigned gx = static_cast<unsigned>(std::min<index_t>(nout, index_t{1} << 20));
-    const cudaStream_t st = cuda::stream();
     if (chunks == 1) {
-      cd::reduce_axis_kernel<Op, T, U, Rk><<<dim3(gx, 1), threads, 0, st>>>(
-          in.data(), os, ist, n, s, chunk, nout, out.data(), out.strides(), nullptr, nullptr);
-      cd::check_cuda(cudaGetLastError(), "reduction kernel launch");
+      cd::launch(cd::reduce_axis_kernel<Op, T, U, Rk>, dim3(gx, 1), dim3(threads), 0,
+                 "reduction kernel launch", in.data(), os, ist, n, s, chunk, nout, out.data(),
+                 out.strides(), static_cast<T*>(nullptr), static_cast<index_t*>(nullptr));
       return;
     }
     cd::Scratch<T> pv(nout * chunks);
     cd::Scratch<index_t> pi(nout * chunks);
     const dim3 grid(gx, static_cast<unsigned>(chunks));
-    cd::reduce_axis_kernel<Op, T, U, Rk><<<grid, threads, 0, st>>>(
-        in.data(), os, ist, n, s, chunk, nout, out.data(), out.strides(), pv.p, pi.p);
-    cd::check_cuda(cudaGetLastError(), "reduction kernel launch");
-    cd::reduce_partials_kernel<Op, T, U, Rk><<<gx, cd::reduce_block_threads(chunks), 0, st>>>(
-        pv.p, pi.p, chunks, os, nout, out.data(), out.strides());
-    cd::check_cuda(cudaGetLastError(), "reduction kernel launch (partials)");
+    cd::launch(cd::reduce_axis_kernel<Op, T, U, Rk>, grid, dim3(threads), 0,
+               "reduction kernel launch", in.data(), os, ist, n, s, chunk, nout, out.data(),
+               out.strides(), pv.p, pi.p);
+    cd::launch(cd::reduce_partials_kernel<Op, T, U, Rk>, dim3(gx),
+               dim3(static_cast<unsigned>(cd::reduce_block_threads(chunks))), 0,
+               "reduction kernel launch (partials)", pv.p, pi.p, chunks, os, nout, out.data(),
+               out.strides());
   }
 };
 
