@@ -71,4 +71,28 @@ double median_seconds(F&& f, int reps) {
   return median(std::move(t));
 }
 
+/// A field of /proc/self/status in MiB (VmRSS, VmHWM, ...), or -1 where unavailable.
+inline double proc_status_mib(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string k = std::string(key) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(k, 0) == 0) {
+      std::istringstream in(line.substr(k.size()));
+      double kb = -1;
+      in >> kb;
+      return kb < 0 ? -1 : kb / 1024.0;
+    }
+  return -1;
+}
+
+/// A number for a JSON line: `null` when it is not finite (JSON has no inf or nan).
+inline std::string json_number(double x, int digits = 6) {
+  if (!(x == x) || x > 1.7e308 || x < -1.7e308) return "null";
+  std::ostringstream o;
+  o.precision(digits);
+  o << x;
+  return o.str();
+}
+
 }  // namespace lrt_bench

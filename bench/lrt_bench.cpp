@@ -1,0 +1,873 @@
+// lrt-bench: CPU performance of lrt's models in one table (LRT-SPEC §10): training tokens/s and
+// MFU of one full optimizer step, decode tokens/s against the memory-bandwidth bound, at 1 and 2
+// threads, with the peak memory of each configuration. The references are measured in the same run:
+//   R_ref  the faster of Eigen's own and OpenBLAS's single-thread fp32 GEMM on 1024^3 (median
+//          GFLOP/s of interleaved samples; OpenBLAS only in builds with cblas);
+//   triad  a STREAM triad a = b + s c over 3 x 64 MiB float arrays on N std::threads (best of the
+//          samples, STREAM's convention; bytes = 3 x 4 x n), one figure per thread count.
+//
+// Training (name "train"): presets x {baseline/Standard, lrt/Interleaved<2>} x threads. One step is
+// lrt::Trainer::train_step() on random byte rows (forward + backward + AdamW + Muon + zero_grad),
+// B = --batch-tokens / T rows (default 2048 tokens: tiny 16 x 128, small and medium 8 x 256).
+//   tokens_per_s = B T / step time (median);  mfu = F x pass_factor x tokens_per_s / R_ref, with
+//   F = Model::flops_per_token() and pass_factor<Sched, V>() (1 baseline, 2 Interleaved).
+// Also timed, interleaved with the full steps: forward + backward alone
+// (Trainer::time_step_without_update) and the forward alone (schedule_loss without backward);
+// opt_s = step - forward/backward (the optimizers, whose cost does not shrink with the batch:
+// tokens_per_s_at_train_batch extrapolates to lrt-train's rows per step: tiny 32, small 16,
+// medium 32).
+// Decode (name "decode"): presets x variants x batch {1, 8} x threads, one Decoder session per
+// configuration with capacity max(--contexts) (beyond the preset's sequence_len when larger: the
+// windowed attention then reads min(ctx, w_l + 1) keys, so ctx 1024 on T = 256 presets attends
+// as much as ctx 257). Every step is timed; "at context c" is the median over the c/4 steps that
+// end with c keys in the cache; tokens_per_s = B / that median.
+//   bound = triad(threads) / bytes per token, bytes per step = 4 N_mm (every matmul weight,
+//   lm_head's padded rows included) + 4 B d (wte + value-embedding rows) + 4 B sum_l 2 D
+//   min(ctx, w_l + 1) (K and V read); bandwidth_fraction = tokens_per_s / bound (it may exceed 1
+//   when the weights stay in cache, as tiny's 3.3 MB could). mfu = decode FLOPs per token
+//   (2 N_mm + sum_l 4 H Dh min(ctx, w_l + 1)) x tokens_per_s / R_ref.
+//
+// Threads and memory: every configuration runs in a child process (this program re-executed from
+// /proc/self/exe with LRT_NUM_THREADS set), because lrt's pool is sized once per process; the
+// child reports its VmHWM (peak resident set of its own address space after exec: model,
+// optimizer state or KV cache, activations, the allocator's cache and the libraries) and lrt's
+// tensor-allocator peak over the timed part. OpenBLAS stays single-threaded: lrt's GEMM calls
+// openblas_set_num_threads(1) before its first call, and R_ref's reference calls do the same.
+// GEMM share (builds where lrt calls OpenBLAS): this file routes lrt's cblas_sgemm calls through
+// a timer (a macro defined before lrt's headers; the library is not changed), so gemm_share is the
+// fraction of the pool's thread-time spent inside sgemm over the timed steps, and
+// gemm_gflops_per_thread the rate those calls reached.
+//
+// Usage: lrt-bench [--quick] [--json] [--presets tiny,small,medium] [--variants baseline,lrt]
+//                  [--threads 1,2] [--contexts 64,256,1024] [--decode-batches 1,8]
+//                  [--batch-tokens 2048] [--reps 3] [--config-budget-s 40] [--no-train]
+//                  [--no-decode]
+// Noise: other processes share the CPUs (the "other" column), and on 2 vCPUs that share one core
+// the speed of one thread moves by 2x within minutes. So R_ref (3 samples of the faster library)
+// and the triad are also measured right before and right after each configuration's child:
+// MFU* = mfu_local and bw* = bandwidth_fraction_local use the mean of the two, and follow the
+// machine's load through the run (the spec's mfu uses the run's R_ref).
+// --json: one JSON object per line on stdout (the table goes to stderr). Every line has name,
+// preset, variant, threads, tokens_per_s, mfu (and bandwidth_fraction for decode; reference lines
+// carry null where a field does not apply).
+//
+// Build by hand: g++ -std=c++20 -O3 -DNDEBUG -Iinclude -I/usr/include/eigen3 -DLRT_USE_OPENBLAS=1
+//   -I/usr/include/x86_64-linux-gnu/openblas-pthread bench/lrt_bench.cpp -lfmt -lopenblas -lpthread
+#include "bench_util.hpp"
+
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(LRT_USE_OPENBLAS) && LRT_USE_OPENBLAS
+#define LRT_BENCH_GEMM_TIMER 1
+#else
+#define LRT_BENCH_GEMM_TIMER 0
+#endif
+#if LRT_BENCH_GEMM_TIMER || (defined(LRT_BENCH_HAVE_CBLAS) && LRT_BENCH_HAVE_CBLAS)
+#define BENCH_CBLAS 1
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
+#else
+#define BENCH_CBLAS 0
+#endif
+
+#if BENCH_CBLAS
+namespace lrt_bench_gemm_timer {
+inline auto* const real_sgemm = &cblas_sgemm;
+inline std::atomic<std::int64_t> ns{0}, flops{0};
+inline void timed_sgemm(const CBLAS_ORDER o, const CBLAS_TRANSPOSE ta, const CBLAS_TRANSPOSE tb, const blasint m,
+                        const blasint n, const blasint k, const float alpha, const float* a, const blasint lda,
+                        const float* b, const blasint ldb, const float beta, float* c, const blasint ldc) {
+  const auto t0 = std::chrono::steady_clock::now();
+  real_sgemm(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
+               std::memory_order_relaxed);
+  flops.fetch_add(2 * std::int64_t(m) * std::int64_t(n) * std::int64_t(k), std::memory_order_relaxed);
+}
+}  // namespace lrt_bench_gemm_timer
+#endif
+#if LRT_BENCH_GEMM_TIMER
+// lrt's gemm.hpp includes <cblas.h> (already included: guarded) and calls cblas_sgemm: time it.
+#define cblas_sgemm ::lrt_bench_gemm_timer::timed_sgemm
+#endif
+
+#include <lrt/lrt.hpp>
+#include <lrt/model/decode.hpp>
+#include <lrt/model/schedule.hpp>
+#include <lrt/train/trainer.hpp>
+
+#include <Eigen/Core>
+#include <fmt/core.h>
+
+extern char** environ;
+
+namespace {
+
+using lrt::index_t;
+using lrt_bench::Clock;
+using lrt_bench::json_number;
+using lrt_bench::median;
+
+constexpr const char* kResultPrefix = "LRTBENCH ";
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// ------------------------------------------------------------------ options
+
+struct Options {
+  bool quick = false, json = false, train = true, decode = true;
+  std::vector<std::string> presets{"tiny", "small", "medium"};
+  std::vector<std::string> variants{"baseline", "lrt"};
+  std::vector<int> threads{1, 2};
+  std::vector<index_t> contexts{64, 256, 1024};
+  std::vector<index_t> batches{1, 8};
+  index_t batch_tokens = 2048;
+  int reps = 3;
+  double config_budget_s = 40;
+  // worker mode (hidden): one configuration, printed as one kResultPrefix line per result
+  std::string worker;  // "", "train", "decode"
+  std::string preset, variant;
+  index_t batch = 1;
+  double r_ref = 0, triad = 0;  // GFLOP/s, GB/s
+};
+
+[[noreturn]] void usage(int rc) {
+  std::fputs(
+      "usage: lrt-bench [--quick] [--json] [--presets LIST] [--variants LIST] [--threads LIST]\n"
+      "                 [--contexts LIST] [--decode-batches LIST] [--batch-tokens N] [--reps N]\n"
+      "                 [--config-budget-s X] [--no-train] [--no-decode]\n"
+      "  --quick             tiny only, 1 timed step, 1024 tokens per step (< 60 s)\n"
+      "  --json              one JSON object per line on stdout (the table goes to stderr)\n"
+      "  --presets LIST      comma-separated presets (default tiny,small,medium)\n"
+      "  --variants LIST     baseline (Standard) and/or lrt (Interleaved<2>) (default both)\n"
+      "  --threads LIST      LRT_NUM_THREADS of the runs (default 1,2)\n"
+      "  --contexts LIST     decode contexts (default 64,256,1024)\n"
+      "  --decode-batches L  decode batch sizes (default 1,8)\n"
+      "  --batch-tokens N    training tokens per step, rows = N / T (default 2048)\n"
+      "  --reps N            timed training steps per configuration (default 3, fewer when one\n"
+      "                      step would take the configuration past --config-budget-s, at least 2)\n"
+      "  --config-budget-s X seconds a training configuration should take (default 40)\n"
+      "  --no-train, --no-decode  skip the training or the decode part\n",
+      rc ? stderr : stdout);
+  std::exit(rc);
+}
+
+template <class T>
+std::vector<T> parse_list(const std::string& s, const char* opt) {
+  std::vector<T> v;
+  std::size_t i = 0;
+  while (i <= s.size()) {
+    const std::size_t j = std::min(s.find(',', i), s.size());
+    const std::string item = s.substr(i, j - i);
+    if (!item.empty()) {
+      if constexpr (std::is_same_v<T, std::string>) {
+        v.push_back(item);
+      } else {
+        char* end = nullptr;
+        const long x = std::strtol(item.c_str(), &end, 10);
+        if (!end || *end || x < 1) {
+          fmt::print(stderr, "lrt-bench: {} expects positive integers, got '{}'\n", opt, item);
+          usage(2);
+        }
+        v.push_back(static_cast<T>(x));
+      }
+    }
+    i = j + 1;
+  }
+  if (v.empty()) {
+    fmt::print(stderr, "lrt-bench: {} needs a non-empty list\n", opt);
+    usage(2);
+  }
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  bool reps_given = false, presets_given = false, tokens_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "lrt-bench: {} needs a value\n", a);
+        usage(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&]() {
+      const std::string s = value();
+      char* end = nullptr;
+      const double x = std::strtod(s.c_str(), &end);
+      if (!end || *end || !(x > 0)) {
+        fmt::print(stderr, "lrt-bench: {} expects a positive number, got '{}'\n", a, s);
+        usage(2);
+      }
+      return x;
+    };
+    if (a == "--quick") o.quick = true;
+    else if (a == "--json") o.json = true;
+    else if (a == "--no-train") o.train = false;
+    else if (a == "--no-decode") o.decode = false;
+    else if (a == "--presets") o.presets = parse_list<std::string>(value(), "--presets"), presets_given = true;
+    else if (a == "--variants") o.variants = parse_list<std::string>(value(), "--variants");
+    else if (a == "--threads") o.threads = parse_list<int>(value(), "--threads");
+    else if (a == "--contexts") o.contexts = parse_list<index_t>(value(), "--contexts");
+    else if (a == "--decode-batches") o.batches = parse_list<index_t>(value(), "--decode-batches");
+    else if (a == "--batch-tokens") o.batch_tokens = static_cast<index_t>(number()), tokens_given = true;
+    else if (a == "--reps") o.reps = static_cast<int>(number()), reps_given = true;
+    else if (a == "--config-budget-s") o.config_budget_s = number();
+    else if (a == "--worker") o.worker = value();
+    else if (a == "--preset") o.preset = value();
+    else if (a == "--variant") o.variant = value();
+    else if (a == "--batch") o.batch = static_cast<index_t>(number());
+    else if (a == "--r-ref") o.r_ref = number();
+    else if (a == "--triad") o.triad = number();
+    else if (a == "--help" || a == "-h") usage(0);
+    else {
+      fmt::print(stderr, "lrt-bench: unknown argument '{}'\n", a);
+      usage(2);
+    }
+  }
+  if (o.quick) {
+    if (!presets_given) o.presets = {"tiny"};
+    if (!reps_given) o.reps = 1;
+    if (!tokens_given) o.batch_tokens = 1024;
+  }
+  for (const auto& v : o.variants)
+    if (v != "baseline" && v != "lrt") {
+      fmt::print(stderr, "lrt-bench: unknown variant '{}' (known: baseline, lrt)\n", v);
+      usage(2);
+    }
+  for (const auto& p : o.presets) {
+    try {
+      (void)lrt::preset(p);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "lrt-bench: {}\n", e.what());
+      usage(2);
+    }
+  }
+  if (o.reps < 1 || o.batch_tokens < 1) usage(2);
+  std::sort(o.contexts.begin(), o.contexts.end());
+  return o;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) {
+    if (!s.empty()) s += ',';
+    s += x;
+  }
+  return s;
+}
+template <class T>
+std::string join_num(const std::vector<T>& v) {
+  std::string s;
+  for (const auto& x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+// ------------------------------------------------------------------ references (parent)
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct GemmRef {
+  double eigen = 0, blas = 0;  // median GFLOP/s, 1024^3, one thread
+  double best() const { return std::max(eigen, blas); }
+};
+
+GemmRef measure_gemm_ref(int reps, bool with_eigen = true, bool with_blas = true) {
+  constexpr index_t n = 1024;
+  Eigen::setNbThreads(1);
+#if BENCH_CBLAS
+  openblas_set_num_threads(1);
+#endif
+  RowMat A = RowMat::Random(n, n), B = RowMat::Random(n, n), C(n, n), C2(n, n);
+  auto eig = [&] { C.noalias() = A * B; };
+  (void)with_blas;
+#if BENCH_CBLAS
+  auto blas = [&] {
+    lrt_bench_gemm_timer::real_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, A.data(), n, B.data(),
+                                     n, 0.f, C2.data(), n);
+  };
+  // Warm-up: at least 0.2 s per library (buffers, page faults, clock ramp-up).
+  for (const auto w0 = Clock::now(); with_blas && seconds_since(w0) < 0.2;) blas();
+#endif
+  for (const auto w0 = Clock::now(); with_eigen && seconds_since(w0) < 0.2;) eig();
+  std::vector<double> te, tb;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    if (with_eigen) {
+      eig();
+      te.push_back(seconds_since(t0));
+    }
+#if BENCH_CBLAS
+    if (with_blas) {
+      t0 = Clock::now();
+      blas();
+      tb.push_back(seconds_since(t0));
+    }
+#endif
+  }
+  const double flops = 2.0 * double(n) * double(n) * double(n);
+  GemmRef g;
+  if (!te.empty()) g.eigen = flops / median(te) * 1e-9;
+  if (!tb.empty()) g.blas = flops / median(tb) * 1e-9;
+  return g;
+}
+
+/// STREAM triad a = b + s c over three arrays of n floats (kept by the parent between
+/// measurements; a child's VmHWM starts afresh at exec). measure(threads, reps): `threads`
+/// std::threads on contiguous slices, best GB/s over reps after one warm-up, bytes = 3 x 4 x n.
+class Triad {
+ public:
+  explicit Triad(std::size_t n) : n_(n), a_(new float[n]), b_(new float[n]), c_(new float[n]) {
+    for (std::size_t i = 0; i < n_; ++i) a_[i] = 0.f, b_[i] = 1.f, c_[i] = 2.f;
+  }
+  std::size_t size() const { return n_; }
+  double measure(int threads, int reps) {
+    const float s = 3.f;
+    double best = 1e300;
+    for (int r = 0; r < reps + 1; ++r) {  // the first is a warm-up
+      const auto t0 = Clock::now();
+      std::vector<std::thread> ts;
+      for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+          const std::size_t lo = n_ * std::size_t(t) / std::size_t(threads);
+          const std::size_t hi = n_ * std::size_t(t + 1) / std::size_t(threads);
+          float* __restrict pa = a_.get();
+          const float* __restrict pb = b_.get();
+          const float* __restrict pc = c_.get();
+          for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
+        });
+      for (auto& th : ts) th.join();
+      if (r > 0) best = std::min(best, seconds_since(t0));
+    }
+    volatile float sink = a_[n_ / 2];
+    (void)sink;
+    return 3.0 * 4.0 * double(n_) / best * 1e-9;
+  }
+
+ private:
+  std::size_t n_;
+  std::unique_ptr<float[]> a_, b_, c_;
+};
+
+// ------------------------------------------------------------------ workers (children)
+
+using Ids = lrt::Tensor<index_t, 2>;
+
+Ids random_ids(index_t B, index_t T, index_t V, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<index_t> dist(0, V - 1);
+  Ids x(lrt::Shape<2>{B, T});
+  for (index_t b = 0; b < B; ++b)
+    for (index_t t = 0; t < T; ++t) x(b, t) = dist(rng);
+  return x;
+}
+
+struct GemmCounter {
+  std::int64_t ns = 0, flops = 0;
+  static GemmCounter now() {
+    GemmCounter c;
+#if LRT_BENCH_GEMM_TIMER
+    c.ns = lrt_bench_gemm_timer::ns.load();
+    c.flops = lrt_bench_gemm_timer::flops.load();
+#endif
+    return c;
+  }
+};
+constexpr bool kGemmTimer = LRT_BENCH_GEMM_TIMER;
+
+/// rows per optimizer step of lrt-train for a preset (examples/runner.hpp preset_batch_rows).
+index_t train_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; }
+
+template <class V, class Sched>
+int train_worker(const Options& o) {
+  const lrt::ModelConfig cfg = lrt::preset(o.preset);
+  const index_t T = cfg.sequence_len, Vv = cfg.vocab_size;
+  const index_t B = std::max<index_t>(1, o.batch_tokens / T);
+  lrt::Model<V, float> model(cfg, 1);
+  std::vector<lrt::data::Document> docs;  // B + 1 documents of T random bytes: one row each
+  std::mt19937_64 rng(5);
+  for (index_t i = 0; i < B + 1; ++i) {
+    std::string text(static_cast<std::size_t>(T), ' ');
+    for (char& ch : text) ch = static_cast<char>(rng() & 0xff);
+    docs.push_back({"random" + std::to_string(i), std::move(text)});
+  }
+  const auto rows = lrt::data::TokenRows::build(docs, static_cast<int>(T));
+  lrt::TrainOptions to;
+  to.batch_rows = B;
+  to.steps = 1000000;  // horizon: keeps the LR multiplier at 1
+  lrt::Trainer<V, Sched> trainer(model, rows, to);
+  const Ids x = random_ids(B, T, Vv, 11), y = random_ids(B, T, Vv, 12);
+  double loss = 0;
+  auto forward = [&] {
+    lrt::ad::Graph g;
+    const auto r = lrt::schedule_loss<Sched>(model, x, y);
+    loss = r.loss.value()();
+  };
+
+  auto t0 = Clock::now();
+  (void)trainer.train_step();  // warm-up: allocations, page faults, the pool
+  const double warm = seconds_since(t0);
+  int reps = o.reps;
+  if (!o.quick)  // fewer timed steps when they would take the configuration past its budget, but >= 2
+    reps = std::max(std::min(2, reps), std::min(reps, static_cast<int>(o.config_budget_s / (1.8 * warm))));
+
+  lrt::cpu::reset_peak_memory();
+  const lrt_bench::OtherLoad load;
+  std::vector<double> ts, tfb, tf;
+  GemmCounter g_sum;
+  double t_sum = 0;
+  for (int r = 0; r < reps; ++r) {
+    const GemmCounter g0 = GemmCounter::now();
+    t0 = Clock::now();
+    const lrt::StepStats s = trainer.train_step();
+    ts.push_back(seconds_since(t0));
+    const GemmCounter g1 = GemmCounter::now();
+    g_sum.ns += g1.ns - g0.ns, g_sum.flops += g1.flops - g0.flops, t_sum += ts.back();
+    loss = s.loss;
+    tfb.push_back(trainer.time_step_without_update());
+    t0 = Clock::now();
+    forward();
+    tf.push_back(seconds_since(t0));
+  }
+  const double other = load.cpus();
+  const double tensor_peak = double(lrt::cpu::memory_stats().peak_in_use) / (1 << 20);
+
+  const int threads = lrt::num_threads();
+  const double step = median(ts), fb = median(tfb), fwd = median(tf);
+  const double tokens = double(B * T);
+  const double F = model.flops_per_token(), pf = lrt::pass_factor<Sched, V>();
+  const double tps = tokens / step, tps_fb = tokens / fb;
+  const double r_ref = o.r_ref * 1e9;
+  const double opt = std::max(0.0, step - fb);
+  const index_t Bt = train_batch_rows(o.preset);
+  const double tps_train = double(Bt * T) / (fb * double(Bt) / double(B) + opt);
+  std::string sched = lrt::schedule_spec<Sched>();
+  fmt::print(
+      "{}{{\"name\":\"train\",\"preset\":\"{}\",\"variant\":\"{}\",\"schedule\":\"{}\",\"threads\":{},"
+      "\"tokens_per_s\":{},\"mfu\":{},\"batch_rows\":{},\"seq_len\":{},\"tokens_per_step\":{},\"step_s\":{},"
+      "\"fwd_bwd_s\":{},\"fwd_s\":{},\"opt_s\":{},\"flops_per_token\":{},\"pass_factor\":{},\"r_ref_gflops\":{},"
+      "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"train_batch_rows\":{},\"tokens_per_s_at_train_batch\":{},"
+      "\"mfu_at_train_batch\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_mib\":{},"
+      "\"peak_rss_mib\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{}}}\n",
+      kResultPrefix, o.preset, o.variant, sched, threads, json_number(tps), json_number(F * pf * tps / r_ref), B, T,
+      B * T, json_number(step), json_number(fb), json_number(fwd), json_number(opt), json_number(F), pf,
+      json_number(o.r_ref), json_number(tps_fb), json_number(F * pf * tps_fb / r_ref), Bt, json_number(tps_train),
+      json_number(F * pf * tps_train / r_ref),
+      kGemmTimer ? json_number(double(g_sum.ns) * 1e-9 / (t_sum * threads), 4) : std::string("null"),
+      kGemmTimer && g_sum.ns > 0 ? json_number(double(g_sum.flops) / double(g_sum.ns), 4) : std::string("null"),
+      json_number(tensor_peak, 5), json_number(lrt_bench::proc_status_mib("VmHWM"), 5), json_number(warm), reps,
+      json_number(loss), json_number(other, 3));
+  std::fflush(stdout);
+  return 0;
+}
+
+template <class V>
+int decode_worker(const Options& o) {
+  const lrt::ModelConfig cfg = lrt::preset(o.preset);
+  const index_t Bd = o.batch, cap = o.contexts.back();
+  lrt::Model<V, float> model(cfg, 1);
+  lrt::Decoder<V, float> dec(model, Bd, cap);
+  const Ids toks = random_ids(cap, Bd, cfg.vocab_size, 21);  // (position, row)
+
+  lrt::cpu::reset_peak_memory();
+  const lrt_bench::OtherLoad load;
+  std::vector<double> t(static_cast<std::size_t>(cap));
+  std::vector<std::int64_t> gns(static_cast<std::size_t>(cap)), gfl(static_cast<std::size_t>(cap));
+  for (index_t p = 0; p < cap; ++p) {
+    const GemmCounter g0 = GemmCounter::now();
+    const auto t0 = Clock::now();
+    (void)dec.step(std::span<const index_t>(&toks(p, 0), static_cast<std::size_t>(Bd)));
+    t[std::size_t(p)] = seconds_since(t0);
+    const GemmCounter g1 = GemmCounter::now();
+    gns[std::size_t(p)] = g1.ns - g0.ns, gfl[std::size_t(p)] = g1.flops - g0.flops;
+  }
+  const double other = load.cpus();
+  const double tensor_peak = double(lrt::cpu::memory_stats().peak_in_use) / (1 << 20);
+  const double hwm = lrt_bench::proc_status_mib("VmHWM");
+
+  const int threads = lrt::num_threads();
+  const double nmm = double(model.num_matmul_params());
+  double emb_row = double(cfg.n_embd);  // floats gathered per row: wte + value embeddings
+  for (const auto& b : model.blocks())
+    if (b.value_embed) emb_row += double(b.value_embed->shape()[1]);
+  const double weight_bytes = 4.0 * nmm;
+  for (const index_t c : o.contexts) {
+    const index_t n = std::max<index_t>(1, c / 4);
+    std::vector<double> w;
+    double bytes = 0, flops = 0, sg = 0, st = 0, sf = 0;
+    for (index_t p = c - n; p < c; ++p) {
+      w.push_back(t[std::size_t(p)]);
+      st += t[std::size_t(p)], sg += double(gns[std::size_t(p)]) * 1e-9, sf += double(gfl[std::size_t(p)]);
+      const index_t ctx = p + 1;
+      double kv = 0, att = 0;
+      for (index_t l = 0; l < cfg.n_layer; ++l) {
+        const double keys = double(std::min(ctx, cfg.window(l) + 1));
+        kv += 4.0 * double(Bd) * 2.0 * double(cfg.kv_dim()) * keys;
+        att += 4.0 * double(cfg.n_head * cfg.head_dim()) * keys;
+      }
+      bytes += weight_bytes + 4.0 * double(Bd) * emb_row + kv;
+      flops += 2.0 * nmm + att;
+    }
+    bytes /= double(n), flops /= double(n);
+    const double step = median(w);
+    const double tps = double(Bd) / step;
+    const double bytes_tok = bytes / double(Bd);
+    const double bound = o.triad * 1e9 / bytes_tok;
+    fmt::print(
+        "{}{{\"name\":\"decode\",\"preset\":\"{}\",\"variant\":\"{}\",\"threads\":{},\"tokens_per_s\":{},"
+        "\"mfu\":{},\"bandwidth_fraction\":{},\"batch\":{},\"context\":{},\"window_steps\":{},\"ms_per_step\":{},"
+        "\"bound_tokens_per_s\":{},\"bytes_per_token\":{},\"weight_bytes\":{},\"triad_gbps\":{},"
+        "\"decode_flops_per_token\":{},\"r_ref_gflops\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},"
+        "\"capacity\":{},\"beyond_seq_len\":{},\"tensor_peak_mib\":{},\"peak_rss_mib\":{},\"other_load_cpus\":{}}}\n",
+        kResultPrefix, o.preset, o.variant, threads, json_number(tps), json_number(flops * tps / (o.r_ref * 1e9)),
+        json_number(tps / bound, 4), Bd, c, n, json_number(step * 1e3), json_number(bound), json_number(bytes_tok),
+        json_number(weight_bytes), json_number(o.triad), json_number(flops), json_number(o.r_ref),
+        kGemmTimer ? json_number(sg / (st * threads), 4) : std::string("null"),
+        kGemmTimer && sg > 0 ? json_number(sf / sg * 1e-9, 4) : std::string("null"), cap,
+        c > cfg.sequence_len ? "true" : "false", json_number(tensor_peak, 5), json_number(hwm, 5),
+        json_number(other, 3));
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+int run_worker(const Options& o) {
+  try {
+    if (o.worker == "train") {
+      if (o.variant == "baseline") return train_worker<lrt::variants::Baseline, lrt::Standard>(o);
+      if (o.variant == "lrt") return train_worker<lrt::variants::Lrt, lrt::Interleaved<2>>(o);
+    } else if (o.worker == "decode") {
+      if (o.variant == "baseline") return decode_worker<lrt::variants::Baseline>(o);
+      if (o.variant == "lrt") return decode_worker<lrt::variants::Lrt>(o);
+    }
+    fmt::print(stderr, "lrt-bench: bad worker '{}' / variant '{}'\n", o.worker, o.variant);
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lrt-bench worker ({} {} {}): {}\n", o.worker, o.preset, o.variant, e.what());
+    return 1;
+  }
+}
+
+// ------------------------------------------------------------------ parent: children, table
+
+struct Child {
+  int status = -1;  // exit status, or -signal
+  std::vector<std::string> results;
+};
+
+Child spawn(const std::vector<std::string>& args, int threads) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int fd[2];
+  if (pipe(fd) != 0) return {};
+  const pid_t pid = fork();
+  if (pid < 0) return {};
+  if (pid == 0) {
+    dup2(fd[1], STDOUT_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    setenv("LRT_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("lrt-bench: execv /proc/self/exe");
+    _exit(127);
+  }
+  close(fd[1]);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t k = read(fd[0], buf, sizeof buf);
+    if (k > 0) out.append(buf, static_cast<std::size_t>(k));
+    else if (k == 0 || errno != EINTR) break;
+  }
+  close(fd[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  Child c;
+  c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+  std::size_t i = 0;
+  while (i < out.size()) {
+    const std::size_t j = std::min(out.find('\n', i), out.size());
+    const std::string line = out.substr(i, j - i);
+    if (line.rfind(kResultPrefix, 0) == 0) c.results.push_back(line.substr(std::strlen(kResultPrefix)));
+    else if (!line.empty()) fmt::print(stderr, "{}\n", line);
+    i = j + 1;
+  }
+  return c;
+}
+
+/// A number field of a flat JSON object written by a worker (NaN when missing or null).
+double field(const std::string& json, const char* key) {
+  const std::string k = std::string("\"") + key + "\":";
+  const std::size_t i = json.find(k);
+  if (i == std::string::npos) return std::nan("");
+  const char* p = json.c_str() + i + k.size();
+  char* end = nullptr;
+  const double x = std::strtod(p, &end);
+  return end == p ? std::nan("") : x;
+}
+std::string sfield(const std::string& json, const char* key) {
+  const std::string k = std::string("\"") + key + "\":\"";
+  const std::size_t i = json.find(k);
+  if (i == std::string::npos) return "?";
+  const std::size_t j = json.find('"', i + k.size());
+  return json.substr(i + k.size(), j - i - k.size());
+}
+
+std::string fmt_or_dash(double x, const char* f) {
+  return std::isnan(x) ? std::string("-") : fmt::format(fmt::runtime(f), x);
+}
+
+struct Report {
+  std::FILE* tab;
+  bool json;
+  std::vector<std::string> rows;  // JSON of every result
+  int failures = 0;
+
+  void header() {
+    fmt::print(tab, "{:<6} {:<7} {:<8} {:>3} {:<13} {:>9} {:>9} {:>5} {:>5} {:>7} {:>5} {:>4} {:>5} {:>7} {:>8} {:>5}\n",
+               "kind", "preset", "variant", "thr", "shape", "tokens/s", "ms/step", "MFU", "MFU*", "bw-frac", "bw*",
+               "opt%", "GEMM%", "GEMM GF", "peak MiB", "other");
+    fmt::print(tab, "{:-<128}\n", "");
+  }
+  void row(const std::string& j) {
+    rows.push_back(j);
+    if (json) {
+      fmt::print("{}\n", j);
+      std::fflush(stdout);  // whole lines: the table goes to stderr meanwhile
+    }
+    const bool train = sfield(j, "name") == "train";
+    std::string shape, opt = "-";
+    double ms;
+    if (train) {
+      shape = fmt::format("{}x{}", field(j, "batch_rows"), field(j, "seq_len"));
+      ms = field(j, "step_s") * 1e3;
+      opt = fmt_or_dash(100 * field(j, "opt_s") / field(j, "step_s"), "{:.0f}");
+    } else {
+      shape = fmt::format("B{} ctx{}{}", field(j, "batch"), field(j, "context"),
+                          j.find("\"beyond_seq_len\":true") != std::string::npos ? "*" : "");
+      ms = field(j, "ms_per_step");
+    }
+    fmt::print(tab,
+               "{:<6} {:<7} {:<8} {:>3} {:<13} {:>9.0f} {:>9.3f} {:>5} {:>5} {:>7} {:>5} {:>4} {:>5} {:>7} {:>8.1f} "
+               "{:>5.2f}\n",
+               train ? "train" : "decode", sfield(j, "preset"), sfield(j, "variant"), field(j, "threads"), shape,
+               field(j, "tokens_per_s"), ms, fmt_or_dash(field(j, "mfu"), "{:.2f}"),
+               fmt_or_dash(field(j, "mfu_local"), "{:.2f}"),
+               train ? std::string("-") : fmt_or_dash(field(j, "bandwidth_fraction"), "{:.2f}"),
+               train ? std::string("-") : fmt_or_dash(field(j, "bandwidth_fraction_local"), "{:.2f}"), opt,
+               fmt_or_dash(100 * field(j, "gemm_share"), "{:.0f}"),
+               fmt_or_dash(field(j, "gemm_gflops_per_thread"), "{:.1f}"), field(j, "peak_rss_mib"),
+               field(j, "other_load_cpus"));
+    std::fflush(tab);
+  }
+  void fail(const std::string& what, const Child& c) {
+    ++failures;
+    fmt::print(tab, "FAILED: {} (exit status {})\n", what, c.status);
+  }
+  /// The result matching kind/preset/variant/threads (and batch/context for decode).
+  const std::string* find(const std::string& kind, const std::string& p, const std::string& v, int thr,
+                          double batch = 0, double ctx = 0) const {
+    for (const auto& j : rows)
+      if (sfield(j, "name") == kind && sfield(j, "preset") == p && sfield(j, "variant") == v &&
+          field(j, "threads") == thr && (kind == "train" || (field(j, "batch") == batch && field(j, "context") == ctx)))
+        return &j;
+    return nullptr;
+  }
+};
+
+int run_parent(const Options& o) {
+  const auto t_start = Clock::now();
+  std::FILE* tab = o.json ? stderr : stdout;
+  const int gemm_reps = o.quick ? 3 : 7, triad_reps = o.quick ? 3 : 5;
+  const std::size_t triad_n = o.quick ? (std::size_t(1) << 23) : (std::size_t(1) << 24);
+
+  const GemmRef g0 = measure_gemm_ref(gemm_reps);
+  Triad triad_arrays(triad_n);
+  std::map<int, double> triad;
+  for (int t : o.threads) triad[t] = triad_arrays.measure(t, triad_reps);
+  const double r_ref = g0.best();
+
+#if BENCH_CBLAS
+  const std::string blas = fmt::format("{:.1f} (OpenBLAS core {})", g0.blas, openblas_get_corename());
+#else
+  const std::string blas = "not built in";
+#endif
+  const char* backend = LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen";
+  fmt::print(tab,
+             "lrt-bench: CPU performance (LRT-SPEC §10). lrt GEMM backend {}; presets {}; variants {}; threads {}\n"
+             "R_ref (1024^3 fp32 GEMM, 1 thread, median of {}): Eigen {:.1f}, OpenBLAS {} GFLOP/s -> R_ref {:.1f}\n",
+             backend, join(o.presets), join(o.variants), join_num(o.threads), gemm_reps, g0.eigen, blas, r_ref);
+  for (int t : o.threads)
+    fmt::print(tab, "STREAM triad, {} thread(s), 3 x {} MiB: {:.1f} GB/s (best of {})\n", t, triad_n * 4 >> 20,
+               triad[t], triad_reps);
+  fmt::print(tab,
+             "train: Trainer::train_step (fwd + bwd + AdamW + Muon), median; MFU = F x pass factor x tokens/s / R_ref; "
+             "opt% = optimizer share of the step\n"
+             "decode: median over the c/4 steps ending at context c (* = beyond the preset's sequence_len); "
+             "bw-frac = tokens/s / (triad / bytes per token)\n"
+             "MFU*, bw* = the same against R_ref and triad measured around that configuration (mean of before and "
+             "after: the machine's speed drifts)\n"
+             "GEMM% = share of the pool's thread-time inside sgemm, GEMM GF = its GFLOP/s per thread; peak MiB = "
+             "VmHWM of the configuration's process; other = CPUs used by other processes\n\n");
+  Report rep{tab, o.json, {}, 0};
+  if (o.json) {
+    fmt::print("{{\"name\":\"reference\",\"preset\":null,\"variant\":null,\"threads\":1,\"tokens_per_s\":null,"
+               "\"mfu\":null,\"r_ref_gflops\":{},\"eigen_gflops\":{},\"openblas_gflops\":{},\"lrt_gemm_backend\":\"{}\"}}\n",
+               json_number(r_ref), json_number(g0.eigen), BENCH_CBLAS ? json_number(g0.blas) : std::string("null"),
+               backend);
+    for (int t : o.threads)
+      fmt::print("{{\"name\":\"triad\",\"preset\":null,\"variant\":null,\"threads\":{},\"tokens_per_s\":null,"
+                 "\"bandwidth_fraction\":null,\"bandwidth_gbps\":{}}}\n",
+                 t, json_number(triad[t]));
+    std::fflush(stdout);
+  }
+  rep.header();
+
+  // Local references around each configuration: 3 samples of the faster library's 1024^3 GEMM
+  // and a triad at the configuration's thread count, before and after its child; appended to its
+  // results as r_ref_local_gflops / mfu_local and triad_local_gbps / bandwidth_fraction_local.
+  const bool blas_faster = g0.blas > g0.eigen;
+  struct Local {
+    double gemm, triad;
+  };
+  auto local_ref = [&](int t) {
+    return Local{measure_gemm_ref(3, !blas_faster, blas_faster).best(), triad_arrays.measure(t, 2)};
+  };
+  auto run_child = [&](const std::vector<std::string>& args, int t, const std::string& what) {
+    const Local before = local_ref(t);
+    const Child c = spawn(args, t);
+    const Local after = local_ref(t);
+    const Local l{0.5 * (before.gemm + after.gemm), 0.5 * (before.triad + after.triad)};
+    if (c.status != 0 || c.results.empty()) rep.fail(what, c);
+    for (const auto& j : c.results) {
+      std::string add = fmt::format(",\"r_ref_local_gflops\":{},\"mfu_local\":{}", json_number(l.gemm),
+                                    json_number(field(j, "mfu") * r_ref / l.gemm));
+      if (sfield(j, "name") == "decode")
+        add += fmt::format(",\"triad_local_gbps\":{},\"bandwidth_fraction_local\":{}", json_number(l.triad),
+                           json_number(field(j, "bandwidth_fraction") * triad[t] / l.triad, 4));
+      rep.row(j.substr(0, j.size() - 1) + add + "}");
+    }
+  };
+  auto common = [&](const std::string& worker, const std::string& p, const std::string& v, int t) {
+    return std::vector<std::string>{"lrt-bench", "--worker", worker, "--preset", p, "--variant", v,
+                                    "--r-ref", fmt::format("{:.6g}", r_ref), "--triad", fmt::format("{:.6g}", triad[t]),
+                                    "--reps", std::to_string(o.reps), "--batch-tokens", std::to_string(o.batch_tokens),
+                                    "--config-budget-s", fmt::format("{}", o.config_budget_s),
+                                    "--contexts", join_num(o.contexts)};
+  };
+  if (o.train)
+    for (const auto& p : o.presets)
+      for (const auto& v : o.variants)
+        for (int t : o.threads) {
+          auto args = common("train", p, v, t);
+          if (o.quick) args.push_back("--quick");
+          run_child(args, t, fmt::format("train {} {} threads {}", p, v, t));
+        }
+  if (o.decode)
+    for (const auto& p : o.presets)
+      for (const auto& v : o.variants)
+        for (index_t b : o.batches)
+          for (int t : o.threads) {
+            auto args = common("decode", p, v, t);
+            args.push_back("--batch");
+            args.push_back(std::to_string(b));
+            run_child(args, t, fmt::format("decode {} {} batch {} threads {}", p, v, b, t));
+          }
+  fmt::print(tab, "{:-<128}\n", "");
+
+  // Summary: ratios measured in this run.
+  const GemmRef g1 = measure_gemm_ref(gemm_reps);
+  const double triad_end = triad_arrays.measure(o.threads.front(), triad_reps);
+  fmt::print(tab, "drift: R_ref at the end {:.1f} GFLOP/s ({:+.0f}%), triad {} thread(s) {:.1f} GB/s ({:+.0f}%)\n",
+             g1.best(), 100 * (g1.best() / r_ref - 1), o.threads.front(), triad_end,
+             100 * (triad_end / triad[o.threads.front()] - 1));
+  if (o.train) {
+    for (const auto& p : o.presets) {
+      std::string line;
+      for (int t : o.threads) {
+        const auto* b = rep.find("train", p, "baseline", t);
+        const auto* l = rep.find("train", p, "lrt", t);
+        if (b && l)
+          line += fmt::format(" | {}T lrt/baseline step time {:.2f}x (fwd+bwd {:.2f}x, FLOP ratio {:.2f}x)", t,
+                              field(*l, "step_s") / field(*b, "step_s"), field(*l, "fwd_bwd_s") / field(*b, "fwd_bwd_s"),
+                              field(*l, "flops_per_token") * field(*l, "pass_factor") / field(*b, "flops_per_token"));
+      }
+      if (!line.empty()) fmt::print(tab, "train {:<6}{}\n", p, line);
+      if (o.threads.size() >= 2)
+        for (const auto& v : o.variants) {
+          const auto* a = rep.find("train", p, v, o.threads[0]);
+          const auto* c = rep.find("train", p, v, o.threads[1]);
+          if (a && c)
+            fmt::print(tab,
+                       "train {:<6} {:<8}: {}T/{}T tokens/s {:.2f}x; at lrt-train's {} rows/step (extrapolated): "
+                       "{:.0f} tok/s, MFU {:.3f} ({}T)\n",
+                       p, v, o.threads[1], o.threads[0], field(*c, "tokens_per_s") / field(*a, "tokens_per_s"),
+                       field(*a, "train_batch_rows"), field(*a, "tokens_per_s_at_train_batch"),
+                       field(*a, "mfu_at_train_batch"), o.threads[0]);
+        }
+    }
+  }
+  if (o.decode && o.threads.size() >= 2) {
+    double lg = 0;
+    int n = 0;
+    for (const auto& j : rep.rows)
+      if (sfield(j, "name") == "decode" && field(j, "threads") == o.threads[1]) {
+        const auto* a = rep.find("decode", sfield(j, "preset"), sfield(j, "variant"), o.threads[0], field(j, "batch"),
+                                 field(j, "context"));
+        if (a) lg += std::log(field(j, "tokens_per_s") / field(*a, "tokens_per_s")), ++n;
+      }
+    if (n) fmt::print(tab, "decode: {}T/{}T tokens/s geomean {:.2f}x over {} configurations\n", o.threads[1],
+                      o.threads[0], std::exp(lg / n), n);
+  }
+  if (o.decode) {
+    double lg = 0;
+    int n = 0;
+    for (const auto& j : rep.rows)
+      if (sfield(j, "name") == "decode" && sfield(j, "variant") == "lrt") {
+        const auto* b = rep.find("decode", sfield(j, "preset"), "baseline", int(field(j, "threads")),
+                                 field(j, "batch"), field(j, "context"));
+        if (b) lg += std::log(field(*b, "tokens_per_s") / field(j, "tokens_per_s")), ++n;
+      }
+    if (n) fmt::print(tab, "decode: lrt/baseline time per token geomean {:.3f}x over {} configurations\n",
+                      std::exp(lg / n), n);
+  }
+  fmt::print(tab, "total {:.1f} s{}\n", seconds_since(t_start),
+             rep.failures ? fmt::format(", {} configuration(s) FAILED", rep.failures) : std::string());
+  return rep.failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (!o.worker.empty()) return run_worker(o);
+  return run_parent(o);
+}
