@@ -19,10 +19,40 @@
 // Attention masks: a query at position p sees key j iff j <= p and p - j <= window.
 #pragma once
 
+#include <vector>
+
 #include "../core/config.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
 
 namespace lrt {
 inline namespace v0 {
+
+namespace detail {
+/// The argument checks every device's attention runs first (same messages everywhere):
+/// q (B, Tq, H, Dh), k, v (B, Tk, Hkv, Dh), qpos (Tq), window >= 0.
+inline void check_attention_shapes(const char* op, const Shape<4>& qs, const Shape<4>& ks, const Shape<4>& vs,
+                                   const Shape<1>& ps, index_t window) {
+  check(ks == vs, op, "k ", ks, " and v ", vs, " differ in shape");
+  check(qs[0] == ks[0], op, "q ", qs, " and k ", ks, ": batch sizes differ");
+  check(qs[3] == ks[3], op, "q ", qs, " and k ", ks, ": head dims differ");
+  check(ks[2] > 0, op, "k ", ks, " has no heads (Hkv = 0)");
+  check(qs[2] % ks[2] == 0, op, "q ", qs, " and k ", ks, ": H % Hkv != 0");
+  check(window >= 0, op, "window must be >= 0, got ", window);
+  check(ps[0] == qs[1], op, "qpos ", ps, " has ", ps[0], " entries but q ", qs, " has Tq = ", qs[1]);
+}
+/// Query positions (on the host) must be non-negative, strictly increasing and < Tk.
+inline void check_query_positions(const char* op, const std::vector<index_t>& pos, const Shape<4>& ks) {
+  const index_t Tk = ks[1];
+  for (std::size_t i = 0; i < pos.size(); ++i) {
+    check(pos[i] >= 0, op, "qpos[", i, "] = ", pos[i], " is negative");
+    if (i > 0)
+      check(pos[i] > pos[i - 1], op, "qpos must be strictly increasing: qpos[", i, "] = ", pos[i],
+            " after qpos[", i - 1, "] = ", pos[i - 1]);
+    check(pos[i] < Tk, op, "qpos[", i, "] = ", pos[i], " is not < Tk = ", Tk, " (k ", ks, ")");
+  }
+}
+}  // namespace detail
 
 template <class D>
 struct NnBackend {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../../tensor/linalg.hpp"
+#include "../nn_backend.hpp"
 #include "gemm.hpp"
 #include "reduce.hpp"
 
@@ -68,24 +69,11 @@ AttentionDims check_attention(const char* op, const TensorView<const T, 4>& q,
                               std::vector<index_t>& pos) {
   const Shape<4>& qs = q.shape();
   const Shape<4>& ks = k.shape();
-  check(ks == v.shape(), op, "k ", ks, " and v ", v.shape(), " differ in shape");
-  check(qs[0] == ks[0], op, "q ", qs, " and k ", ks, ": batch sizes differ");
-  check(qs[3] == ks[3], op, "q ", qs, " and k ", ks, ": head dims differ");
-  check(ks[2] > 0, op, "k ", ks, " has no heads (Hkv = 0)");
-  check(qs[2] % ks[2] == 0, op, "q ", qs, " and k ", ks, ": H % Hkv != 0");
-  check(window >= 0, op, "window must be >= 0, got ", window);
+  lrt::detail::check_attention_shapes(op, qs, ks, v.shape(), qpos.shape(), window);
   const AttentionDims d{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
-  check(qpos.shape()[0] == d.Tq, op, "qpos ", qpos.shape(), " has ", qpos.shape()[0],
-        " entries but q ", qs, " has Tq = ", d.Tq);
   pos.resize(static_cast<std::size_t>(d.Tq));
-  for (index_t i = 0; i < d.Tq; ++i) {
-    pos[i] = qpos(i);
-    check(pos[i] >= 0, op, "qpos[", i, "] = ", pos[i], " is negative");
-    if (i > 0)
-      check(pos[i] > pos[i - 1], op, "qpos must be strictly increasing: qpos[", i, "] = ", pos[i],
-            " after qpos[", i - 1, "] = ", pos[i - 1]);
-    check(pos[i] < d.Tk, op, "qpos[", i, "] = ", pos[i], " is not < Tk = ", d.Tk, " (k ", ks, ")");
-  }
+  for (index_t i = 0; i < d.Tq; ++i) pos[static_cast<std::size_t>(i)] = qpos(i);
+  lrt::detail::check_query_positions(op, pos, ks);
   return d;
 }
 

@@ -622,25 +622,12 @@ AttnDims check_attention_args(const char* op, const TensorView<const T, 4, cuda:
                               index_t window, std::vector<index_t>& pos) {
   const Shape<4>& qs = q.shape();
   const Shape<4>& ks = k.shape();
-  check(ks == v.shape(), op, "k ", ks, " and v ", v.shape(), " differ in shape");
-  check(qs[0] == ks[0], op, "q ", qs, " and k ", ks, ": batch sizes differ");
-  check(qs[3] == ks[3], op, "q ", qs, " and k ", ks, ": head dims differ");
-  check(ks[2] > 0, op, "k ", ks, " has no heads (Hkv = 0)");
-  check(qs[2] % ks[2] == 0, op, "q ", qs, " and k ", ks, ": H % Hkv != 0");
-  check(window >= 0, op, "window must be >= 0, got ", window);
+  lrt::detail::check_attention_shapes(op, qs, ks, v.shape(), qpos.shape(), window);
   check(qs[3] <= attn_max_dh, op, "head dim ", qs[3], " of q ", qs,
         " is larger than the CUDA kernels' limit of ", attn_max_dh);
   const AttnDims d{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], qs[2] / ks[2], window};
-  check(qpos.shape()[0] == d.Tq, op, "qpos ", qpos.shape(), " has ", qpos.shape()[0],
-        " entries but q ", qs, " has Tq = ", d.Tq);
   nn_copy_indices_to_host(qpos, pos, op, "qpos");
-  for (index_t i = 0; i < d.Tq; ++i) {
-    check(pos[i] >= 0, op, "qpos[", i, "] = ", pos[i], " is negative");
-    if (i > 0)
-      check(pos[i] > pos[i - 1], op, "qpos must be strictly increasing: qpos[", i, "] = ", pos[i],
-            " after qpos[", i - 1, "] = ", pos[i - 1]);
-    check(pos[i] < d.Tk, op, "qpos[", i, "] = ", pos[i], " is not < Tk = ", d.Tk, " (k ", ks, ")");
-  }
+  lrt::detail::check_query_positions(op, pos, ks);
   return d;
 }
 
