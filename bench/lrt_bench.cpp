@@ -7,15 +7,14 @@
 //          samples, STREAM's convention; bytes = 3 x 4 x n), one figure per thread count.
 //
 // Training (name "train"): presets x {baseline/Standard, lrt/Interleaved<2>} x threads. One step is
-// lrt::Trainer::train_step() on random byte rows (forward + backward + AdamW + Muon + zero_grad),
-// B = --batch-tokens / T rows (default 2048 tokens: tiny 16 x 128, small and medium 8 x 256).
-//   tokens_per_s = B T / step time (median);  mfu = F x pass_factor x tokens_per_s / R_ref, with
-//   F = Model::flops_per_token() and pass_factor<Sched, V>() (1 baseline, 2 Interleaved).
-// Also timed, interleaved with the full steps: forward + backward alone
-// (Trainer::time_step_without_update) and the forward alone (schedule_loss without backward);
-// opt_s = step - forward/backward (the optimizers, whose cost does not shrink with the batch:
-// tokens_per_s_at_train_batch extrapolates to lrt-train's rows per step: tiny 32, small 16,
-// medium 32).
+// lrt::Trainer::train_step() on random byte rows (forward + backward + AdamW + Muon + zero_grad) at
+// lrt-train's batch for the preset: tiny 32 x 128, small 16 x 256, medium 32 x 256 rows per
+// optimizer step, medium in micro-batches of 8 rows (4 forward/backward passes per update), as
+// lrt-train trains (--batch-tokens N instead: N / T rows in one micro-batch).
+//   tokens_per_s = rows T / step time (median);  mfu = F x pass_factor x tokens_per_s / R_ref,
+//   with F = Model::flops_per_token() and pass_factor<Sched, V>() (1 baseline, 2 Interleaved).
+// opt_s = StepStats::optimizer_seconds (AdamW + Muon, whose cost does not shrink with the batch);
+// fwd_bwd_s = step - opt_s.
 // Decode (name "decode"): presets x variants x batch {1, 8} x threads, one Decoder session per
 // configuration with capacity max(--contexts) (beyond the preset's sequence_len when larger: the
 // windowed attention then reads min(ctx, w_l + 1) keys, so ctx 1024 on T = 256 presets attends
@@ -33,9 +32,9 @@
 // optimizer state or KV cache, activations, the allocator's cache and the libraries) and lrt's
 // tensor-allocator peak over the timed part. OpenBLAS stays single-threaded: lrt's GEMM calls
 // openblas_set_num_threads(1) before its first call, and R_ref's reference calls do the same.
-// GEMM share (builds where lrt calls OpenBLAS): this file routes lrt's cblas_sgemm calls through
-// a timer (a macro defined before lrt's headers; the library is not changed), so gemm_share is the
-// fraction of the pool's thread-time spent inside sgemm over the timed steps, and
+// GEMM share: the child installs lrt's GEMM profile counters (lrt::cpu::set_gemm_profile), so
+// gemm_share is the fraction of the pool's thread-time spent inside lrt's GEMM calls (OpenBLAS or
+// Eigen, whichever the build uses; gemv rows included) over the timed steps, and
 // gemm_gflops_per_thread the rate those calls reached.
 //
 // Usage: lrt-bench [--quick] [--json] [--presets tiny,small,medium] [--variants baseline,lrt]
@@ -76,38 +75,13 @@
 #include <thread>
 #include <vector>
 
-#if defined(LRT_USE_OPENBLAS) && LRT_USE_OPENBLAS
-#define LRT_BENCH_GEMM_TIMER 1
-#else
-#define LRT_BENCH_GEMM_TIMER 0
-#endif
-#if LRT_BENCH_GEMM_TIMER || (defined(LRT_BENCH_HAVE_CBLAS) && LRT_BENCH_HAVE_CBLAS)
+#if (defined(LRT_USE_OPENBLAS) && LRT_USE_OPENBLAS) || (defined(LRT_BENCH_HAVE_CBLAS) && LRT_BENCH_HAVE_CBLAS)
 #define BENCH_CBLAS 1
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
 extern "C" char* openblas_get_corename(void);
 #else
 #define BENCH_CBLAS 0
-#endif
-
-#if BENCH_CBLAS
-namespace lrt_bench_gemm_timer {
-inline auto* const real_sgemm = &cblas_sgemm;
-inline std::atomic<std::int64_t> ns{0}, flops{0};
-inline void timed_sgemm(const CBLAS_ORDER o, const CBLAS_TRANSPOSE ta, const CBLAS_TRANSPOSE tb, const blasint m,
-                        const blasint n, const blasint k, const float alpha, const float* a, const blasint lda,
-                        const float* b, const blasint ldb, const float beta, float* c, const blasint ldc) {
-  const auto t0 = std::chrono::steady_clock::now();
-  real_sgemm(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
-               std::memory_order_relaxed);
-  flops.fetch_add(2 * std::int64_t(m) * std::int64_t(n) * std::int64_t(k), std::memory_order_relaxed);
-}
-}  // namespace lrt_bench_gemm_timer
-#endif
-#if LRT_BENCH_GEMM_TIMER
-// lrt's gemm.hpp includes <cblas.h> (already included: guarded) and calls cblas_sgemm: time it.
-#define cblas_sgemm ::lrt_bench_gemm_timer::timed_sgemm
 #endif
 
 #include <lrt/lrt.hpp>
@@ -140,7 +114,7 @@ struct Options {
   std::vector<int> threads{1, 2};
   std::vector<index_t> contexts{64, 256, 1024};
   std::vector<index_t> batches{1, 8};
-  index_t batch_tokens = 2048;
+  index_t batch_tokens = 0;  // 0: lrt-train's rows per step for the preset
   int reps = 3;
   double config_budget_s = 40;
   // worker mode (hidden): one configuration, printed as one kResultPrefix line per result
@@ -162,7 +136,8 @@ struct Options {
       "  --threads LIST      LRT_NUM_THREADS of the runs (default 1,2)\n"
       "  --contexts LIST     decode contexts (default 64,256,1024)\n"
       "  --decode-batches L  decode batch sizes (default 1,8)\n"
-      "  --batch-tokens N    training tokens per step, rows = N / T (default 2048)\n"
+      "  --batch-tokens N    training tokens per step, rows = N / T in one micro-batch (default:\n"
+      "                      lrt-train's batch: tiny 32 x 128, small 16 x 256, medium 32 x 256 in 4)\n"
       "  --reps N            timed training steps per configuration (default 3, fewer when one\n"
       "                      step would take the configuration past --config-budget-s, at least 2)\n"
       "  --config-budget-s X seconds a training configuration should take (default 40)\n"
@@ -264,7 +239,7 @@ Options parse(int argc, char** argv) {
       usage(2);
     }
   }
-  if (o.reps < 1 || o.batch_tokens < 1) usage(2);
+  if (o.reps < 1 || o.batch_tokens < 0) usage(2);
   std::sort(o.contexts.begin(), o.contexts.end());
   return o;
 }
@@ -307,7 +282,7 @@ GemmRef measure_gemm_ref(int reps, bool with_eigen = true, bool with_blas = true
   (void)with_blas;
 #if BENCH_CBLAS
   auto blas = [&] {
-    lrt_bench_gemm_timer::real_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, A.data(), n, B.data(),
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, A.data(), n, B.data(),
                                      n, 0.f, C2.data(), n);
   };
   // Warm-up: at least 0.2 s per library (buffers, page faults, clock ramp-up).
@@ -386,27 +361,36 @@ Ids random_ids(index_t B, index_t T, index_t V, std::uint64_t seed) {
   return x;
 }
 
+/// lrt's GEMM profile counters (lrt::cpu::set_gemm_profile), installed for the whole child.
+lrt::cpu::GemmProfile& gemm_profile() {
+  static lrt::cpu::GemmProfile p;
+  static const bool installed = (lrt::cpu::set_gemm_profile(&p), true);
+  (void)installed;
+  return p;
+}
+
 struct GemmCounter {
   std::int64_t ns = 0, flops = 0;
   static GemmCounter now() {
     GemmCounter c;
-#if LRT_BENCH_GEMM_TIMER
-    c.ns = lrt_bench_gemm_timer::ns.load();
-    c.flops = lrt_bench_gemm_timer::flops.load();
-#endif
+    c.ns = gemm_profile().ns.load();
+    c.flops = gemm_profile().flops.load();
     return c;
   }
 };
-constexpr bool kGemmTimer = LRT_BENCH_GEMM_TIMER;
+constexpr bool kGemmTimer = true;
 
 /// rows per optimizer step of lrt-train for a preset (examples/runner.hpp preset_batch_rows).
 index_t train_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; }
+/// micro-batch rows of lrt-train for a preset (examples/runner.hpp preset_micro_rows; 0 = one).
+index_t train_micro_rows(const std::string& p) { return p == "medium" ? 8 : 0; }
 
 template <class V, class Sched>
 int train_worker(const Options& o) {
   const lrt::ModelConfig cfg = lrt::preset(o.preset);
-  const index_t T = cfg.sequence_len, Vv = cfg.vocab_size;
-  const index_t B = std::max<index_t>(1, o.batch_tokens / T);
+  const index_t T = cfg.sequence_len;
+  const index_t B = o.batch_tokens > 0 ? std::max<index_t>(1, o.batch_tokens / T) : train_batch_rows(o.preset);
+  const index_t micro = o.batch_tokens > 0 ? 0 : train_micro_rows(o.preset);
   lrt::Model<V, float> model(cfg, 1);
   std::vector<lrt::data::Document> docs;  // B + 1 documents of T random bytes: one row each
   std::mt19937_64 rng(5);
@@ -418,65 +402,50 @@ int train_worker(const Options& o) {
   const auto rows = lrt::data::TokenRows::build(docs, static_cast<int>(T));
   lrt::TrainOptions to;
   to.batch_rows = B;
+  to.micro_rows = micro;
   to.steps = 1000000;  // horizon: keeps the LR multiplier at 1
   lrt::Trainer<V, Sched> trainer(model, rows, to);
-  const Ids x = random_ids(B, T, Vv, 11), y = random_ids(B, T, Vv, 12);
-  double loss = 0;
-  auto forward = [&] {
-    lrt::ad::Graph g;
-    const auto r = lrt::schedule_loss<Sched>(model, x, y);
-    loss = r.loss.value()();
-  };
 
   auto t0 = Clock::now();
   (void)trainer.train_step();  // warm-up: allocations, page faults, the pool
   const double warm = seconds_since(t0);
   int reps = o.reps;
   if (!o.quick)  // fewer timed steps when they would take the configuration past its budget, but >= 2
-    reps = std::max(std::min(2, reps), std::min(reps, static_cast<int>(o.config_budget_s / (1.8 * warm))));
+    reps = std::max(std::min(2, reps), std::min(reps, static_cast<int>(o.config_budget_s / warm)));
 
   lrt::cpu::reset_peak_memory();
   const lrt_bench::OtherLoad load;
-  std::vector<double> ts, tfb, tf;
+  std::vector<double> ts, topt;
   GemmCounter g_sum;
-  double t_sum = 0;
+  double t_sum = 0, loss = 0;
   for (int r = 0; r < reps; ++r) {
     const GemmCounter g0 = GemmCounter::now();
-    t0 = Clock::now();
     const lrt::StepStats s = trainer.train_step();
-    ts.push_back(seconds_since(t0));
+    ts.push_back(s.seconds);
+    topt.push_back(s.optimizer_seconds);
     const GemmCounter g1 = GemmCounter::now();
     g_sum.ns += g1.ns - g0.ns, g_sum.flops += g1.flops - g0.flops, t_sum += ts.back();
     loss = s.loss;
-    tfb.push_back(trainer.time_step_without_update());
-    t0 = Clock::now();
-    forward();
-    tf.push_back(seconds_since(t0));
   }
   const double other = load.cpus();
   const double tensor_peak = double(lrt::cpu::memory_stats().peak_in_use) / (1 << 20);
 
   const int threads = lrt::num_threads();
-  const double step = median(ts), fb = median(tfb), fwd = median(tf);
+  const double step = median(ts), opt = median(topt), fb = std::max(1e-9, step - opt);
   const double tokens = double(B * T);
   const double F = model.flops_per_token(), pf = lrt::pass_factor<Sched, V>();
   const double tps = tokens / step, tps_fb = tokens / fb;
   const double r_ref = o.r_ref * 1e9;
-  const double opt = std::max(0.0, step - fb);
-  const index_t Bt = train_batch_rows(o.preset);
-  const double tps_train = double(Bt * T) / (fb * double(Bt) / double(B) + opt);
   std::string sched = lrt::schedule_spec<Sched>();
   fmt::print(
       "{}{{\"name\":\"train\",\"preset\":\"{}\",\"variant\":\"{}\",\"schedule\":\"{}\",\"threads\":{},"
-      "\"tokens_per_s\":{},\"mfu\":{},\"batch_rows\":{},\"seq_len\":{},\"tokens_per_step\":{},\"step_s\":{},"
-      "\"fwd_bwd_s\":{},\"fwd_s\":{},\"opt_s\":{},\"flops_per_token\":{},\"pass_factor\":{},\"r_ref_gflops\":{},"
-      "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"train_batch_rows\":{},\"tokens_per_s_at_train_batch\":{},"
-      "\"mfu_at_train_batch\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_mib\":{},"
+      "\"tokens_per_s\":{},\"mfu\":{},\"batch_rows\":{},\"micro_rows\":{},\"seq_len\":{},\"tokens_per_step\":{},"
+      "\"step_s\":{},\"fwd_bwd_s\":{},\"opt_s\":{},\"flops_per_token\":{},\"pass_factor\":{},\"r_ref_gflops\":{},"
+      "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_mib\":{},"
       "\"peak_rss_mib\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{}}}\n",
-      kResultPrefix, o.preset, o.variant, sched, threads, json_number(tps), json_number(F * pf * tps / r_ref), B, T,
-      B * T, json_number(step), json_number(fb), json_number(fwd), json_number(opt), json_number(F), pf,
-      json_number(o.r_ref), json_number(tps_fb), json_number(F * pf * tps_fb / r_ref), Bt, json_number(tps_train),
-      json_number(F * pf * tps_train / r_ref),
+      kResultPrefix, o.preset, o.variant, sched, threads, json_number(tps), json_number(F * pf * tps / r_ref), B,
+      micro > 0 ? micro : B, T, B * T, json_number(step), json_number(fb), json_number(opt), json_number(F), pf,
+      json_number(o.r_ref), json_number(tps_fb), json_number(F * pf * tps_fb / r_ref),
       kGemmTimer ? json_number(double(g_sum.ns) * 1e-9 / (t_sum * threads), 4) : std::string("null"),
       kGemmTimer && g_sum.ns > 0 ? json_number(double(g_sum.flops) / double(g_sum.ns), 4) : std::string("null"),
       json_number(tensor_peak, 5), json_number(lrt_bench::proc_status_mib("VmHWM"), 5), json_number(warm), reps,
@@ -667,7 +636,9 @@ struct Report {
     std::string shape, opt = "-";
     double ms;
     if (train) {
-      shape = fmt::format("{}x{}", field(j, "batch_rows"), field(j, "seq_len"));
+      shape = field(j, "micro_rows") < field(j, "batch_rows")
+                  ? fmt::format("{}({})x{}", field(j, "batch_rows"), field(j, "micro_rows"), field(j, "seq_len"))
+                  : fmt::format("{}x{}", field(j, "batch_rows"), field(j, "seq_len"));
       ms = field(j, "step_s") * 1e3;
       opt = fmt_or_dash(100 * field(j, "opt_s") / field(j, "step_s"), "{:.0f}");
     } else {
@@ -720,22 +691,23 @@ int run_parent(const Options& o) {
 #else
   const std::string blas = "not built in";
 #endif
-  const char* backend = LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen";
+  const char* backend = lrt::cpu::gemm_library();
   fmt::print(tab,
-             "lrt-bench: CPU performance (LRT-SPEC §10). lrt GEMM backend {}; presets {}; variants {}; threads {}\n"
+             "lrt-bench: CPU performance (LRT-SPEC §10). lrt GEMM backend {} (SIMD {}); presets {}; variants {}; threads {}\n"
              "R_ref (1024^3 fp32 GEMM, 1 thread, median of {}): Eigen {:.1f}, OpenBLAS {} GFLOP/s -> R_ref {:.1f}\n",
-             backend, join(o.presets), join(o.variants), join_num(o.threads), gemm_reps, g0.eigen, blas, r_ref);
+             backend, Eigen::SimdInstructionSetsInUse(), join(o.presets), join(o.variants), join_num(o.threads),
+             gemm_reps, g0.eigen, blas, r_ref);
   for (int t : o.threads)
     fmt::print(tab, "STREAM triad, {} thread(s), 3 x {} MiB: {:.1f} GB/s (best of {})\n", t, triad_n * 4 >> 20,
                triad[t], triad_reps);
   fmt::print(tab,
-             "train: Trainer::train_step (fwd + bwd + AdamW + Muon), median; MFU = F x pass factor x tokens/s / R_ref; "
+             "train: Trainer::train_step (fwd + bwd + AdamW + Muon) at lrt-train's batch, rows(micro-batch rows) x T, median; MFU = F x pass factor x tokens/s / R_ref; "
              "opt% = optimizer share of the step\n"
              "decode: median over the c/4 steps ending at context c (* = beyond the preset's sequence_len); "
              "bw-frac = tokens/s / (triad / bytes per token)\n"
              "MFU*, bw* = the same against R_ref and triad measured around that configuration (mean of before and "
              "after: the machine's speed drifts)\n"
-             "GEMM% = share of the pool's thread-time inside sgemm, GEMM GF = its GFLOP/s per thread; peak MiB = "
+             "GEMM% = share of the pool's thread-time inside lrt's GEMM calls, GEMM GF = its GFLOP/s per thread; peak MiB = "
              "VmHWM of the configuration's process; other = CPUs used by other processes\n\n");
   Report rep{tab, o.json, {}, 0};
   if (o.json) {
@@ -777,11 +749,12 @@ int run_parent(const Options& o) {
     }
   };
   auto common = [&](const std::string& worker, const std::string& p, const std::string& v, int t) {
-    return std::vector<std::string>{"lrt-bench", "--worker", worker, "--preset", p, "--variant", v,
-                                    "--r-ref", fmt::format("{:.6g}", r_ref), "--triad", fmt::format("{:.6g}", triad[t]),
-                                    "--reps", std::to_string(o.reps), "--batch-tokens", std::to_string(o.batch_tokens),
-                                    "--config-budget-s", fmt::format("{}", o.config_budget_s),
-                                    "--contexts", join_num(o.contexts)};
+    std::vector<std::string> a{"lrt-bench", "--worker", worker, "--preset", p, "--variant", v,
+                               "--r-ref", fmt::format("{:.6g}", r_ref), "--triad", fmt::format("{:.6g}", triad[t]),
+                               "--reps", std::to_string(o.reps), "--config-budget-s", fmt::format("{}", o.config_budget_s),
+                               "--contexts", join_num(o.contexts)};
+    if (o.batch_tokens > 0) a.insert(a.end(), {"--batch-tokens", std::to_string(o.batch_tokens)});
+    return a;
   };
   if (o.train)
     for (const auto& p : o.presets)
@@ -826,12 +799,9 @@ int run_parent(const Options& o) {
           const auto* a = rep.find("train", p, v, o.threads[0]);
           const auto* c = rep.find("train", p, v, o.threads[1]);
           if (a && c)
-            fmt::print(tab,
-                       "train {:<6} {:<8}: {}T/{}T tokens/s {:.2f}x; at lrt-train's {} rows/step (extrapolated): "
-                       "{:.0f} tok/s, MFU {:.3f} ({}T)\n",
-                       p, v, o.threads[1], o.threads[0], field(*c, "tokens_per_s") / field(*a, "tokens_per_s"),
-                       field(*a, "train_batch_rows"), field(*a, "tokens_per_s_at_train_batch"),
-                       field(*a, "mfu_at_train_batch"), o.threads[0]);
+            fmt::print(tab, "train {:<6} {:<8}: {}T/{}T tokens/s {:.2f}x; fwd+bwd alone MFU {:.3f} ({}T)\n", p, v,
+                       o.threads[1], o.threads[0], field(*c, "tokens_per_s") / field(*a, "tokens_per_s"),
+                       field(*a, "mfu_fwd_bwd"), o.threads[0]);
         }
     }
   }

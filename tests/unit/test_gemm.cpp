@@ -142,3 +142,36 @@ TEST_CASE("gemm results do not depend on how the pool splits the rows") {
     CHECK(equal(pooled.view(), serial.view()));
   }
 }
+
+TEST_CASE_TEMPLATE("single-row gemm (decode's matrix-vector path) matches a naive loop", T, float, double) {
+  // M = 1 with a contiguous row bypasses the BLAS (cpu::detail::gemv_row): both weight layouts,
+  // alpha/beta, K around the lane count, a row taken from a wider matrix, NaN in C with beta = 0.
+  std::mt19937 rng(17);
+  for (index_t K : {1, 15, 16, 17, 33, 200, 513})
+    for (index_t N : {1, 7, 64}) {
+      CAPTURE(K); CAPTURE(N);
+      // float sums of K products: rounding error grows with K (|x||b| ~ K / 3 here)
+      const double tol = (std::is_same_v<T, float> ? 1e-5 : 1e-12) * std::max(1.0, double(K) / 32);
+      Tensor<T, 2> wide(Shape<2>{3, K + 5}), b(Shape<2>{K, N}), bt(Shape<2>{N, K});
+      fill_random(wide, rng); fill_random(b, rng);
+      bt = b.t();
+      const auto x = wide.slice(0, 1, 2).slice(1, 2, K + 2);  // (1, K), row stride K + 5
+      const auto expect = ref_mm<T>(x, b);
+      for (bool trans_b : {false, true}) {
+        CAPTURE(trans_b);
+        const TensorView<const T, 2> bv = trans_b ? bt.t() : b.view();
+        Tensor<T, 2> c(Shape<2>{1, N});
+        c.fill(std::numeric_limits<T>::quiet_NaN());
+        lrt::gemm(c, x, bv);
+        check_close(c, expect, tol, tol);
+        Tensor<T, 2> c2 = Tensor<T, 2>::full(Shape<2>{1, N}, T(4));
+        lrt::gemm(c2, x, bv, T(-1.5), T(0.25));  // C = -1.5 x op(B) + 0.25 C
+        Tensor<double, 2> e2 = expect * -1.5 + 1.0;
+        check_close(c2, e2, tol, tol);
+        Tensor<T, 2> c3 = Tensor<T, 2>::full(Shape<2>{1, N}, T(2));
+        lrt::gemm(c3, x, bv, T(1), T(1));  // accumulate
+        Tensor<double, 2> e3 = expect + 2.0;
+        check_close(c3, e3, tol, tol);
+      }
+    }
+}

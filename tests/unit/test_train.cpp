@@ -63,6 +63,8 @@ TEST_CASE("train: overfitting one batch drives the loss near zero") {
     const auto s = tr.train_step();
     if (s.step == 0) first = s.loss;
     last = s.loss;
+    REQUIRE(s.optimizer_seconds > 0);  // the AdamW + Muon part of the step's time
+    REQUIRE(s.optimizer_seconds < s.seconds);
   }
   CHECK(first == doctest::Approx(std::log(257.0)).epsilon(0.01));  // uniform at init (lm_head ~ 0)
   CHECK(last < 0.01);

@@ -47,6 +47,7 @@ struct StepStats {
   double loss = 0;        // mean training loss of the step (over its micro-batches)
   index_t tokens = 0;     // tokens processed
   double seconds = 0;
+  double optimizer_seconds = 0;  // of `seconds`: the AdamW and Muon updates
   float lr_multiplier = 1;
 };
 
@@ -117,9 +118,11 @@ class Trainer {
     s.loss = loss;
     s.tokens = tokens_per_step();
     s.lr_multiplier = optim::lr_multiplier(step_, o_.steps, o_.warmdown_frac);
+    const auto t_opt = std::chrono::steady_clock::now();
     adamw_.step(s.lr_multiplier);
     muon_->step(s.lr_multiplier, optim::muon_momentum(step_),
                 optim::muon_weight_decay(step_, o_.steps, o_.muon_weight_decay));
+    s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
     m_->zero_grad();
     ++step_;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

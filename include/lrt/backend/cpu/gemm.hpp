@@ -1,10 +1,18 @@
 // lrt/backend/cpu/gemm.hpp: CPU GEMM through Eigen, or through OpenBLAS's cblas when lrt is
-// built with LRT_USE_OPENBLAS (measured faster on the reference machine; see README). Either
-// library runs single-threaded: lrt's own pool splits the work (over batches, else over rows
-// of C, in fixed blocks so that results do not depend on the thread count), so no BLAS or
-// OpenMP pool ever runs beside it.
+// built with LRT_USE_OPENBLAS, whichever is faster for the instruction set the code is compiled
+// for: OpenBLAS for SSE/AVX2 builds, Eigen when Eigen itself vectorises with AVX-512 (a
+// -march=native build on an AVX-512 machine: Eigen 124 vs OpenBLAS 93 GFLOP/s on 1024^3 on the
+// reference machine, whose OpenBLAS runs its Haswell kernels). Define LRT_PREFER_OPENBLAS to keep
+// OpenBLAS anyway. A single row (M = 1, decoding one token) bypasses both: gemv_row streams the
+// weights once. Either library runs single-threaded: lrt's own pool splits the work (over
+// batches, else over rows of C, in fixed blocks so that results do not depend on the thread
+// count), so no BLAS or OpenMP pool ever runs beside it.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <mutex>
 
 #include <Eigen/Core>
@@ -20,8 +28,38 @@ extern "C" void openblas_set_num_threads(int);
 #define LRT_HAS_OPENBLAS 0
 #endif
 
+#if LRT_HAS_OPENBLAS && (!defined(EIGEN_VECTORIZE_AVX512) || defined(LRT_PREFER_OPENBLAS))
+#define LRT_GEMM_OPENBLAS 1  // lrt's GEMMs run on OpenBLAS
+#else
+#define LRT_GEMM_OPENBLAS 0  // lrt's GEMMs run on Eigen
+#endif
+
 namespace lrt {
 inline namespace v0 {
+namespace cpu {
+
+/// The library behind lrt's CPU GEMMs in this build ("OpenBLAS" or "Eigen").
+inline constexpr const char* gemm_library() noexcept { return LRT_GEMM_OPENBLAS ? "OpenBLAS" : "Eigen"; }
+
+/// Counters for profiling: while installed with set_gemm_profile, every single-threaded GEMM
+/// call (each row block of a split GEMM, each gemv) adds its time and flops. For benchmarks;
+/// costs two clock reads per call when installed, one atomic load when not.
+struct GemmProfile {
+  std::atomic<std::int64_t> ns{0}, flops{0}, calls{0};
+};
+
+namespace detail {
+inline std::atomic<GemmProfile*>& gemm_profile_slot() noexcept {
+  static std::atomic<GemmProfile*> slot{nullptr};
+  return slot;
+}
+}  // namespace detail
+
+/// Installs (or, with nullptr, removes) the GEMM profile counters; returns the previous ones.
+inline GemmProfile* set_gemm_profile(GemmProfile* p) noexcept { return detail::gemm_profile_slot().exchange(p); }
+
+}  // namespace cpu
+
 namespace cpu::detail {
 
 /// Once per process: make Eigen (if built with OpenMP) and OpenBLAS single-threaded.
@@ -67,11 +105,58 @@ void eigen_gemm(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, co
   });
 }
 
+/// Lanes of the matrix-vector kernels: independent partial sums the compiler keeps in vector
+/// registers whatever the instruction set (16 measured best with SSE2, AVX2 and AVX-512 builds).
+inline constexpr int gemv_lanes = 16;
+
+/// sum_k x[k] w[k] in gemv_lanes interleaved partial sums, folded pairwise (a fixed order).
+template <class T>
+inline T dot_lanes(index_t K, const T* __restrict x, const T* __restrict w) {
+  constexpr int L = gemv_lanes;
+  T acc[L] = {};
+  index_t k = 0;
+  for (; k + L <= K; k += L)
+    for (int l = 0; l < L; ++l) acc[l] += x[k + l] * w[k + l];
+  for (int h = L / 2; h > 0; h /= 2)
+    for (int l = 0; l < h; ++l) acc[l] += acc[l + h];
+  T s = acc[0];
+  for (; k < K; ++k) s += x[k] * w[k];
+  return s;
+}
+
+/// C (1, N) = alpha x (1, K) op(B) + beta C for a contiguous row x: a single row streams the
+/// weights once, which is bandwidth-bound; BLAS GEMMs pack B first and reach a third of the
+/// bandwidth at M = 1 (OpenBLAS 0.3.21, lrt-bench's decode rows), sgemv about two thirds.
+/// op(B) = B^T (B stored (N, K), the layout of every Linear weight): one dot product per row;
+/// op(B) = B (stored (K, N)): rows of B accumulated into C in order of k.
+template <class T>
+void gemv_row(index_t N, index_t K, T alpha, const T* x, const MatRef<T>& b, T beta, T* C) {
+  if (b.trans) {
+    for (index_t n = 0; n < N; ++n) {
+      const T s = alpha * dot_lanes(K, x, b.p + n * b.ld);
+      C[n] = beta == T(0) ? s : s + beta * C[n];
+    }
+    return;
+  }
+  if (beta == T(0)) std::fill(C, C + N, T(0));
+  else if (beta != T(1)) for (index_t n = 0; n < N; ++n) C[n] *= beta;
+  for (index_t k = 0; k < K; ++k) {
+    const T xk = alpha * x[k];
+    const T* __restrict row = b.p + k * b.ld;
+    T* __restrict c = C;
+    for (index_t n = 0; n < N; ++n) c[n] += xk * row[n];
+  }
+}
+
 /// One single-threaded GEMM on the fastest available library.
 template <class T>
-void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b,
-           T beta, T* C, index_t ldc) {
-#if LRT_HAS_OPENBLAS
+void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b,
+               T beta, T* C, index_t ldc) {
+  if (M == 1 && K > 0 && !a.trans) {
+    gemv_row(N, K, alpha, a.p, b, beta, C);
+    return;
+  }
+#if LRT_GEMM_OPENBLAS
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (K > 0) {
       const auto ta = a.trans ? CblasTrans : CblasNoTrans, tb = b.trans ? CblasTrans : CblasNoTrans;
@@ -89,6 +174,20 @@ void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const M
   }
 #endif
   eigen_gemm(M, N, K, alpha, a, b, beta, C, ldc);
+}
+
+/// gemm1_run, counted in the GemmProfile when one is installed.
+template <class T>
+void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b,
+           T beta, T* C, index_t ldc) {
+  GemmProfile* prof = gemm_profile_slot().load(std::memory_order_relaxed);
+  if (!prof) return gemm1_run(M, N, K, alpha, a, b, beta, C, ldc);
+  const auto t0 = std::chrono::steady_clock::now();
+  gemm1_run(M, N, K, alpha, a, b, beta, C, ldc);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
+  prof->flops.fetch_add(2 * std::int64_t(M) * std::int64_t(N) * std::int64_t(K), std::memory_order_relaxed);
+  prof->calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace cpu::detail
