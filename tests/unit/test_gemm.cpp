@@ -130,16 +130,23 @@ TEST_CASE("gemm shape errors") {
 TEST_CASE("gemm results do not depend on how the pool splits the rows") {
   // The same GEMM run serially (inside a pool task, where lrt never splits) and on the pool.
   std::mt19937 rng(31);
+  // M = 1 with N K >= 2^16: decode's single-row product, split by columns on the pool.
   for (auto [M, K, N] : {std::tuple{64, 637, 64}, std::tuple{300, 200, 150}, std::tuple{1000, 64, 96},
-                         std::tuple{257, 129, 33}}) {
-    Tensor<float, 2> a(Shape<2>{M, K}), b(Shape<2>{K, N});
+                         std::tuple{257, 129, 33}, std::tuple{1, 512, 700}, std::tuple{1, 300, 257}}) {
+    Tensor<float, 2> a(Shape<2>{M, K}), b(Shape<2>{K, N}), bt(Shape<2>{N, K});
     fill_random(a, rng);
     fill_random(b, rng);
-    Tensor<float, 2> pooled = lrt::matmul(a, b), serial(Shape<2>{M, N});
-    lrt::parallel_for(2, 1, [&](index_t b0, index_t) {
-      if (b0 == 0) lrt::gemm(serial, a, b);
-    });
-    CHECK(equal(pooled.view(), serial.view()));
+    bt = b.t();
+    for (bool trans_b : {false, true}) {
+      CAPTURE(M); CAPTURE(trans_b);
+      const TensorView<const float, 2> bv = trans_b ? bt.t() : b.view();
+      Tensor<float, 2> pooled = lrt::matmul(a, bv), serial(Shape<2>{M, N});
+      lrt::parallel_for(2, 1, [&](index_t b0, index_t) {
+        if (b0 == 0) lrt::gemm(serial, a, bv);
+      });
+      CHECK(equal(pooled.view(), serial.view()));
+      if (M == 1) check_close(pooled, ref_mm<float>(a, bv), 1e-4, 1e-4);
+    }
   }
 }
 
