@@ -72,6 +72,21 @@ double median_seconds(F&& f, int reps) {
 }
 
 /// A field of /proc/self/status in MiB (VmRSS, VmHWM, ...), or -1 where unavailable.
+/// A number field of /proc/self/status as written (e.g. "Threads"), or -1.
+inline double proc_status_value(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string k = std::string(key) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(k, 0) == 0) {
+      std::istringstream in(line.substr(k.size()));
+      double v = -1;
+      in >> v;
+      return v;
+    }
+  return -1;
+}
+
 inline double proc_status_mib(const char* key) {
   std::ifstream f("/proc/self/status");
   std::string line;

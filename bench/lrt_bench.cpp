@@ -442,13 +442,14 @@ int train_worker(const Options& o) {
       "\"tokens_per_s\":{},\"mfu\":{},\"batch_rows\":{},\"micro_rows\":{},\"seq_len\":{},\"tokens_per_step\":{},"
       "\"step_s\":{},\"fwd_bwd_s\":{},\"opt_s\":{},\"flops_per_token\":{},\"pass_factor\":{},\"r_ref_gflops\":{},"
       "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_mib\":{},"
-      "\"peak_rss_mib\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{}}}\n",
+      "\"peak_rss_mib\":{},\"os_threads\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{}}}\n",
       kResultPrefix, o.preset, o.variant, sched, threads, json_number(tps), json_number(F * pf * tps / r_ref), B,
       micro > 0 ? micro : B, T, B * T, json_number(step), json_number(fb), json_number(opt), json_number(F), pf,
       json_number(o.r_ref), json_number(tps_fb), json_number(F * pf * tps_fb / r_ref),
       kGemmTimer ? json_number(double(g_sum.ns) * 1e-9 / (t_sum * threads), 4) : std::string("null"),
       kGemmTimer && g_sum.ns > 0 ? json_number(double(g_sum.flops) / double(g_sum.ns), 4) : std::string("null"),
-      json_number(tensor_peak, 5), json_number(lrt_bench::proc_status_mib("VmHWM"), 5), json_number(warm), reps,
+      json_number(tensor_peak, 5), json_number(lrt_bench::proc_status_mib("VmHWM"), 5),
+      json_number(lrt_bench::proc_status_value("Threads")), json_number(warm), reps,
       json_number(loss), json_number(other, 3));
   std::fflush(stdout);
   return 0;
@@ -560,6 +561,9 @@ Child spawn(const std::vector<std::string>& args, int threads) {
     close(fd[0]);
     close(fd[1]);
     setenv("LRT_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    // OpenBLAS (linked for R_ref, and lrt's GEMM in non-AVX-512 builds) otherwise starts an idle
+    // pool of nproc - 1 threads when it loads; lrt calls it single-threaded either way.
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -782,6 +786,23 @@ int run_parent(const Options& o) {
   fmt::print(tab, "drift: R_ref at the end {:.1f} GFLOP/s ({:+.0f}%), triad {} thread(s) {:.1f} GB/s ({:+.0f}%)\n",
              g1.best(), 100 * (g1.best() / r_ref - 1), o.threads.front(), triad_end,
              100 * (triad_end / triad[o.threads.front()] - 1));
+  // One pool at a time: a training child's OS threads are lrt's pool (LRT_NUM_THREADS, the
+  // calling thread included) plus whatever a BLAS started (children run with
+  // OPENBLAS_NUM_THREADS=1; lrt calls any BLAS single-threaded).
+  if (o.train) {
+    std::string seen;
+    for (int t : o.threads) {
+      double lo = 1e9, hi = -1;
+      for (const auto& j : rep.rows)
+        if (sfield(j, "name") == "train" && field(j, "threads") == t && field(j, "os_threads") > 0)
+          lo = std::min(lo, field(j, "os_threads")), hi = std::max(hi, field(j, "os_threads"));
+      if (hi > 0) seen += fmt::format("{}LRT_NUM_THREADS={}: {}", seen.empty() ? "" : ", ", t,
+                                      lo == hi ? fmt::format("{:.0f}", lo) : fmt::format("{:.0f}-{:.0f}", lo, hi));
+    }
+    if (!seen.empty())
+      fmt::print(tab, "OS threads per training process ({} GEMM, single-threaded inside lrt's pool): {}\n",
+                 lrt::cpu::gemm_library(), seen);
+  }
   if (o.train) {
     for (const auto& p : o.presets) {
       std::string line;

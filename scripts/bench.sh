@@ -2,17 +2,14 @@
 # The CPU performance table (issue 6; LRT-SPEC §10): set up, build lrt-bench with the `release`
 # preset (-march=native: Eigen's AVX-512 GEMM where the CPU has it, the fastest GEMM on the
 # reference machine) and run it. Arguments go to lrt-bench (e.g. --quick, --json,
-# --presets small, --threads 1). About 15 minutes on the 2-vCPU reference machine.
+# --presets small, --threads 1). About 8 minutes on the 2-vCPU reference machine.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/root}/.cache/lrt-ccache}"
-mkdir -p "$CCACHE_DIR"
-if ! command -v nvcc >/dev/null 2>&1 && [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export CUDACXX=/usr/local/cuda/bin/nvcc
-fi
+# shellcheck source=build_env.sh
+source "$root/scripts/build_env.sh"
 
 bash "$root/scripts/setup.sh" </dev/null
 cmake --preset release </dev/null >/dev/null

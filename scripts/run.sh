@@ -11,11 +11,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/root}/.cache/lrt-ccache}"
-mkdir -p "$CCACHE_DIR"
-if ! command -v nvcc >/dev/null 2>&1 && [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export CUDACXX=/usr/local/cuda/bin/nvcc
-fi
+# shellcheck source=build_env.sh
+source "$root/scripts/build_env.sh"
 
 bash "$root/scripts/setup.sh" --corpus </dev/null
 brown="$(bash "$root/scripts/get_corpus.sh" </dev/null | tail -n 1)"
