@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "../../tensor/linalg.hpp"
 #include "../nn_backend.hpp"
 #include "gemm.hpp"
@@ -105,6 +107,15 @@ void for_each_item(index_t n, F&& f) {
   });
 }
 
+/// x[j] = exp(x[j] - shift) for j < n, through Eigen's vectorised exp (SIMD polynomial, within
+/// a few ulp of libm's; libm's scalar expf was 4-5% of a tiny training step).
+template <class T>
+inline void vexp_shifted(T* x, index_t n, T shift) {
+  if (n <= 0) return;
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> a(x, n);
+  a = (a - shift).exp();
+}
+
 /// One forward softmax row in place: row[j] = exp(s_j - m) on the allowed keys [lo, hi) (m their
 /// maximum), exact zeros elsewhere. Writes m to *max and returns the sum of the row.
 // row: (cols)
@@ -112,7 +123,7 @@ template <class T>
 T masked_exp_row(T* row, index_t cols, index_t lo, index_t hi, T* max) {
   const T m = *std::max_element(row + lo, row + hi);
   std::fill(row, row + lo, T(0));
-  for (index_t j = lo; j < hi; ++j) row[j] = std::exp(row[j] - m);
+  vexp_shifted(row + lo, hi - lo, m);
   std::fill(row + hi, row + cols, T(0));
   *max = m;
   return pairwise_sum(row + lo, hi - lo, index_t{1});
@@ -124,7 +135,7 @@ T masked_exp_row(T* row, index_t cols, index_t lo, index_t hi, T* max) {
 template <class T>
 void probability_row(T* row, index_t cols, index_t lo, index_t hi, T lse) {
   std::fill(row, row + lo, T(0));
-  for (index_t j = lo; j < hi; ++j) row[j] = std::exp(row[j] - lse);
+  vexp_shifted(row + lo, hi - lo, lse);
   std::fill(row + hi, row + cols, T(0));
 }
 
