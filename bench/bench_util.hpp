@@ -71,7 +71,6 @@ double median_seconds(F&& f, int reps) {
   return median(std::move(t));
 }
 
-/// A field of /proc/self/status in MiB (VmRSS, VmHWM, ...), or -1 where unavailable.
 /// A number field of /proc/self/status as written (e.g. "Threads"), or -1.
 inline double proc_status_value(const char* key) {
   std::ifstream f("/proc/self/status");
@@ -87,18 +86,10 @@ inline double proc_status_value(const char* key) {
   return -1;
 }
 
+/// A field of /proc/self/status in MiB (VmRSS, VmHWM, ...), or -1 where unavailable.
 inline double proc_status_mib(const char* key) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  const std::string k = std::string(key) + ":";
-  while (std::getline(f, line))
-    if (line.rfind(k, 0) == 0) {
-      std::istringstream in(line.substr(k.size()));
-      double kb = -1;
-      in >> kb;
-      return kb < 0 ? -1 : kb / 1024.0;
-    }
-  return -1;
+  const double kb = proc_status_value(key);
+  return kb < 0 ? -1 : kb / 1024.0;
 }
 
 /// A number for a JSON line: `null` when it is not finite (JSON has no inf or nan).
