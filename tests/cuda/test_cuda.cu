@@ -8,6 +8,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -113,6 +115,91 @@ TEST_CASE("cuda: caching allocator") {
   const auto s3 = lrt::cuda::allocator_stats();
   CHECK(s3.cached_bytes == 0);
   CHECK(s3.device_frees == s2.device_frees + 1);
+}
+
+namespace {
+using namespace lrt_conformance;
+
+/// x with its float encoding rounded to nearest even at `keep` bits (bf16: 16, tf32: 19).
+float round_bits(float x, int keep) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const int drop = 32 - keep;
+  u = (u + ((std::uint32_t{1} << (drop - 1)) - 1) + ((u >> drop) & 1u)) & ~((std::uint32_t{1} << drop) - 1);
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+
+/// Batched (nb, M, K) x (nb, K, N) under precision p against a double reference: the error of
+/// each element is within rel * sum_k |a b| (rel = the input rounding's bound, with room for
+/// truncation), and (emulator only) equal to a float loop over rounded inputs.
+void check_gemm_precision(lrt::cuda::MatmulPrecision p, index_t nb, index_t M, index_t N, index_t K) {
+  const auto va = random_vec<float>(static_cast<std::size_t>(nb * M * K), 91);
+  const auto vb = random_vec<float>(static_cast<std::size_t>(nb * K * N), 92);
+  std::vector<float> got;
+  {
+    const lrt::cuda::MatmulPrecisionScope scope(p);
+    CHECK(lrt::cuda::matmul_precision() == p);
+    if (nb == 1)
+      got = download(lrt::matmul(upload<G>(Shape<2>{M, K}, va), upload<G>(Shape<2>{K, N}, vb)));
+    else
+      got = download(lrt::matmul(upload<G>(Shape<3>{nb, M, K}, va), upload<G>(Shape<3>{nb, K, N}, vb)));
+  }
+  CHECK(lrt::cuda::matmul_precision() == lrt::cuda::MatmulPrecision::fp32);  // restored
+  const bool bf16 = p == lrt::cuda::MatmulPrecision::bf16;
+  const double rel = bf16 ? 0x1p-6 : 0x1p-9;  // 2 x the truncation bound of one input, + fp32 sums
+  const int keep = bf16 ? 16 : 19;
+  std::size_t bad = 0, inexact = 0, differs_from_fp32 = 0;
+  for (index_t b = 0; b < nb; ++b)
+    for (index_t i = 0; i < M; ++i)
+      for (index_t j = 0; j < N; ++j) {
+        double exact = 0, mag = 0;
+        float rounded = 0;
+        for (index_t k = 0; k < K; ++k) {
+          const float x = va[static_cast<std::size_t>((b * M + i) * K + k)];
+          const float y = vb[static_cast<std::size_t>((b * K + k) * N + j)];
+          exact += double(x) * double(y);
+          mag += std::abs(double(x) * double(y));
+          rounded += round_bits(x, keep) * round_bits(y, keep);
+        }
+        const float g = got[static_cast<std::size_t>((b * M + i) * N + j)];
+        bad += !(std::abs(double(g) - exact) <= rel * mag + 1e-6);
+        inexact += g != rounded;
+        differs_from_fp32 += std::abs(double(g) - exact) > 1e-5 * mag + 1e-7;
+      }
+  INFO(lrt::cuda::to_string(p) << " (" << nb << ", " << M << ", " << N << ", " << K << ")");
+  CHECK(bad == 0);
+#if defined(LRT_CUDA_EMULATOR)
+  CHECK(inexact == 0);  // the emulator rounds to nearest even, as the reference loop does
+  CHECK(differs_from_fp32 > 0);
+#else
+  MESSAGE(lrt::cuda::to_string(p) << ": " << differs_from_fp32 << " of " << got.size()
+                                  << " elements differ from fp32 beyond 1e-5 (cuBLAS may or may not down-convert)");
+#endif
+}
+}  // namespace
+
+TEST_CASE("cuda: float GEMMs in tf32 and bf16 (fp32 in and out), scoped and restored") {
+  using P = lrt::cuda::MatmulPrecision;
+  CHECK(lrt::cuda::matmul_precision() == P::fp32);
+  CHECK(lrt::cuda::parse_matmul_precision("bf16") == P::bf16);
+  CHECK(lrt::cuda::parse_matmul_precision("tf32") == P::tf32);
+  CHECK(std::string(lrt::cuda::to_string(P::fp32)) == "fp32");
+  check_message([] { (void)lrt::cuda::parse_matmul_precision("fp16"); }, "cuda",
+                "[cuda] unknown matmul precision 'fp16'", "fp32, tf32 or bf16");
+  for (P p : {P::bf16, P::tf32}) {
+    check_gemm_precision(p, 1, 37, 53, 29);
+    check_gemm_precision(p, 3, 16, 24, 40);  // strided-batched
+  }
+  {  // double GEMMs ignore the setting
+    const lrt::cuda::MatmulPrecisionScope scope(P::bf16);
+    const auto va = random_vec<double>(6 * 5, 3), vb = random_vec<double>(5 * 4, 4);
+    const auto got = download(lrt::matmul(upload<G>(Shape<2>{6, 5}, va), upload<G>(Shape<2>{5, 4}, vb)));
+    const auto want = ref_matmul(6, 4, 5, [&](index_t i, index_t k) { return va[i * 5 + k]; },
+                                 [&](index_t k, index_t j) { return vb[k * 4 + j]; });
+    check_close(got, want, 1e-12, "double under bf16");
+  }
 }
 
 int main(int argc, char** argv) {

@@ -4,11 +4,16 @@
 // 0, as in cuBLAS). Arguments are checked as cuBLAS does (CUBLAS_STATUS_INVALID_VALUE for bad
 // sizes, leading dimensions or operations; CUBLAS_STATUS_NOT_INITIALIZED without a handle), and
 // the matrices must lie in device memory (CUBLAS_STATUS_EXECUTION_FAILED otherwise: the GPU
-// would fault).
+// would fault). cublasGemmEx / cublasGemmStridedBatchedEx take float matrices with the compute
+// types 32F (exact as Sgemm), 32F_FAST_16BF (every element of A and B rounded to bfloat16, to
+// nearest even, before the products) and 32F_FAST_TF32 (rounded to TF32 likewise); other types
+// give CUBLAS_STATUS_NOT_SUPPORTED.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "cuda_runtime.h"
 
@@ -22,6 +27,18 @@ enum cublasStatus_t {
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasPointerMode_t { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 };
+
+// library_types.h / cublas_api.h values.
+typedef enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType;
+enum cublasComputeType_t {
+  CUBLAS_COMPUTE_32F = 68,
+  CUBLAS_COMPUTE_32F_PEDANTIC = 69,
+  CUBLAS_COMPUTE_64F = 70,
+  CUBLAS_COMPUTE_32F_FAST_16F = 74,
+  CUBLAS_COMPUTE_32F_FAST_16BF = 75,
+  CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+};
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -73,8 +90,34 @@ namespace lrt_cuda_emu {
 
 /// GEMM calls made (batched ones count once).
 inline std::uint64_t gemm_calls = 0;
+/// Of those, the calls that rounded their inputs (cublasGemmEx with a FAST_16BF / FAST_TF32 type).
+inline std::uint64_t gemm_rounded_calls = 0;
 
 namespace detail {
+
+/// How an input element is rounded before the products (FAST_16BF, FAST_TF32 compute types).
+enum class InputRounding { none, bf16, tf32 };
+
+/// x rounded to nearest (ties to even) keeping the top `keep` bits of its float encoding.
+inline float round_float_bits(float x, int keep) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, NaN unchanged
+  const int drop = 32 - keep;
+  const std::uint32_t half = (std::uint32_t{1} << (drop - 1)) - 1, lsb = (u >> drop) & 1u;
+  u = (u + half + lsb) & ~((std::uint32_t{1} << drop) - 1);
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+template <class T>
+T round_input(T x, InputRounding r) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (r == InputRounding::bf16) return round_float_bits(x, 16);  // 8 exponent + 7 mantissa bits
+    if (r == InputRounding::tf32) return round_float_bits(x, 19);  // 8 exponent + 10 mantissa bits
+  }
+  return x;
+}
 
 /// Bytes spanned by a column-major r x c matrix with leading dimension ld (0 if empty).
 inline std::size_t matrix_span(long long r, long long c, long long ld, std::size_t elem) {
@@ -85,7 +128,8 @@ inline std::size_t matrix_span(long long r, long long c, long long ld, std::size
 template <class T>
 cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                     int k, const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb,
-                    long long sb, const T* beta, T* C, int ldc, long long sc, int batch) {
+                    long long sb, const T* beta, T* C, int ldc, long long sc, int batch,
+                    InputRounding rounding = InputRounding::none) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
   const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;  // A as stored
@@ -97,6 +141,7 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
   if (h->mode != CUBLAS_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   ++gemm_calls;
+  if (rounding != InputRounding::none) ++gemm_rounded_calls;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   const T al = *alpha, be = *beta;
   for (int b = 0; b < batch; ++b) {
@@ -117,13 +162,27 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
                                           : Ab[l + static_cast<long long>(i) * lda];
             const T x = tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb]
                                           : Bb[j + static_cast<long long>(l) * ldb];
-            acc += a * x;
+            acc += round_input(a, rounding) * round_input(x, rounding);
           }
         T& c = Cb[i + static_cast<long long>(j) * ldc];
         c = be == T(0) ? al * acc : al * acc + be * c;
       }
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+/// cublasGemmEx's checks for the types the emulator supports; sets the input rounding.
+inline cublasStatus_t gemm_ex_types(cudaDataType at, cudaDataType bt, cudaDataType ct,
+                                    cublasComputeType_t comp, cublasGemmAlgo_t algo,
+                                    InputRounding& r) {
+  if (at != CUDA_R_32F || bt != CUDA_R_32F || ct != CUDA_R_32F || algo != CUBLAS_GEMM_DEFAULT)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  switch (comp) {
+    case CUBLAS_COMPUTE_32F: r = InputRounding::none; return CUBLAS_STATUS_SUCCESS;
+    case CUBLAS_COMPUTE_32F_FAST_16BF: r = InputRounding::bf16; return CUBLAS_STATUS_SUCCESS;
+    case CUBLAS_COMPUTE_32F_FAST_TF32: r = InputRounding::tf32; return CUBLAS_STATUS_SUCCESS;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
 }
 
 }  // namespace detail
@@ -159,4 +218,31 @@ inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperatio
                                                 int ldc, long long sc, int batch) {
   return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C,
                                     ldc, sc, batch);
+}
+
+inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                                 cublasOperation_t tb, int m, int n, int k,
+                                                 const void* alpha, const void* A, cudaDataType at,
+                                                 int lda, long long sa, const void* B,
+                                                 cudaDataType bt, int ldb, long long sb,
+                                                 const void* beta, void* C, cudaDataType ct,
+                                                 int ldc, long long sc, int batch,
+                                                 cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+  lrt_cuda_emu::detail::InputRounding r{};
+  if (const cublasStatus_t s = lrt_cuda_emu::detail::gemm_ex_types(at, bt, ct, comp, algo, r);
+      s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, static_cast<const float*>(alpha),
+                                    static_cast<const float*>(A), lda, sa,
+                                    static_cast<const float*>(B), ldb, sb,
+                                    static_cast<const float*>(beta), static_cast<float*>(C), ldc,
+                                    sc, batch, r);
+}
+inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                   int m, int n, int k, const void* alpha, const void* A,
+                                   cudaDataType at, int lda, const void* B, cudaDataType bt,
+                                   int ldb, const void* beta, void* C, cudaDataType ct, int ldc,
+                                   cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta,
+                                    C, ct, ldc, 0, 1, comp, algo);
 }

@@ -2,11 +2,24 @@
 // cuBLAS is column-major: a row-major C (M, N) is a column-major C^T (N, M), and
 // C^T = op(B)^T op(A)^T, so every call passes (N, M, K) and B before A; a MatRef that is
 // read transposed maps to CUBLAS_OP_T. One handle per process, bound to lrt's stream, in
-// cuBLAS's default math mode (full FP32: no TF32 unless the user opts in through cuBLAS).
-// K == 0 is handled here (C = beta * C, or 0 when beta == 0) without calling cuBLAS.
+// cuBLAS's default math mode. K == 0 is handled here (C = beta * C, or 0 when beta == 0) without
+// calling cuBLAS.
+//
+// Precision of float GEMMs (process-wide, set_matmul_precision / MatmulPrecisionScope):
+//   fp32 (default)  cublasSgemm: full FP32
+//   tf32            cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded to TF32
+//   bf16            cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_16BF: inputs rounded to bfloat16 on the
+//                   tensor cores, FP32 accumulation and output
+// Tensors, master weights, optimizer state and every other kernel stay float32 in all three
+// ("bf16 matmuls with fp32 master weights"); the setting covers every float GEMM, the model's and
+// Muon's. cuBLAS is allowed, not required, to down-convert, so a result may be more exact than
+// the mode says. Double GEMMs are always FP64.
 #pragma once
 
+#include <atomic>
 #include <climits>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "../../tensor/linalg.hpp"
@@ -17,6 +30,51 @@
 namespace lrt {
 inline namespace v0 {
 namespace cuda {
+
+/// How float GEMMs run on the GPU (see the top of this file).
+enum class MatmulPrecision { fp32, tf32, bf16 };
+
+namespace detail {
+inline std::atomic<MatmulPrecision>& matmul_precision_slot() {
+  static std::atomic<MatmulPrecision> p{MatmulPrecision::fp32};
+  return p;
+}
+}  // namespace detail
+
+/// The precision of float GEMMs from now on, for the whole process (all threads).
+inline void set_matmul_precision(MatmulPrecision p) { detail::matmul_precision_slot().store(p); }
+/// The current precision of float GEMMs (fp32 unless set).
+inline MatmulPrecision matmul_precision() { return detail::matmul_precision_slot().load(); }
+
+/// "fp32", "tf32" or "bf16".
+inline const char* to_string(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::fp32: return "fp32";
+    case MatmulPrecision::tf32: return "tf32";
+    case MatmulPrecision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+/// Parses "fp32", "tf32" or "bf16"; anything else is an lrt::Error naming the choices.
+inline MatmulPrecision parse_matmul_precision(std::string_view s) {
+  if (s == "fp32") return MatmulPrecision::fp32;
+  if (s == "tf32") return MatmulPrecision::tf32;
+  if (s == "bf16") return MatmulPrecision::bf16;
+  throw Error("cuda", "unknown matmul precision '" + std::string(s) + "' (expected fp32, tf32 or bf16)");
+}
+
+/// Sets the float GEMM precision for its lifetime and restores the previous one after.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision p) : old_(matmul_precision()) { set_matmul_precision(p); }
+  ~MatmulPrecisionScope() { set_matmul_precision(old_); }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision old_;
+};
 
 /// The cuBLAS handle lrt uses (created at first call on lrt's stream, never destroyed).
 inline cublasHandle_t cublas_handle() {
@@ -76,6 +134,23 @@ struct GemmBackend<cuda::Device> {
     const cublasOperation_t op_b = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasHandle_t h = cuda::cublas_handle();
+    if constexpr (std::is_same_v<T, float>) {
+      const cuda::MatmulPrecision prec = cuda::matmul_precision();
+      if (prec != cuda::MatmulPrecision::fp32) {
+        const cublasComputeType_t ct = prec == cuda::MatmulPrecision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                                           : CUBLAS_COMPUTE_32F_FAST_TF32;
+        if (batch == 1) {
+          LRT_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b.p, CUDA_R_32F, ldb, a.p, CUDA_R_32F,
+                                        lda, &beta, C, CUDA_R_32F, ldc_, ct, CUBLAS_GEMM_DEFAULT));
+        } else {
+          LRT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+              h, op_b, op_a, n, m, k, &alpha, b.p, CUDA_R_32F, ldb, static_cast<long long>(sb), a.p,
+              CUDA_R_32F, lda, static_cast<long long>(sa), &beta, C, CUDA_R_32F, ldc_,
+              static_cast<long long>(sc), blas_int(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
+        }
+        return;
+      }
+    }
     if (batch == 1) {
       if constexpr (std::is_same_v<T, float>) {
         LRT_CUBLAS_CHECK(cublasSgemm(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, a.p, lda, &beta, C,
