@@ -1,8 +1,10 @@
 // lrt-bench-gpu: training and decoding throughput of lrt on one NVIDIA GPU (LRT-SPEC §10).
 //   1. R_ref: cuBLAS bf16 GEMM (fp32 accumulate) on 8192^3, and fp32 SGEMM on the same shape (the
 //      ceiling of lrt's fp32 path); the HBM bandwidth of a large device-to-device copy.
-//   2. training: forward + backward (+ the optimizer step when --optim) of preset d12 (or
-//      --preset) at batch --batch, random tokens, fp32: baseline/Standard and lrt/Interleaved<2>.
+//   2. training: forward + backward (+ the optimizer step unless --no-optim) of preset d12 (or
+//      --preset) at batch --batch, random tokens, float32 weights and activations, matmuls in each
+//      precision of --precision (default bf16; a list like fp32,bf16 runs each):
+//      baseline/Standard and lrt/Interleaved<2>.
 //      MFU = F x pass factor x tokens/s / R_ref (and / 989 TFLOP/s, the vendor's dense bf16 peak).
 //   3. decode: one Decoder step per token at batch 1 and --decode-batch, the time per step
 //      against the time to read the matmul weights once at the measured bandwidth.
@@ -34,6 +36,7 @@ struct Options {
   std::string preset = "d12";
   index_t batch = 8, steps = 4, decode_tokens = 64, decode_batch = 64, seq = 0;
   bool quick = false, optim = true;
+  std::vector<lrt::cuda::MatmulPrecision> precisions{lrt::cuda::MatmulPrecision::bf16};
 };
 
 Options parse(int argc, char** argv) {
@@ -53,7 +56,20 @@ Options parse(int argc, char** argv) {
     else if (a == "--decode-tokens") o.decode_tokens = std::stoll(next());
     else if (a == "--decode-batch") o.decode_batch = std::stoll(next());
     else if (a == "--seq") o.seq = std::stoll(next());
-    else if (a == "--quick") o.quick = true;
+    else if (a == "--precision") {
+      o.precisions.clear();
+      std::string list = next();
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        try {
+          o.precisions.push_back(lrt::cuda::parse_matmul_precision(list.substr(at, comma - at)));
+        } catch (const lrt::Error& e) {
+          std::fprintf(stderr, "lrt-bench-gpu: --precision: %s\n", e.what());
+          std::exit(2);
+        }
+        at = comma + 1;
+      }
+    } else if (a == "--quick") o.quick = true;
     else if (a == "--no-optim") o.optim = false;
     else {
       std::fprintf(stderr, "lrt-bench-gpu: unknown option %s\n", a.c_str());
@@ -237,24 +253,31 @@ int main(int argc, char** argv) {
 
     lrt::ModelConfig c = lrt::preset(o.preset);
     if (o.seq > 0) c.sequence_len = o.seq;
-    std::printf("\ntraining (fp32, forward + backward%s, %s, batch %lld x T %lld, median of %lld steps)\n",
+    std::printf("\ntraining (fp32 weights and activations, matmuls as the row says; forward + backward%s, %s, batch %lld x T %lld, median of %lld steps)\n",
                 o.optim ? " + AdamW/Muon step" : "", o.preset.c_str(), static_cast<long long>(o.batch), static_cast<long long>(c.sequence_len),
                 static_cast<long long>(o.steps));
     std::printf("%-28s %10s %12s %10s %9s %9s %9s\n", "variant/schedule", "step s", "tokens/s", "TFLOP/s",
                 "MFU bf16", "MFU 989", "of fp32");
-    std::vector<TrainRow> rows;
-    rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard", c, o.batch, o.steps, o.optim));
-    if (!o.quick)
-      rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2", c, o.batch, o.steps, o.optim));
-    for (const auto& r : rows)
-      std::printf("%-28s %10.4f %12.0f %10.2f %8.1f%% %8.1f%% %8.1f%%\n", r.name.c_str(), r.step_s, r.tokens_per_s,
-                  r.tflops, 100 * r.tflops / r_bf16, 100 * r.tflops / 989.0, 100 * r.tflops / r_f32);
-    if (rows.size() == 2)
-      std::printf("lrt/interleaved:2 step time / baseline: %.2fx (FLOP ratio %.2fx)\n", rows[1].step_s / rows[0].step_s,
-                  rows[1].flops_per_step / rows[0].flops_per_step);
+    for (const auto prec : o.precisions) {
+      const lrt::cuda::MatmulPrecisionScope scope(prec);
+      const std::string tag = std::string(" [") + lrt::cuda::to_string(prec) + "]";
+      std::vector<TrainRow> rows;
+      rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard" + tag, c, o.batch, o.steps, o.optim));
+      if (!o.quick)
+        rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2" + tag, c, o.batch, o.steps, o.optim));
+      for (const auto& r : rows) {
+        std::printf("%-28s %10.4f %12.0f %10.2f %8.1f%% %8.1f%% %8.1f%%\n", r.name.c_str(), r.step_s, r.tokens_per_s,
+                    r.tflops, 100 * r.tflops / r_bf16, 100 * r.tflops / 989.0, 100 * r.tflops / r_f32);
+        std::fflush(stdout);
+      }
+      if (rows.size() == 2)
+        std::printf("lrt/interleaved:2 step time / baseline%s: %.2fx (FLOP ratio %.2fx)\n", tag.c_str(),
+                    rows[1].step_s / rows[0].step_s, rows[1].flops_per_step / rows[0].flops_per_step);
+    }
+    const lrt::cuda::MatmulPrecisionScope decode_scope(o.precisions.front());
 
-    std::printf("\ndecode (fp32, baseline, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
-                static_cast<long long>(o.decode_tokens), bw / 1e12);
+    std::printf("\ndecode (fp32 weights, %s matmuls, baseline, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
+                lrt::cuda::to_string(o.precisions.front()), static_cast<long long>(o.decode_tokens), bw / 1e12);
     std::printf("%-8s %12s %12s %10s %14s\n", "batch", "ms/step", "bound ms", "x bound", "tokens/s");
     for (index_t B : {index_t{1}, o.decode_batch}) {
       const auto r = decode_row<lrt::variants::Baseline>(c, B, o.decode_tokens, bw);

@@ -379,6 +379,38 @@ TEST_CASE("cuda model: bf16 matmuls (fp32 weights) track the fp32 model") {
   bf16_tracks_fp32<vs::Lrt, lrt::Interleaved<2>>("lrt interleaved<2>");
 }
 
+#if defined(LRT_CUDA_EMULATOR)
+/// Host waits (stream synchronisations and copies back) of one forward + backward of schedule
+/// Sched on a float model with n_layer layers (the emulator counts them).
+template <class V, class Sched>
+std::pair<std::uint64_t, std::uint64_t> waits_per_step(index_t n_layer) {
+  auto c = small_cfg(12);
+  c.n_layer = n_layer;
+  lrt::Model<V, float, G> m(c, 1);
+  const auto ids = lrt::to<G>(ids_of<C>(2, 12, c.vocab_size, 5)), tg = lrt::to<G>(ids_of<C>(2, 12, c.vocab_size, 6));
+  const auto s0 = lrt_cuda_emu::stream_syncs, c0 = lrt_cuda_emu::device_to_host_copies;
+  {
+    ad::Graph g;
+    m.zero_grad();
+    auto r = lrt::schedule_loss<Sched>(m, ids, tg);
+    ad::backward(r.loss);
+  }
+  return {lrt_cuda_emu::stream_syncs - s0, lrt_cuda_emu::device_to_host_copies - c0};
+}
+
+TEST_CASE("cuda model (emulator): a training step's waits for the GPU do not grow with the layers") {
+  // Per pass the host still reads the targets (the loss's token count) and, for LRT, the ids
+  // (memory rows cut at BOS); nothing per layer: lambdas, gamma and their gradients stay on the
+  // device, attention positions are checked from their IndexList's host copy.
+  const auto b2 = waits_per_step<vs::Baseline, lrt::Standard>(2), b4 = waits_per_step<vs::Baseline, lrt::Standard>(4);
+  const auto l2 = waits_per_step<vs::Lrt, lrt::Interleaved<2>>(2), l4 = waits_per_step<vs::Lrt, lrt::Interleaved<2>>(4);
+  MESSAGE("syncs / copies back per step: baseline " << b2.first << " / " << b2.second << ", lrt interleaved<2> "
+                                                    << l2.first << " / " << l2.second);
+  CHECK(b2 == b4);
+  CHECK(l2 == l4);
+}
+#endif
+
 TEST_CASE("cuda model: LRT invariants hold on the GPU (decode == Exact == Interleaved<S >= T>)") {
   const index_t B = 2, Tt = 10;
   auto c = small_cfg(Tt);

@@ -90,6 +90,12 @@ struct RopeTable {
       }
     }
   }
+  /// Tables for the positions of an IndexList (from its host copy: no wait for the device).
+  static RopeTable make(const IndexList<D>& positions, index_t Dh, bool bf16_tables = true) {
+    const auto& h = positions.host();
+    return make(TensorView<const index_t, 1, cpu::Device>(h.data(), Shape<1>{static_cast<index_t>(h.size())}), Dh,
+                bf16_tables);
+  }
   /// Tables for positions 0..T-1.
   static RopeTable make(index_t T_, index_t Dh, bool bf16_tables = true) {
     const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{T_}, index_t{0});
@@ -147,6 +153,60 @@ Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& tab
                          }, table);
 }
 
+/// Token ids (B, T) shared by several embedding lookups (the model's token embedding and its
+/// value embeddings). On the CPU it only refers to ids. On other devices the ids are checked
+/// against `rows` once here (one copy back) and, when gradients are on, sorted for the backward
+/// once (one upload), instead of at every lookup and every backward. Lives as long as the
+/// lookups that use it are being recorded (the backward keeps what it needs).
+template <Device D>
+class TokenIds {
+ public:
+  struct Prepared {
+    Tensor<index_t, 1, D> flat;
+    typename NnBackend<D>::EmbeddingPlan plan;
+  };
+  TokenIds(const Tensor<index_t, 2, D>& ids, index_t rows) : ids_(&ids) {
+    if constexpr (!D::host_accessible) {
+      Tensor<index_t, 1, D> flat(ids.view().template reshape<1>(Shape<1>{ids.numel()}));
+      auto plan = NnBackend<D>::embedding_plan(flat.view(), rows, grad_enabled());
+      prep_ = std::make_shared<const Prepared>(Prepared{std::move(flat), std::move(plan)});
+    }
+  }
+  const Tensor<index_t, 2, D>& ids() const noexcept { return *ids_; }
+  const std::shared_ptr<const Prepared>& prepared() const noexcept { return prep_; }
+
+ private:
+  const Tensor<index_t, 2, D>* ids_;
+  std::shared_ptr<const Prepared> prep_;
+};
+
+/// table[ids] for prepared ids (see TokenIds): the same values and gradients as embedding(ids,
+/// table), without waiting for the device.
+template <class T, Device D>
+Var<T, 3, D> embedding(const TokenIds<D>& tok, const Var<T, 2, D>& table) {
+  if constexpr (D::host_accessible) {
+    return embedding(tok.ids(), table);
+  } else {
+    const auto& prep = tok.prepared();
+    const index_t B = tok.ids().shape()[0], Tt = tok.ids().shape()[1], C = table.shape()[1];
+    check(prep->plan.bound <= table.shape()[0], "embedding", "ids were checked against ", prep->plan.bound,
+          " rows, table ", table.shape(), " has fewer");
+    Tensor<T, 3, D> y(Shape<3>{B, Tt, C}, uninitialized);
+    NnBackend<D>::template embedding_forward<T>(prep->flat.view(), table.value().view(), detail::as_rows(y));
+    return record<T, 3, D>("embedding", std::move(y),
+                           [table, prep](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+                             if (auto* g = grad_slot(table)) {
+                               if (prep->plan.layout.numel() > 0 || prep->plan.n == 0)
+                                 NnBackend<D>::template embedding_backward<T>(prep->plan, prep->flat.view(),
+                                                                              detail::as_rows(gy), g->view());
+                               else  // prepared without gradients: sort now
+                                 NnBackend<D>::template embedding_backward<T>(prep->flat.view(), detail::as_rows(gy),
+                                                                              g->view());
+                             }
+                           }, table);
+  }
+}
+
 /// Result of cross_entropy: the differentiable mean and the per-token losses (nats, 0 where
 /// ignored), e.g. for bits-per-byte.
 template <class T, class D>
@@ -179,13 +239,17 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
   NnBackend<D>::template softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index, per.view(), lse.view());
   const T inv = count > 0 ? T(1) / static_cast<T>(count) : T(0);
   auto loss = record<T, 0, D>(
-      "cross_entropy", Tensor<T, 0, D>::full(Shape<0>{}, lrt::sum(per) * inv),
+      "cross_entropy", detail::scaled_total(per, inv),
       [logits, tg = Tensor<index_t, 1, D>(targets), lse = std::move(lse), V, cap, ignore_index, inv](
           const Tensor<T, 0, D>& gy, const Tensor<T, 0, D>&) {
         auto* g = grad_slot(logits);
         if (!g) return;
         const index_t n = tg.shape()[0];
-        const Tensor<T, 1, D> rowg = Tensor<T, 1, D>::full(Shape<1>{n}, detail::scalar_value(gy) * inv);
+        Tensor<T, 1, D> rowg(Shape<1>{n}, uninitialized);  // gy * inv per row, read where gy lives
+        if constexpr (D::host_accessible)
+          rowg.fill(*gy.data() * inv);
+        else
+          rowg = gy.view().template reshape<1>(Shape<1>{1}) * inv;
         Tensor<T, 2, D> dl(logits.shape(), uninitialized);
         NnBackend<D>::template softcap_xent_backward<T>(logits.value().view(), tg.view(), V, cap, ignore_index, lse.view(), rowg.view(),
                                       dl.view());
@@ -195,31 +259,51 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
   return {loss, std::move(per), count};
 }
 
-/// Causal attention with GQA and a sliding window, queries at original positions qpos.
-/// q (B, Tq, H, Dh), k, v (B, Tk, Hkv, Dh), qpos (Tq) increasing -> (B, Tq, H, Dh).
-/// A query at p attends key j iff j <= p and p - j <= window. Memory O(T) per head: the forward
-/// saves the output and the log-sum-exp; the backward recomputes the scores.
+namespace detail {
 template <class T, Device D>
-Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
-                       const Tensor<index_t, 1, D>& qpos, index_t window) {
-    const index_t B = q.shape()[0], Tq = q.shape()[1], H = q.shape()[2], Dh = q.shape()[3];
+Var<T, 4, D> attention_impl(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
+                            const Tensor<index_t, 1, D>& qpos, index_t window, bool qpos_checked) {
+  const index_t B = q.shape()[0], Tq = q.shape()[1], H = q.shape()[2], Dh = q.shape()[3];
   const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
   Tensor<T, 4, D> out(q.shape(), uninitialized);
   Tensor<T, 3, D> lse(Shape<3>{B, H, Tq}, uninitialized);
-  NnBackend<D>::template attention_forward<T>(q.value().view(), k.value().view(), v.value().view(), qpos.view(), window, scale,
-                            out.view(), lse.view());
+  NnBackend<D>::template attention_forward<T>(q.value().view(), k.value().view(), v.value().view(), qpos.view(), window,
+                                              scale, out.view(), lse.view(), qpos_checked);
   return record<T, 4, D>(
       "attention", std::move(out),
-      [q, k, v, qp = Tensor<index_t, 1, D>(qpos), window, scale, lse = std::move(lse)](
+      [q, k, v, qp = Tensor<index_t, 1, D>(qpos), window, scale, lse = std::move(lse), qpos_checked](
           const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>& y) {
         Tensor<T, 4, D> dq(q.shape(), uninitialized), dk(k.shape(), uninitialized), dv(v.shape(), uninitialized);
-        NnBackend<D>::template attention_backward<T>(q.value().view(), k.value().view(), v.value().view(), qp.view(), window, scale,
-                                   y.view(), lse.view(), gy.view(), dq.view(), dk.view(), dv.view());
+        NnBackend<D>::template attention_backward<T>(q.value().view(), k.value().view(), v.value().view(), qp.view(),
+                                                     window, scale, y.view(), lse.view(), gy.view(), dq.view(),
+                                                     dk.view(), dv.view(), qpos_checked);
         accumulate(q, std::move(dq));
         accumulate(k, std::move(dk));
         accumulate(v, std::move(dv));
       },
       q, k, v);
+}
+}  // namespace detail
+
+/// Causal attention with GQA and a sliding window, queries at original positions qpos.
+/// q (B, Tq, H, Dh), k, v (B, Tk, Hkv, Dh), qpos (Tq) increasing -> (B, Tq, H, Dh).
+/// A query at p attends key j iff j <= p and p - j <= window. Memory O(T) per head: the forward
+/// saves the output and the log-sum-exp; the backward recomputes the scores. On a GPU the
+/// positions are copied back and checked at each call (forward and backward); pass an IndexList
+/// (below) to check them once on the host instead.
+template <class T, Device D>
+Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
+                       const Tensor<index_t, 1, D>& qpos, index_t window) {
+  return detail::attention_impl(q, k, v, qpos, window, false);
+}
+
+/// The same with positions from an IndexList: checked here against k's length from the list's
+/// host copy, so the device kernels never wait for a copy back.
+template <class T, Device D>
+Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
+                       const IndexList<D>& qpos, index_t window) {
+  lrt::detail::check_query_positions("attention", qpos.host(), k.shape());
+  return detail::attention_impl(q, k, v, qpos.tensor(), window, true);
 }
 
 }  // namespace ad

@@ -200,17 +200,32 @@ Var<T, R, D> softcap(const Var<T, R, D>& x, T cap) {
 
 // ---------------------------------------------------------------- reductions
 
+namespace detail {
+/// sum(x) * scale as a rank-0 tensor: summed on the host for the CPU, on the device otherwise
+/// (no wait for the GPU).
+template <class T, int R, class D>
+Tensor<T, 0, D> scaled_total(const Tensor<T, R, D>& x, T scale) {
+  if constexpr (D::host_accessible) {
+    return Tensor<T, 0, D>::full(Shape<0>{}, lrt::sum(x) * scale);
+  } else {
+    Tensor<T, 0, D> s = lrt::sum_tensor(x);
+    if (scale != T(1)) s = s * scale;
+    return s;
+  }
+}
+}  // namespace detail
+
 /// Sum of all elements -> scalar.
 template <class T, int R, Device D>
 Var<T, 0, D> sum(const Var<T, R, D>& x) {
-  return record<T, 0, D>("sum", Tensor<T, 0, D>::full(Shape<0>{}, lrt::sum(x.value())),
+  return record<T, 0, D>("sum", detail::scaled_total(x.value(), T(1)),
                          [x](const Tensor<T, 0, D>& gy, const Tensor<T, 0, D>&) { accumulate(x, gy); }, x);
 }
 /// Mean of all elements -> scalar.
 template <class T, int R, Device D>
 Var<T, 0, D> mean(const Var<T, R, D>& x) {
   const T inv = T(1) / static_cast<T>(x.shape().numel());
-  return record<T, 0, D>("mean", Tensor<T, 0, D>::full(Shape<0>{}, lrt::sum(x.value()) * inv),
+  return record<T, 0, D>("mean", detail::scaled_total(x.value(), inv),
                          [x, inv](const Tensor<T, 0, D>& gy, const Tensor<T, 0, D>&) { accumulate(x, gy * inv); },
                          x);
 }

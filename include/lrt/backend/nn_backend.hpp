@@ -13,9 +13,15 @@
 //   softcap_xent_backward<T>(logits, targets, V, cap, ignore, lse, g (N), dlogits (N,Vp))
 //   embedding_forward<T>(ids (N), table (V,C), out (N,C))
 //   embedding_backward<T>(ids (N), gout (N,C), gtable (V,C))       accumulates (+=)
+//   EmbeddingPlan, embedding_plan(ids (N), V, bool sort = true)     ids checked against V (and,
+//       where the backward needs it, prepared) once for several lookups of the same ids
+//   embedding_backward<T>(plan, ids, gout, gtable)                 accumulates (+=)
 //   attention_forward<T>(q (B,Tq,H,Dh), k, v (B,Tk,Hkv,Dh), qpos (Tq), window, scale,
-//                        out (B,Tq,H,Dh), lse (B,H,Tq))
-//   attention_backward<T>(q, k, v, qpos, window, scale, out, lse, dout, dq, dk, dv)  overwritten
+//                        out (B,Tq,H,Dh), lse (B,H,Tq), bool qpos_checked = false)
+//   attention_backward<T>(q, k, v, qpos, window, scale, out, lse, dout, dq, dk, dv,
+//                         bool qpos_checked = false)                   overwritten
+//   qpos_checked: the caller has checked the positions on the host (check_query_positions), so
+//   a device that would have to copy them back first may skip that.
 // Attention masks: a query at position p sees key j iff j <= p and p - j <= window.
 #pragma once
 

@@ -379,7 +379,7 @@ class Decoder {
       Tensor<T, 3, D> lse(Shape<3>{B_, c.n_head, 1}, uninitialized);
       NnBackend<D>::template attention_forward<T>(q.value().view(), upto(kc, 0, B_, t), upto(vc, 0, B_, t),
                                                   qpos_.view().slice(0, 0, 1), c.window(l), scale, out.view(),
-                                                  lse.view());
+                                                  lse.view(), /*qpos_checked=*/true);  // t < Tk = t + 1
     } else {  // (1, n): token i is row rows_[i] at position tpos_[i]
       Tensor<T, 3, D> lse(Shape<3>{1, c.n_head, 1}, uninitialized);
       for (std::size_t i = 0; i < rows_.size(); ++i) {
@@ -388,7 +388,8 @@ class Decoder {
         vc.slice(0, b, b + 1).slice(1, t, t + 1) = v.value().view().slice(1, j, j + 1);
         NnBackend<D>::template attention_forward<T>(q.value().view().slice(1, j, j + 1), upto(kc, b, b + 1, t),
                                                     upto(vc, b, b + 1, t), qpos_.view().slice(0, j, j + 1),
-                                                    c.window(l), scale, out.view().slice(1, j, j + 1), lse.view());
+                                                    c.window(l), scale, out.view().slice(1, j, j + 1), lse.view(),
+                                                    /*qpos_checked=*/true);  // t < Tk = t + 1
       }
     }
     return ad::constant(std::move(out));

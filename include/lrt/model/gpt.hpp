@@ -19,52 +19,93 @@ namespace lrt {
 inline namespace v0 {
 
 namespace model_detail {
-/// t(i) += s on any device.
-template <class T, class D>
-void add_at(Tensor<T, 1, D>& t, index_t i, T s) {
+/// t(i) += sum(e). On a device the host cannot read, the sum stays on the device (the add is
+/// queued, nothing waits for it).
+template <class T, class D, class E>
+void add_sum_at(Tensor<T, 1, D>& t, index_t i, const E& e) {
   if constexpr (D::host_accessible) {
-    t(i) += s;
+    t(i) += lrt::sum(e);
   } else {
-    auto e = t.view().slice(0, i, i + 1);
-    e = e + s;
+    auto slot = t.view().slice(0, i, i + 1);
+    const Tensor<T, 0, D> s = lrt::sum_tensor(e);
+    slot = slot + s.view().template reshape<1>(Shape<1>{1});
   }
 }
+/// Element l of a rank-1 tensor as a (1) view, broadcast in expressions (read on the device).
+template <class T, class D>
+auto at_view(const Tensor<T, 1, D>& t, index_t l) {
+  return t.view().slice(0, l, l + 1);
+}
+
 /// y = a[l] x + b[l] x0 (the release's per-layer residual and x0 lambdas, in one pass).
-/// x, x0 (B, T, d); a, b (L). use_a / use_b off: that term is the identity / absent.
+/// x, x0 (B, T, d); a, b (L). use_a / use_b off: that term is the identity / absent. On the CPU
+/// the lambdas are read as host scalars; on other devices they stay in device memory (broadcast
+/// (1) views), so that the forward and backward never wait for the GPU.
 template <class T, Device D>
 ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x0, const ad::Var<T, 1, D>& a,
                             const ad::Var<T, 1, D>& b, index_t l, bool use_a, bool use_b) {
-  const T al = use_a ? ad::detail::element_value(a.value(), l) : T(1);
-  const T bl = use_b ? ad::detail::element_value(b.value(), l) : T(0);
   Tensor<T, 3, D> y(x.shape(), uninitialized);
-  y = x.value() * al + x0.value() * bl;  // alpha_l x first, then + beta_l x0 (the release's order)
-  return ad::record<T, 3, D>(
-      "lambda_mix", std::move(y),
-      [x, x0, a, b, l, al, bl, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-        ad::accumulate(x, gy * al);
-        if (use_b) ad::accumulate(x0, gy * bl);
-        if (use_a)
-          if (auto* ga = ad::grad_slot(a)) add_at(*ga, l, lrt::sum(gy * x.value()));
-        if (use_b)
-          if (auto* gb = ad::grad_slot(b)) add_at(*gb, l, lrt::sum(gy * x0.value()));
-      },
-      x, x0, a, b);
+  if constexpr (D::host_accessible) {
+    const T al = use_a ? a.value()(l) : T(1);
+    const T bl = use_b ? b.value()(l) : T(0);
+    y = x.value() * al + x0.value() * bl;  // alpha_l x first, then + beta_l x0 (the release's order)
+    return ad::record<T, 3, D>(
+        "lambda_mix", std::move(y),
+        [x, x0, a, b, l, al, bl, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+          ad::accumulate(x, gy * al);
+          if (use_b) ad::accumulate(x0, gy * bl);
+          if (use_a)
+            if (auto* ga = ad::grad_slot(a)) add_sum_at(*ga, l, gy * x.value());
+          if (use_b)
+            if (auto* gb = ad::grad_slot(b)) add_sum_at(*gb, l, gy * x0.value());
+        },
+        x, x0, a, b);
+  } else {
+    if (use_a && use_b) y = x.value() * at_view(a.value(), l) + x0.value() * at_view(b.value(), l);
+    else if (use_a) y = x.value() * at_view(a.value(), l);
+    else if (use_b) y = x.value() + x0.value() * at_view(b.value(), l);
+    else y = x.value();
+    return ad::record<T, 3, D>(
+        "lambda_mix", std::move(y),
+        [x, x0, a, b, l, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+          if (use_a) ad::accumulate(x, gy * at_view(a.value(), l));
+          else ad::accumulate(x, gy);
+          if (use_b) ad::accumulate(x0, gy * at_view(b.value(), l));
+          if (use_a)
+            if (auto* ga = ad::grad_slot(a)) add_sum_at(*ga, l, gy * x.value());
+          if (use_b)
+            if (auto* gb = ad::grad_slot(b)) add_sum_at(*gb, l, gy * x0.value());
+        },
+        x, x0, a, b);
+  }
 }
 
 /// y = x + g[l] m (the Residual injection gamma_l m). x, m (B, T, d); g (L).
 template <class T, Device D>
 ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m, const ad::Var<T, 1, D>& g, index_t l) {
-  const T gl = ad::detail::element_value(g.value(), l);
   Tensor<T, 3, D> y(x.shape(), uninitialized);
-  y = x.value() + m.value() * gl;
-  return ad::record<T, 3, D>(
-      "scaled_add", std::move(y),
-      [x, m, g, l, gl](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-        ad::accumulate(x, gy);
-        ad::accumulate(m, gy * gl);
-        if (auto* gg = ad::grad_slot(g)) add_at(*gg, l, lrt::sum(gy * m.value()));
-      },
-      x, m, g);
+  if constexpr (D::host_accessible) {
+    const T gl = g.value()(l);
+    y = x.value() + m.value() * gl;
+    return ad::record<T, 3, D>(
+        "scaled_add", std::move(y),
+        [x, m, g, l, gl](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+          ad::accumulate(x, gy);
+          ad::accumulate(m, gy * gl);
+          if (auto* gg = ad::grad_slot(g)) add_sum_at(*gg, l, gy * m.value());
+        },
+        x, m, g);
+  } else {
+    y = x.value() + m.value() * at_view(g.value(), l);
+    return ad::record<T, 3, D>(
+        "scaled_add", std::move(y),
+        [x, m, g, l](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+          ad::accumulate(x, gy);
+          ad::accumulate(m, gy * at_view(g.value(), l));
+          if (auto* gg = ad::grad_slot(g)) add_sum_at(*gg, l, gy * m.value());
+        },
+        x, m, g);
+  }
 }
 }  // namespace model_detail
 
@@ -268,7 +309,8 @@ class Model {
   };
   Pass forward(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend, const Var3* memory = nullptr,
                const Observe* observe = nullptr) const {
-    Var3 x = ad::rmsnorm(ad::embedding(ids, wte_->var()));  // norm after the embedding
+    const ad::TokenIds<D> tok(ids, cfg_.padded_vocab());      // checked once for every lookup
+    Var3 x = ad::rmsnorm(ad::embedding(tok, wte_->var()));  // norm after the embedding
     const Var3 x0 = x;
     const index_t B = ids.shape()[0], Tq = ids.shape()[1];
     Var4 krec, vrec;  // Shared projections of the memory: computed once per pass
@@ -281,7 +323,7 @@ class Model {
     }
     Pass out;
     for (index_t l = 0; l < cfg_.n_layer; ++l) {
-      x = block(l, x, x0, ids, rope, attend, memory, krec, vrec, observe);
+      x = block(l, x, x0, tok, rope, attend, memory, krec, vrec, observe);
       if (l == V::source_layer) out.source = ad::rmsnorm(x);
     }
     out.h = ad::rmsnorm(x);
@@ -299,6 +341,12 @@ class Model {
       return ad::attention(q, k, v, qpos, cfg_.window(l));
     };
   }
+  /// The same with positions whose host copy is known (no wait for the device per layer).
+  Attend standard_attend(const IndexList<D>& qpos) const {
+    return [this, &qpos](index_t l, const Var4& q, const Var4& k, const Var4& v) {
+      return ad::attention(q, k, v, qpos, cfg_.window(l));
+    };
+  }
 
   /// Raw (uncapped) logits z = lm_head h: (B, Tq, d) -> (B, Tq, Vp).
   Var3 head(const Var3& h) const { return ad::linear(h, lm_head_->var()); }
@@ -311,19 +359,19 @@ class Model {
           targets.shape());
     check(Tt <= cfg_.sequence_len, "gpt.loss", "sequence length ", Tt, " exceeds the model's sequence_len ",
           cfg_.sequence_len);
-    const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
-    const auto rope = ad::RopeTable<T, D>::make(qpos.view(), cfg_.head_dim(), cfg_.rope_bf16_tables);
+    const auto qpos = IndexList<D>::range(0, Tt);
+    const auto rope = ad::RopeTable<T, D>::make(qpos, cfg_.head_dim(), cfg_.rope_bf16_tables);
     const Var3 z = head(hidden(inputs, rope, standard_attend(qpos)));
     const Tensor<index_t, 1, D> tg(targets.view().template reshape<1>(Shape<1>{B * Tt}));
     return ad::cross_entropy(ad::reshape(z, Shape<2>{B * Tt, cfg_.padded_vocab()}), tg, T(15), cfg_.vocab_size);
   }
 
  private:
-  Var3 block(index_t l, const Var3& xin, const Var3& x0, const Ids& ids, const ad::RopeTable<T, D>& rope,
+  Var3 block(index_t l, const Var3& xin, const Var3& x0, const ad::TokenIds<D>& tok, const ad::RopeTable<T, D>& rope,
              const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared,
              const Observe* observe) const {
     const Block& b = blocks_[static_cast<std::size_t>(l)];
-    const index_t B = ids.shape()[0], Tq = ids.shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
+    const index_t B = tok.ids().shape()[0], Tq = tok.ids().shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
                   Dh = cfg_.head_dim(), d = cfg_.n_embd;
     Var3 x = model_detail::lambda_mix(xin, x0, resid_lambdas_->var(), x0_lambdas_->var(), l, cfg_.use_resid_lambdas,
                                       cfg_.use_x0_residual);
@@ -341,7 +389,7 @@ class Model {
       const Shape<4> gs{B, Tq, Hkv, 1};
       const Var4 g_loc = ad::reshape(ad::slice(g, 2, 0, Hkv), gs);
       const Var4 g_ve = ad::reshape(ad::slice(g, 2, 2 * Hkv, 3 * Hkv), gs);
-      const Var4 e = ad::reshape(ad::embedding(ids, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
+      const Var4 e = ad::reshape(ad::embedding(tok, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
       k = g_loc * k;
       v = g_loc * v;
       Var4 g_rec;
@@ -360,7 +408,7 @@ class Model {
     } else if (b.value_embed) {  // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
       const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
       const Var3 g = ad::gate2(ad::linear(gin, b.ve_gate->var()));  // (B, Tq, Hkv)
-      const Var4 e = ad::reshape(ad::embedding(ids, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
+      const Var4 e = ad::reshape(ad::embedding(tok, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
       v = v + ad::reshape(g, Shape<4>{B, Tq, Hkv, 1}) * e;
     }
     q = ad::rmsnorm(ad::rope(q, rope));  // QK-norm after RoPE

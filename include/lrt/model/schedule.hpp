@@ -322,8 +322,8 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
                                    bool kv_refresh = false) {
   const ModelConfig& c = m.config();
   const index_t Tt = ids.shape()[1], L = c.n_layer, k = c.mem_offset;
-  const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
-  const auto rope = ad::RopeTable<T, D>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+  const auto qpos = IndexList<D>::range(0, Tt);
+  const auto rope = ad::RopeTable<T, D>::make(qpos, c.head_dim(), c.rope_bf16_tables);
   std::vector<ad::Var<T, 4, D>> Kb(static_cast<std::size_t>(L)), Vb(static_cast<std::size_t>(L));
   const typename M::Attend attend0 = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
                                          const ad::Var<T, 4, D>& vv) {
@@ -355,8 +355,7 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
   for (const std::vector<index_t>& P : subsets) {
     if (P.empty()) continue;
     const IndexList<D> idx(P);
-    const Tensor<index_t, 1, D> qp = idx.tensor();
-    const auto rope_p = ad::RopeTable<T, D>::make(qp.view(), c.head_dim(), c.rope_bf16_tables);
+    const auto rope_p = ad::RopeTable<T, D>::make(idx, c.head_dim(), c.rope_bf16_tables);
     ad::Var<T, 3, D> M_ = shift_memory(Sbuf, P, k, ids, c.reset_at_bos, index_t{256});
     if (chunk_zero_interior) {  // interior positions of a chunk (p - k inside it) read zero memory
       Tensor<T, 3> mask(Shape<3>{1, static_cast<index_t>(P.size()), 1});  // broadcast over b and channels
@@ -369,7 +368,7 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
       auto& vb = Vb[static_cast<std::size_t>(l)];
       kb = ad::scatter(kb, 1, idx, kk);  // write-back of the fresh rows P
       vb = ad::scatter(vb, 1, idx, vv);
-      return ad::attention(q, kb, vb, qp, c.window(l));
+      return ad::attention(q, kb, vb, idx, c.window(l));
     };
     const Tensor<index_t, 2, D> ids_p = columns(ids, P), tg_p = columns(tg, P);
     auto pp = m.forward(ids_p, rope_p, attend, &M_);
@@ -409,8 +408,8 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
   check_schedule_options<Sched, V>(o);
   std::vector<index_t> all(static_cast<std::size_t>(Tt));
   std::iota(all.begin(), all.end(), index_t{0});
-  const Tensor<index_t, 1, D> qpos = lrt::iota(Shape<1>{Tt}, index_t{0});
-  const auto rope = ad::RopeTable<T, D>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
+  const auto qpos = IndexList<D>::range(0, Tt);
+  const auto rope = ad::RopeTable<T, D>::make(qpos, c.head_dim(), c.rope_bf16_tables);
   struct KeepLogits {
     bool prev;
     explicit KeepLogits(bool on) : prev(std::exchange(sched_detail::keep_logits, on)) {}
@@ -462,8 +461,8 @@ ScheduleResult<T, D> run_passes(const Model<V, T, D>& m, const Tensor<index_t, 2
     ScheduleResult<T, D> r;
     for (index_t t = 0; t < Tt; ++t) {
       const std::vector<index_t> P{t};
-      const Tensor<index_t, 1, D> qt = Tensor<index_t, 1, D>::full(Shape<1>{1}, t);
-      const auto rope_t = ad::RopeTable<T, D>::make(qt.view(), c.head_dim(), c.rope_bf16_tables);
+      const IndexList<D> qt(P);
+      const auto rope_t = ad::RopeTable<T, D>::make(qt, c.head_dim(), c.rope_bf16_tables);
       const typename M::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
                                             const ad::Var<T, 4, D>& vv) {
         auto& kc = Kc[static_cast<std::size_t>(l)];

@@ -36,10 +36,17 @@ class IndexList {
   index_t max() const noexcept { return max_; }
   /// True when no index repeats (required for scatter).
   bool unique() const noexcept { return unique_; }
+  /// True when every index is larger than the one before (query positions must be).
+  bool increasing() const noexcept { return increasing_; }
   const Tensor<index_t, 1, D>& tensor() const noexcept { return idx_; }
+  /// The indices in their order, on the host (read without touching the device).
+  const std::vector<index_t>& host() const noexcept { return host_; }
 
  private:
   void init(std::span<const index_t> host) {
+    host_.assign(host.begin(), host.end());
+    increasing_ = std::adjacent_find(host_.begin(), host_.end(),
+                                     [](index_t a, index_t b) { return b <= a; }) == host_.end();
     std::vector<index_t> sorted(host.begin(), host.end());
     for (index_t i : sorted) check(i >= 0, "index_list", "negative index ", i);
     std::sort(sorted.begin(), sorted.end());
@@ -49,8 +56,9 @@ class IndexList {
     idx_ = to<D>(hv);
   }
   Tensor<index_t, 1, D> idx_;
+  std::vector<index_t> host_;
   index_t max_ = -1;
-  bool unique_ = true;
+  bool unique_ = true, increasing_ = true;
 };
 
 template <class T, int Ro>

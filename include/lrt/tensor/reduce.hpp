@@ -96,6 +96,21 @@ template <Expression E>
 typename E::value_type sum(const E& e) {
   return detail::with_values(e, [](auto v) { return detail::reduce_all<ReduceOp::Sum>(v); });
 }
+/// Sum of all elements as a rank-0 tensor on e's device: no host round trip, so on a GPU it
+/// queues work without waiting for it (0 for an empty tensor).
+template <Expression E>
+auto sum_tensor(const E& e) {
+  return detail::with_values(e, [](auto v) {
+    using V = decltype(v);
+    using T = std::remove_const_t<typename V::value_type>;
+    using D = typename V::device_type;
+    if (v.numel() == 0) return Tensor<T, 0, D>(Shape<0>{});
+    if (v.is_contiguous())
+      return detail::reduce_axis<ReduceOp::Sum>(v.template reshape<1>(Shape<1>{v.numel()}), 0);
+    const Tensor<T, V::rank, D> c(v);
+    return detail::reduce_axis<ReduceOp::Sum>(TensorView<const T, 1, D>(c.view().template reshape<1>(Shape<1>{c.numel()})), 0);
+  });
+}
 /// Sum over axis (the axis is removed from the shape).
 template <Expression E>
 auto sum(const E& e, int axis) {

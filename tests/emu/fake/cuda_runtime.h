@@ -743,10 +743,18 @@ inline cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned* flags) {
   *flags = s ? s->flags : cudaStreamDefault;
   return cudaSuccess;
 }
+namespace lrt_cuda_emu {
+/// Times the host waited for the device: cudaStreamSynchronize calls and copies to the host
+/// (which wait for the stream on a GPU). Tests use them to show that a code path never waits.
+inline std::uint64_t stream_syncs = 0;
+inline std::uint64_t device_to_host_copies = 0;
+}  // namespace lrt_cuda_emu
+
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  return lrt_cuda_emu::detail::valid_stream(s)
-             ? cudaSuccess
-             : lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (!lrt_cuda_emu::detail::valid_stream(s))
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  ++lrt_cuda_emu::stream_syncs;
+  return cudaSuccess;
 }
 
 inline cudaError_t cudaMalloc(void** p, std::size_t bytes) {
@@ -797,6 +805,7 @@ inline cudaError_t check_copy(void* dst, std::size_t dn, const void* src, std::s
   if (!region_is(dst, dn, dd) || !region_is(src, sn, sd)) return fail(cudaErrorInvalidValue);
   const auto d = reinterpret_cast<std::uintptr_t>(dst), r = reinterpret_cast<std::uintptr_t>(src);
   if (dn && sn && d < r + sn && r < d + dn) return fail(cudaErrorInvalidValue);  // overlap
+  if (sd && !dd) ++device_to_host_copies;
   return cudaSuccess;
 }
 

@@ -58,15 +58,24 @@ struct NnBackend<cpu::Device> {
   static void embedding_backward(V1<const index_t> ids, V2<const T> gout, V2<T> gtable) {
     cpu::embedding_backward<T>(ids, gout, gtable);
   }
+  /// Nothing to prepare on the CPU: the kernels read and check the ids themselves.
+  struct EmbeddingPlan {
+    index_t bound = 0;
+  };
+  static EmbeddingPlan embedding_plan(V1<const index_t>, index_t V, bool = true) { return {V}; }
+  template <class T>
+  static void embedding_backward(const EmbeddingPlan&, V1<const index_t> ids, V2<const T> gout, V2<T> gtable) {
+    cpu::embedding_backward<T>(ids, gout, gtable);
+  }
   template <class T>
   static void attention_forward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
-                                index_t window, T scale, V4<T> out, V3<T> lse) {
+                                index_t window, T scale, V4<T> out, V3<T> lse, bool /*qpos_checked*/ = false) {
     cpu::attention_forward<T>(q, k, v, qpos, window, scale, out, lse);
   }
   template <class T>
   static void attention_backward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
                                  index_t window, T scale, V4<const T> out, V3<const T> lse, V4<const T> dout,
-                                 V4<T> dq, V4<T> dk, V4<T> dv) {
+                                 V4<T> dq, V4<T> dk, V4<T> dv, bool /*qpos_checked*/ = false) {
     cpu::attention_backward<T>(q, k, v, qpos, window, scale, out, lse, dout, dq, dk, dv);
   }
 };

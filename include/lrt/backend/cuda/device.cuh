@@ -8,8 +8,10 @@
 //   safe without synchronising because all work is on the one stream (a block is only reused
 //   by work queued after the work that used it). lrt::cuda::empty_cache() returns the cached
 //   blocks to the driver; a failing cudaMalloc empties the cache and retries once.
-// - zero() and the three copies synchronise the stream before returning, so host code sees
-//   plain synchronous semantics (the host buffer of a copy may be freed right after).
+// - The copies to and from the host synchronise the stream before returning, so host code sees
+//   plain synchronous semantics (the host buffer of a copy may be freed right after). zero() and
+//   device-to-device copies only queue their work: nothing on the host can observe device memory
+//   except through a copy to the host, which runs after them on the same stream.
 // Not here (yet): several devices, several streams, pinned host memory, async copies.
 #pragma once
 
@@ -200,7 +202,6 @@ struct DeviceTraits<cuda::Device> {
   static void zero(void* p, std::size_t bytes) {
     if (bytes == 0) return;
     LRT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, cuda::stream()));
-    cuda::synchronize();
   }
   static void copy_from_host(void* dst, const void* src, std::size_t bytes) {
     copy(dst, src, bytes, cudaMemcpyHostToDevice, "host to device");
@@ -209,7 +210,10 @@ struct DeviceTraits<cuda::Device> {
     copy(dst, src, bytes, cudaMemcpyDeviceToHost, "device to host");
   }
   static void copy_within(void* dst, const void* src, std::size_t bytes) {
-    copy(dst, src, bytes, cudaMemcpyDeviceToDevice, "device to device");
+    if (bytes == 0) return;
+    cuda::detail::check_cuda(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream()),
+        std::string("cudaMemcpyAsync(") + std::to_string(bytes) + " bytes, device to device)");
   }
 
  private:

@@ -2,7 +2,7 @@
 // destination in one grid-stride kernel on lrt's stream. The evaluators are the very structs
 // the CPU loop uses (LRT_HD, trivially copyable), passed to the kernel by value.
 // The launch is checked; the kernel itself runs asynchronously (errors surface at the next
-// synchronising call: a copy to the host, zero(), lrt::cuda::synchronize()).
+// synchronising call: a copy to the host, lrt::cuda::synchronize()).
 #pragma once
 
 #include <algorithm>

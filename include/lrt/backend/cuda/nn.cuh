@@ -613,21 +613,26 @@ inline void nn_copy_indices_to_host(const TensorView<const index_t, 1, cuda::Dev
   LRT_CUDA_CHECK(cudaStreamSynchronize(st));
 }
 
-/// Checks q, k, v, qpos and window (the CPU's checks and messages); copies qpos to pos.
+/// Checks q, k, v, qpos and window (the CPU's checks and messages). The positions are copied to
+/// the host and checked there (a wait for the GPU) unless the caller has checked them already
+/// (qpos_checked: ad::attention with an IndexList, the decoder).
 template <class T>
 AttnDims check_attention_args(const char* op, const TensorView<const T, 4, cuda::Device>& q,
                               const TensorView<const T, 4, cuda::Device>& k,
                               const TensorView<const T, 4, cuda::Device>& v,
                               const TensorView<const index_t, 1, cuda::Device>& qpos,
-                              index_t window, std::vector<index_t>& pos) {
+                              index_t window, bool qpos_checked) {
   const Shape<4>& qs = q.shape();
   const Shape<4>& ks = k.shape();
   lrt::detail::check_attention_shapes(op, qs, ks, v.shape(), qpos.shape(), window);
   check(qs[3] <= attn_max_dh, op, "head dim ", qs[3], " of q ", qs,
         " is larger than the CUDA kernels' limit of ", attn_max_dh);
   const AttnDims d{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], qs[2] / ks[2], window};
-  nn_copy_indices_to_host(qpos, pos, op, "qpos");
-  lrt::detail::check_query_positions(op, pos, ks);
+  if (!qpos_checked) {
+    std::vector<index_t> pos;
+    nn_copy_indices_to_host(qpos, pos, op, "qpos");
+    lrt::detail::check_query_positions(op, pos, ks);
+  }
   return d;
 }
 
@@ -791,25 +796,30 @@ struct NnBackend<cuda::Device> {
                out.strides()[1]);
   }
 
-  /// gtable[ids[i], :] += gout[i, :], repeated ids accumulated in row order (deterministic:
-  /// the ids are sorted on the host, one block per distinct id, no atomics).
-  template <class T>
-  static void embedding_backward(V1<const index_t> ids, V2<const T> gout, V2<T> gtable) {
-    require_real<T>();
+  /// What embedding_backward needs from the ids, made once per id tensor (the model's token
+  /// embedding and its value embeddings share it): the rows sorted by id on the device, laid out
+  /// as [perm (N) | seg_id (U) | seg_start (U + 1)] for U distinct ids.
+  struct EmbeddingPlan {
+    Tensor<index_t, 1, cuda::Device> layout;
+    index_t n = 0, unique = 0, bound = 0;  // ids checked to lie in [0, bound)
+  };
+
+  /// Copies ids to the host (a wait for the GPU), checks 0 <= id < V (as the CPU kernels do) and,
+  /// when sort is set, counting-sorts the rows by id and uploads the layout (a second wait).
+  static EmbeddingPlan embedding_plan(V1<const index_t> ids, index_t V, bool sort = true) {
     namespace cd = cuda::detail;
-    const index_t N = ids.shape()[0], V = gtable.shape()[0], C = gtable.shape()[1];
-    check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", gout.shape(),
-          " for ", N, " ids and table ", gtable.shape());
-    if (N == 0 || C == 0) return;
+    const index_t N = ids.shape()[0];
+    EmbeddingPlan plan;
+    plan.n = N, plan.bound = V;
+    if (N == 0) return plan;
     std::vector<index_t> h;
-    cd::nn_copy_indices_to_host(ids, h, "embedding_backward", "ids");
-    // Counting sort by id: host layout [perm (N) | seg_id (U) | seg_start (U + 1)].
+    cd::nn_copy_indices_to_host(ids, h, "embedding", "ids");
+    for (index_t i = 0; i < N; ++i)
+      check(h[i] >= 0 && h[i] < V, "embedding", "id ", h[i], " at position ", i,
+            " out of range for a table of ", V, " rows");
+    if (!sort) return plan;
     std::vector<index_t> start(static_cast<std::size_t>(V) + 1, 0);
-    for (index_t i = 0; i < N; ++i) {
-      check(h[i] >= 0 && h[i] < V, "embedding_backward", "id ", h[i], " at position ", i,
-            " out of range for table ", gtable.shape());
-      ++start[static_cast<std::size_t>(h[i]) + 1];
-    }
+    for (index_t i = 0; i < N; ++i) ++start[static_cast<std::size_t>(h[i]) + 1];
     index_t U = 0;
     for (index_t id = 0; id < V; ++id) {
       U += start[id + 1] > 0;
@@ -828,27 +838,58 @@ struct NnBackend<cuda::Device> {
         }
       host[N + 2 * U] = N;
     }
-    Tensor<index_t, 1, cuda::Device> dev(Shape<1>{N + 2 * U + 1}, uninitialized);
-    DeviceTraits<cuda::Device>::copy_from_host(dev.data(), host.data(),
+    plan.layout = Tensor<index_t, 1, cuda::Device>(Shape<1>{N + 2 * U + 1}, uninitialized);
+    DeviceTraits<cuda::Device>::copy_from_host(plan.layout.data(), host.data(),
                                                host.size() * sizeof(index_t));  // synchronises
-    const index_t* perm = dev.data();
+    plan.unique = U;
+    return plan;
+  }
+
+  /// gtable[ids[i], :] += gout[i, :] from a plan of the ids (made with sort): one block per
+  /// distinct id, rows accumulated in order (deterministic, no atomics, no wait for the GPU).
+  template <class T>
+  static void embedding_backward(const EmbeddingPlan& plan, V1<const index_t> /*ids: in the plan*/,
+                                 V2<const T> gout, V2<T> gtable) {
+    require_real<T>();
+    namespace cd = cuda::detail;
+    const index_t N = plan.n, V = gtable.shape()[0], C = gtable.shape()[1];
+    check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", gout.shape(),
+          " for ", N, " ids and table ", gtable.shape());
+    check(plan.bound <= V, "embedding_backward", "ids were checked against ", plan.bound,
+          " rows, the table ", gtable.shape(), " has fewer");
+    if (N == 0 || C == 0) return;
+    check(plan.layout.numel() == N + 2 * plan.unique + 1, "embedding_backward",
+          "the ids' plan was made without sorting");
+    const index_t U = plan.unique;
+    const index_t* perm = plan.layout.data();
     cd::launch(cd::embedding_backward_kernel<T>, cd::nn_blocks(U), cd::nn_block_threads(C), 0,
                "embedding_backward kernel launch", U, C, perm, perm + N, perm + N + U, gout.data(),
                gout.strides()[0], gout.strides()[1], gtable.data(), gtable.strides()[0],
                gtable.strides()[1]);
-    // dev goes back to the caching allocator: later work on the one stream runs after the kernel.
+  }
+
+  /// gtable[ids[i], :] += gout[i, :], repeated ids accumulated in row order (deterministic:
+  /// the ids are sorted on the host, one block per distinct id, no atomics).
+  template <class T>
+  static void embedding_backward(V1<const index_t> ids, V2<const T> gout, V2<T> gtable) {
+    require_real<T>();
+    const index_t N = ids.shape()[0], C = gtable.shape()[1];
+    check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", gout.shape(),
+          " for ", N, " ids and table ", gtable.shape());
+    if (N == 0 || C == 0) return;
+    embedding_backward<T>(embedding_plan(ids, gtable.shape()[0]), ids, gout, gtable);
+    // the plan's layout goes back to the caching allocator: later work runs after the kernel.
   }
 
   /// Causal (windowed, GQA, subset-query) attention forward; see cpu::attention_forward.
   /// q: (B, Tq, H, Dh)  k, v: (B, Tk, Hkv, Dh)  qpos: (Tq)  -> out: (B, Tq, H, Dh), lse: (B, H, Tq)
   template <class T>
   static void attention_forward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
-                                index_t window, T scale, V4<T> out, V3<T> lse) {
+                                index_t window, T scale, V4<T> out, V3<T> lse, bool qpos_checked = false) {
     require_real<T>();
     namespace cd = cuda::detail;
     const char* op = "attention";
-    std::vector<index_t> pos;
-    const cd::AttnDims d = cd::check_attention_args<T>(op, q, k, v, qpos, window, pos);
+    const cd::AttnDims d = cd::check_attention_args<T>(op, q, k, v, qpos, window, qpos_checked);
     check(out.shape() == q.shape(), op, "out ", out.shape(), " must have the shape of q ",
           q.shape());
     const Shape<3> lse_want{d.B, d.H, d.Tq};
@@ -868,12 +909,12 @@ struct NnBackend<cuda::Device> {
   template <class T>
   static void attention_backward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
                                  index_t window, T scale, V4<const T> out, V3<const T> lse,
-                                 V4<const T> dout, V4<T> dq, V4<T> dk, V4<T> dv) {
+                                 V4<const T> dout, V4<T> dq, V4<T> dk, V4<T> dv,
+                                 bool qpos_checked = false) {
     require_real<T>();
     namespace cd = cuda::detail;
     const char* op = "attention_backward";
-    std::vector<index_t> pos;
-    const cd::AttnDims d = cd::check_attention_args<T>(op, q, k, v, qpos, window, pos);
+    const cd::AttnDims d = cd::check_attention_args<T>(op, q, k, v, qpos, window, qpos_checked);
     auto same = [&](const char* name, const Shape<4>& got, const char* like, const Shape<4>& want) {
       check(got == want, op, name, " ", got, " must have the shape of ", like, " ", want);
     };
