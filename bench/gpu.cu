@@ -210,15 +210,17 @@ TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B
 
 struct DecodeRow {
   index_t batch = 0;
+  bool graphs = false;
   double step_s = 0, bound_s = 0;
 };
 
 template <class V>
-DecodeRow decode_row(const lrt::ModelConfig& c, index_t B, index_t tokens, double bandwidth) {
+DecodeRow decode_row(const lrt::ModelConfig& c, index_t B, index_t tokens, double bandwidth, bool graphs) {
   lrt::Model<V, float, G> m(c, 1);
   lrt::Decoder<V, float, G> dec(m, B, tokens + 1);
+  dec.use_graphs(graphs);
   std::vector<index_t> tok(static_cast<std::size_t>(B), 1);
-  for (int i = 0; i < 2; ++i) dec.step(tok);  // warm-up
+  for (int i = 0; i < 2; ++i) dec.step(tok);  // warm-up (with graphs: eager, then recorded)
   lrt::cuda::synchronize();
   const auto t0 = Clock::now();
   for (index_t t = 2; t < tokens; ++t) {
@@ -228,6 +230,7 @@ DecodeRow decode_row(const lrt::ModelConfig& c, index_t B, index_t tokens, doubl
   lrt::cuda::synchronize();
   DecodeRow r;
   r.batch = B;
+  r.graphs = graphs;
   r.step_s = since(t0) / double(tokens - 2);
   r.bound_s = double(m.num_matmul_params()) * sizeof(float) / bandwidth;
   return r;
@@ -278,12 +281,14 @@ int main(int argc, char** argv) {
 
     std::printf("\ndecode (fp32 weights, %s matmuls, baseline, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
                 lrt::cuda::to_string(o.precisions.front()), static_cast<long long>(o.decode_tokens), bw / 1e12);
-    std::printf("%-8s %12s %12s %10s %14s\n", "batch", "ms/step", "bound ms", "x bound", "tokens/s");
-    for (index_t B : {index_t{1}, o.decode_batch}) {
-      const auto r = decode_row<lrt::variants::Baseline>(c, B, o.decode_tokens, bw);
-      std::printf("%-8lld %12.3f %12.3f %10.2f %14.0f\n", static_cast<long long>(r.batch), 1e3 * r.step_s,
-                  1e3 * r.bound_s, r.step_s / r.bound_s, double(B) / r.step_s);
-    }
+    std::printf("%-8s %-7s %12s %12s %10s %14s\n", "batch", "graphs", "ms/step", "bound ms", "x bound", "tokens/s");
+    for (index_t B : {index_t{1}, o.decode_batch})
+      for (bool graphs : {false, true}) {
+        const auto r = decode_row<lrt::variants::Baseline>(c, B, o.decode_tokens, bw, graphs);
+        std::printf("%-8lld %-7s %12.3f %12.3f %10.2f %14.0f\n", static_cast<long long>(r.batch), graphs ? "yes" : "no",
+                    1e3 * r.step_s, 1e3 * r.bound_s, r.step_s / r.bound_s, double(B) / r.step_s);
+        std::fflush(stdout);
+      }
     const auto s = lrt::cuda::allocator_stats();
     std::printf("\nallocator: peak reserved %.2f GiB, %llu device mallocs\n", double(s.peak_reserved) / (1 << 30),
                 static_cast<unsigned long long>(s.device_mallocs));

@@ -4,7 +4,8 @@
 # only the NVIDIA driver and the CUDA 13 runtime + cuBLAS (no Eigen, fmt, doctest or network):
 #   scripts/build_gpu_bins.sh gpu/          # on the build machine: gpu/ holds the 3 programs
 #   bench/gpu_check.sh gpu/ [bench options] # on the GPU host, from the repository root
-# BIN_DIR defaults to build/bin. Bench options go to lrt-bench-gpu (e.g. --batch 8 --steps 4).
+# BIN_DIR defaults to build/bin. Bench options go to lrt-bench-gpu (e.g. --batch 8 --steps 4
+# --precision bf16,fp32; matmuls default to bf16).
 # Budget: under 8 minutes on one H200: each stage has its own timeout (seconds), overridable with
 # LRT_GPU_CHECK_TIMEOUTS="tensor model bench" (default "150 210 300").
 set -uo pipefail

@@ -202,6 +202,43 @@ TEST_CASE("cuda: float GEMMs in tf32 and bf16 (fp32 in and out), scoped and rest
   }
 }
 
+TEST_CASE("cuda: StepGraph records lrt's work once and replays it on new inputs") {
+  lrt::Tensor<float, 1, G> in(Shape<1>{64}), out(Shape<1>{64});
+  auto fill_in = [&](float base) {
+    std::vector<float> h(64);
+    for (int i = 0; i < 64; ++i) h[static_cast<std::size_t>(i)] = base + static_cast<float>(i);
+    lrt::DeviceTraits<G>::copy_from_host(in.data(), h.data(), h.size() * sizeof(float));
+  };
+  lrt::cuda::StepGraph g;
+  CHECK_FALSE(g.ready());
+  fill_in(1.f);
+  const auto before = lrt::cuda::allocator_stats();
+  g.capture([&] {
+    const lrt::Tensor<float, 1, G> tmp = lrt::exp(in * 0.f) + in;        // a temporary, freed inside
+    out = tmp * 2.f;                                                      // written in place
+  });
+  CHECK(g.ready());
+  CHECK(lrt::cuda::allocator_stats().graph_bytes > before.graph_bytes);  // the temporary's block is the graph's
+  for (float base : {1.f, 10.f, -3.f}) {
+    fill_in(base);
+    g.launch();
+    const auto h = download(out);
+    for (int i = 0; i < 64; ++i) CHECK(h[static_cast<std::size_t>(i)] == 2.f * (1.f + base + static_cast<float>(i)));
+  }
+  g.reset();
+  CHECK(lrt::cuda::allocator_stats().graph_bytes == before.graph_bytes);
+  // A capture that waits for the device fails with an lrt::Error and leaves the stream usable.
+  lrt::cuda::StepGraph bad;
+  CHECK_THROWS_AS(bad.capture([&] { (void)lrt::sum(in); }), lrt::Error);  // sum copies back: a wait
+  CHECK_FALSE(bad.ready());
+  lrt::cuda::StepGraph leak;
+  lrt::Tensor<float, 1, G> kept;
+  check_message([&] { leak.capture([&] { kept = in * 1.f; }); }, "cuda graph", "[cuda graph] 1 block(s)",
+                "must free what it allocates");
+  CHECK(lrt::sum(in) == doctest::Approx(64 * -3.0 + 2016.0));  // ordinary work still runs
+  CHECK_THROWS_AS(leak.launch(), lrt::Error);
+}
+
 int main(int argc, char** argv) {
   const std::size_t n = doctest::detail::getRegisteredTests().size();
   if (lrt::cuda::device_count() == 0) {

@@ -252,13 +252,21 @@ std::vector<double> merged_logits(const M& m, const Tensor<index_t, 2, D>& ids) 
 }
 
 /// Logits (B, T, V) from the KV-cache decoder fed ids token by token.
+/// graphs: through Decoder::use_graphs (replays counted into *replays).
 template <class M, class D>
-std::vector<double> decode_logits(const M& m, const Tensor<index_t, 2, D>& ids) {
+std::vector<double> decode_logits(const M& m, const Tensor<index_t, 2, D>& ids, bool graphs = false,
+                                  index_t* replays = nullptr, bool zero_prefill = false) {
   const auto h = lrt::to<C>(ids);
   const index_t B = h.shape()[0], T = h.shape()[1], V = m.config().vocab_size;
   lrt::Decoder dec(m, B);
+  if (graphs) dec.use_graphs(true);
+  if (zero_prefill) {  // mode zero (no recurrent memory) from a one-token prompt per row
+    std::vector<index_t> first(static_cast<std::size_t>(B));
+    for (index_t b = 0; b < B; ++b) first[static_cast<std::size_t>(b)] = h(b, 0);
+    dec.prefill(first, lrt::PrefillMode::zero());
+  }
   std::vector<double> out(static_cast<std::size_t>(B * T * V));
-  for (index_t t = 0; t < T; ++t) {
+  for (index_t t = zero_prefill ? 1 : 0; t < T; ++t) {
     std::vector<index_t> tok(static_cast<std::size_t>(B));
     for (index_t b = 0; b < B; ++b) tok[static_cast<std::size_t>(b)] = h(b, t);
     const auto lg = host(dec.step(tok));
@@ -266,6 +274,7 @@ std::vector<double> decode_logits(const M& m, const Tensor<index_t, 2, D>& ids) 
       for (index_t v = 0; v < V; ++v)
         out[static_cast<std::size_t>((b * T + t) * V + v)] = lg[static_cast<std::size_t>(b * V + v)];
   }
+  if (replays) *replays = dec.graph_replays();
   return out;
 }
 
@@ -308,6 +317,12 @@ TEST_CASE("cuda model: bad ids, targets and positions raise lrt::Error on the GP
   auto k = ad::variable(rnd<float, 4, G>(Shape<4>{1, 2, 1, 4}, 4));
   const Tensor<index_t, 1, G> qpos = lrt::to<G>(Tensor<index_t, 1>(Tensor<index_t, 1>::full(Shape<1>{2}, 1)));
   CHECK_THROWS_AS(ad::attention(q, k, k, qpos, 100), lrt::Error);  // not strictly increasing
+  CHECK_THROWS_AS(ad::attention(q, k, k, lrt::IndexList<G>({0, 2}), 100), lrt::Error);  // 2 >= Tk (host check)
+  CHECK_THROWS_AS(ad::TokenIds<G>(bad, 5), lrt::Error);  // ids checked once for all lookups
+  const Tensor<index_t, 2, G> four = lrt::to<G>(Tensor<index_t, 2>(Tensor<index_t, 2>::full(Shape<2>{1, 2}, 4)));
+  const ad::TokenIds<G> ok(four, 5);
+  auto small = ad::variable(rnd<float, 2, G>(Shape<2>{4, 3}, 5));
+  CHECK_THROWS_AS(ad::embedding(ok, small), lrt::Error);  // checked against 5 rows, the table has 4
 }
 
 TEST_CASE("cuda model: whole-model loss, logits and gradients match the CPU (baseline and LRT variants)") {
@@ -431,6 +446,42 @@ TEST_CASE("cuda model: LRT invariants hold on the GPU (decode == Exact == Interl
   lrt::Model<vs::Baseline, double, G> bg(c, 5);
   copy_random_weights(bc, bg, 300);
   check_close(decode_logits(bg, ids), merged_logits<lrt::Standard>(bg, ids), 1e-10, "baseline decode vs standard (gpu)");
+}
+
+TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's logits exactly") {
+  const index_t B = 2, Tt = 9;
+  auto c = small_cfg(Tt);
+  c.window_pattern = "SL";  // a window shorter than the context: the graph attends over the whole cache buffer
+  lrt::Model<vs::Baseline, double, C> bc(c, 5);
+  lrt::Model<vs::Baseline, double, G> bg(c, 5);
+  copy_random_weights(bc, bg, 600);
+  const auto ids = lrt::to<G>(ids_of<C>(B, Tt, c.vocab_size, 8));
+  index_t replays = 0;
+#if defined(LRT_CUDA_EMULATOR)
+  const auto launches0 = lrt_cuda_emu::stats.graph_launches;
+#endif
+  const auto eager = decode_logits(bg, ids);
+  const auto graphed = decode_logits(bg, ids, true, &replays);
+  CHECK(replays == Tt - 1);  // step 1 warms up eagerly, step 2 records and replays, then replays
+  check_close(graphed, eager, 0.0, "baseline double: graph vs eager");
+#if defined(LRT_CUDA_EMULATOR)
+  CHECK(lrt_cuda_emu::stats.graph_launches - launches0 == static_cast<std::uint64_t>(Tt - 1));
+#endif
+  // Float, and an LRT model decoding in mode zero (no recurrent memory: graphed too).
+  lrt::Model<vs::Baseline, float, C> fc(c, 6);
+  lrt::Model<vs::Baseline, float, G> fg(c, 6);
+  copy_random_weights(fc, fg, 700);
+  check_close(decode_logits(fg, ids, true), decode_logits(fg, ids), 0.0, "baseline float: graph vs eager");
+  lrt::Model<vs::Lrt, double, C> lc(c, 7);
+  lrt::Model<vs::Lrt, double, G> lg(c, 7);
+  copy_random_weights(lc, lg, 800);
+  index_t lrt_replays = 0;
+  check_close(decode_logits(lg, ids, true, &lrt_replays, true), decode_logits(lg, ids, false, nullptr, true), 0.0,
+              "lrt mode zero: graph vs eager");
+  CHECK(lrt_replays == Tt - 2);  // the prompt token went through prefill
+  // With recurrent memory the steps stay eager (no replays) and still match.
+  check_close(decode_logits(lg, ids, true, &lrt_replays), decode_logits(lg, ids), 0.0, "lrt memory: eager fallback");
+  CHECK(lrt_replays == 0);
 }
 
 int main(int argc, char** argv) {

@@ -225,6 +225,37 @@ TEST_CASE("attention: GQA, window < T, T = 1, subset queries; gradients by finit
   }
 }
 
+TEST_CASE("attention with an IndexList of positions == with a tensor; bad lists are rejected on the host") {
+  std::mt19937 rng(8);
+  auto q = rand_param<double>(Shape<4>{2, 3, 2, 4}, rng);
+  auto k = rand_param<double>(Shape<4>{2, 7, 1, 4}, rng);
+  auto v = rand_param<double>(Shape<4>{2, 7, 1, 4}, rng);
+  const std::vector<index_t> P{1, 4, 6};
+  const lrt::IndexList<lrt::cpu::Device> idx(P);
+  CHECK(idx.increasing());
+  CHECK(idx.host() == P);
+  Tensor<index_t, 1> qp(Shape<1>{3});
+  for (index_t i = 0; i < 3; ++i) qp(i) = P[std::size_t(i)];
+  ad::Graph g;
+  const auto a = run(ad::attention(q.var(), k.var(), v.var(), qp, 3));
+  const auto b = run(ad::attention(q.var(), k.var(), v.var(), idx, 3));
+  CHECK(lrt::max(lrt::abs(a - b)) == 0.0);
+  const lrt::IndexList<lrt::cpu::Device> repeat({1, 1, 2}), late({1, 2, 7});
+  CHECK_FALSE(repeat.increasing());
+  CHECK_THROWS_WITH_AS(ad::attention(q.var(), k.var(), v.var(), repeat, 3),
+                       "[attention] qpos must be strictly increasing: qpos[1] = 1 after qpos[0] = 1", lrt::Error);
+  CHECK_THROWS_WITH_AS(ad::attention(q.var(), k.var(), v.var(), late, 3),
+                       "[attention] qpos[2] = 7 is not < Tk = 7 (k (2, 7, 1, 4))", lrt::Error);
+  // TokenIds: the same lookup and gradient as embedding(ids, table).
+  auto table = rand_param<double>(Shape<2>{5, 3}, rng);
+  Tensor<index_t, 2> ids(Shape<2>{1, 4});
+  const index_t v4[] = {4, 0, 4, 2};
+  for (index_t i = 0; i < 4; ++i) ids.data()[i] = v4[i];
+  const ad::TokenIds<lrt::cpu::Device> tok(ids, 5);
+  CHECK(lrt::max(lrt::abs(run(ad::embedding(tok, table.var())) - run(ad::embedding(ids, table.var())))) == 0.0);
+  expect_grad("embedding(TokenIds)", [&] { return weighted_sum(ad::embedding(tok, table.var()), 9); }, table);
+}
+
 TEST_CASE("float results agree with double within documented tolerances") {
   // float32 fused ops vs the same ops in double: relative 1e-5 (attention, rmsnorm, rope,
   // softmax) and 1e-5 on cross-entropy values.

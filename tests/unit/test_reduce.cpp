@@ -69,6 +69,19 @@ TEST_CASE("reductions over all, of views and of expressions") {
   CHECK(lrt::argmax(ints) == 99);
 }
 
+TEST_CASE("sum_tensor: the sum of all elements as a rank-0 tensor") {
+  Tensor<double, 2> a(Shape<2>{3, 5});
+  for (lrt::index_t i = 0; i < a.numel(); ++i) a.data()[i] = 0.25 * double(i) - 1.0;
+  const Tensor<double, 0> s = lrt::sum_tensor(a);
+  CHECK(*s.data() == doctest::Approx(lrt::sum(a)).epsilon(1e-15));
+  const Tensor<double, 0> st = lrt::sum_tensor(a.t());                 // strided view
+  CHECK(*st.data() == doctest::Approx(lrt::sum(a)).epsilon(1e-15));
+  const Tensor<double, 0> se = lrt::sum_tensor(a * 2.0);               // expression
+  CHECK(*se.data() == doctest::Approx(2 * lrt::sum(a)).epsilon(1e-15));
+  const Tensor<double, 0> z = lrt::sum_tensor(Tensor<double, 2>(Shape<2>{0, 4}));  // empty
+  CHECK(*z.data() == 0.0);
+}
+
 TEST_CASE("ties, NaN and empty axes") {
   Tensor<float, 1> t(Shape<1>{5});
   t(0) = 1.f; t(1) = 3.f; t(2) = 3.f; t(3) = -2.f; t(4) = -2.f;

@@ -156,8 +156,8 @@ Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& tab
 /// Token ids (B, T) shared by several embedding lookups (the model's token embedding and its
 /// value embeddings). On the CPU it only refers to ids. On other devices the ids are checked
 /// against `rows` once here (one copy back) and, when gradients are on, sorted for the backward
-/// once (one upload), instead of at every lookup and every backward. Lives as long as the
-/// lookups that use it are being recorded (the backward keeps what it needs).
+/// once (one upload), instead of at every lookup and every backward. It refers to `ids`, which
+/// must outlive it; the lookups' backward keeps what it needs.
 template <Device D>
 class TokenIds {
  public:
@@ -165,10 +165,13 @@ class TokenIds {
     Tensor<index_t, 1, D> flat;
     typename NnBackend<D>::EmbeddingPlan plan;
   };
-  TokenIds(const Tensor<index_t, 2, D>& ids, index_t rows) : ids_(&ids) {
+  /// checked: the caller knows every id is in [0, rows) (the decoder checks its tokens on the
+  /// host), so nothing is copied back (the ids are then not sorted for a backward either).
+  TokenIds(const Tensor<index_t, 2, D>& ids, index_t rows, bool checked = false) : ids_(&ids) {
     if constexpr (!D::host_accessible) {
       Tensor<index_t, 1, D> flat(ids.view().template reshape<1>(Shape<1>{ids.numel()}));
-      auto plan = NnBackend<D>::embedding_plan(flat.view(), rows, grad_enabled());
+      auto plan = checked ? NnBackend<D>::embedding_plan_checked(flat.numel(), rows)
+                          : NnBackend<D>::embedding_plan(flat.view(), rows, grad_enabled());
       prep_ = std::make_shared<const Prepared>(Prepared{std::move(flat), std::move(plan)});
     }
   }

@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "gpt.hpp"
@@ -33,6 +34,18 @@
 
 namespace lrt {
 inline namespace v0 {
+
+namespace detail {
+/// DeviceTraits<D>::StepGraph where the device records graphs, else void.
+template <class D, class = void>
+struct step_graph_of {
+  using type = void;
+};
+template <class D>
+struct step_graph_of<D, std::void_t<typename DeviceTraits<D>::StepGraph>> {
+  using type = typename DeviceTraits<D>::StepGraph;
+};
+}  // namespace detail
 
 /// How Decoder::prefill feeds a prompt (spec §6).
 struct PrefillMode {
@@ -151,6 +164,26 @@ class Decoder {
     feed(tokens, {});
     return logits_;
   }
+
+  /// Whether this device can record steps into a graph (lrt::cuda::Device: CUDA graphs).
+  static constexpr bool graphs_supported = !std::is_void_v<typename detail::step_graph_of<D>::type>;
+  /// Records steps into a graph and replays it: one launch per token instead of one per kernel
+  /// (several hundred). Applies to lockstep steps that feed every row and use no recurrent memory
+  /// (baseline variants, or mode zero); other steps run as before. The first such step runs
+  /// eagerly through the graph's code path (warm-up), the second records the graph, later ones
+  /// replay it; the token ids, the position and its RoPE row are copied into the graph's input
+  /// buffers before each replay. Results are those of the eager path (the attention reads the
+  /// whole cache buffer but, being causal, only keys <= the position). An lrt::Error on devices
+  /// without graphs.
+  void use_graphs(bool on) {
+    check(!on || graphs_supported, "decoder", "this device records no graphs (CUDA graphs need lrt::cuda::Device)");
+    use_graphs_ = on;
+    if constexpr (graphs_supported)
+      if (!on && step_graph_) step_graph_->reset();
+  }
+  bool graphs() const noexcept { return use_graphs_; }
+  /// Steps replayed from the recorded graph so far.
+  index_t graph_replays() const noexcept { return graph_replays_; }
 
  private:
   bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
@@ -272,6 +305,15 @@ class Decoder {
     lock_ = n == B_ && lockstep();
     if (lock_) tpos_.resize(1);  // one query position for the whole batch
     const index_t nq = static_cast<index_t>(tpos_.size());
+    const bool use_memory = V::recurrent && !zero_memory();
+    if constexpr (graphs_supported) {
+      if (use_graphs_ && lock_ && !use_memory) {
+        graph_step(tokens);
+        for (index_t b : rows_) ++pos_[static_cast<std::size_t>(b)];
+        layout_ = {lock_, n, use_memory};
+        return;
+      }
+    }
 
     struct Scope {  // the decoder's tape is current (no gradient) for this step and emptied after it
       ad::Graph& g;
@@ -302,7 +344,6 @@ class Decoder {
     };
 
     typename Model::Var3 mem;
-    const bool use_memory = V::recurrent && !zero_memory();
     if constexpr (V::recurrent) {  // m~_t = s_{t-k} (0 before k, or across a BOS with reset_at_bos)
       if (use_memory) {
         const index_t k = c.mem_offset;
@@ -361,6 +402,72 @@ class Decoder {
     layout_ = {lock_, n, use_memory};
   }
 
+  /// A lockstep step through the graph (see use_graphs): inputs into the graph's buffers, then the
+  /// body run eagerly (first step), recorded and replayed (second), or replayed (later).
+  void graph_step(std::span<const index_t> tokens) {
+    if constexpr (graphs_supported) {
+      const ModelConfig& c = m_->config();
+      const index_t t = tpos_[0];
+      if (!gwpos_) {  // the graph's input buffers: allocated once, refilled in place
+        gwpos_ = std::make_unique<IndexList<D>>(std::vector<index_t>{t});
+        gids_ = Tensor<index_t, 2, D>(Shape<2>{B_, 1}, uninitialized);
+        gcos_ = std::make_shared<Tensor<T, 2, D>>(Shape<2>{1, c.head_dim() / 2});
+        gsin_ = std::make_shared<Tensor<T, 2, D>>(Shape<2>{1, c.head_dim() / 2});
+        step_graph_ = std::make_unique<typename detail::step_graph_of<D>::type>();
+      } else {
+        gwpos_->assign(std::span<const index_t>(&t, 1));
+      }
+      DeviceTraits<D>::copy_from_host(gids_.data(), tokens.data(), static_cast<std::size_t>(B_) * sizeof(index_t));
+      auto [cs, sn] = cpu::rope_tables<T>(TensorView<const index_t, 1>(&t, Shape<1>{1}), c.head_dim(), c.rope_bf16_tables);
+      DeviceTraits<D>::copy_from_host(gcos_->data(), cs.data(), static_cast<std::size_t>(cs.numel()) * sizeof(T));
+      DeviceTraits<D>::copy_from_host(gsin_->data(), sn.data(), static_cast<std::size_t>(sn.numel()) * sizeof(T));
+      if (step_graph_->ready()) {
+        step_graph_->launch();
+        ++graph_replays_;
+      } else if (graph_warm_) {
+        step_graph_->capture([this] { graph_body(); });
+        step_graph_->launch();
+        ++graph_replays_;
+      } else {
+        graph_body();
+        graph_warm_ = true;
+      }
+    }
+  }
+
+  /// What the graph records: the forward of the B tokens in gids_ at position gwpos_ (no wait for
+  /// the device, every temporary freed before it returns).
+  void graph_body() {
+    const ModelConfig& c = m_->config();
+    struct Scope {
+      ad::Graph& g;
+      ad::Graph::Use use;
+      ad::NoGrad no_grad;
+      explicit Scope(ad::Graph& graph) : g(graph), use(graph) {}
+      ~Scope() { g.clear(); }
+    } scope(*graph_);
+    const ad::RopeTable<T, D> rope{gcos_, gsin_};
+    const ad::TokenIds<D> tok(gids_, c.padded_vocab(), /*checked=*/true);  // run_step checked the tokens
+    const typename Model::Attend attend = [this](index_t l, const Var4& q, const Var4& k, const Var4& v) {
+      const ModelConfig& cc = m_->config();
+      auto& kc = k_[static_cast<std::size_t>(l)];
+      auto& vc = v_[static_cast<std::size_t>(l)];
+      kc.view().gather(1, *gwpos_) = k.value();  // row t of every row's cache, t read on the device
+      vc.view().gather(1, *gwpos_) = v.value();
+      Tensor<T, 4, D> out(q.shape(), uninitialized);
+      Tensor<T, 3, D> lse(Shape<3>{B_, cc.n_head, 1}, uninitialized);
+      NnBackend<D>::template attention_forward<T>(q.value().view(), TensorView<const T, 4, D>(kc.view()),
+                                                  TensorView<const T, 4, D>(vc.view()), gwpos_->tensor().view(),
+                                                  cc.window(l), T(1) / std::sqrt(static_cast<T>(cc.head_dim())),
+                                                  out.view(), lse.view(), /*qpos_checked=*/true);  // t < Tmax
+      return ad::constant(std::move(out));
+    };
+    const auto pass = m_->forward(tok, rope, attend, nullptr);
+    const auto z = m_->head(pass.h);  // (B, 1, Vp)
+    const T cap = T(15);
+    logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
+  }
+
   /// The attend hook of a step: appends the new keys and values to the cache and attends each
   /// query to its row's cached positions (spec §2.2 window rule).
   Var4 attend(index_t l, const Var4& q, const Var4& k, const Var4& v) {
@@ -409,6 +516,18 @@ class Decoder {
   Tensor<index_t, 1, D> qpos_;                  // (B): the first nq entries are this step's
   std::vector<index_t> rows_, tpos_;            // rows fed and their positions (lockstep: one position)
   bool lock_ = false;
+  // Graphs (use_graphs): the recorded step and its input buffers (ids, position, RoPE row).
+  struct NoGraph {
+    bool ready() const noexcept { return false; }
+    void reset() noexcept {}
+  };
+  using StepGraphT = std::conditional_t<graphs_supported, typename detail::step_graph_of<D>::type, NoGraph>;
+  bool use_graphs_ = false, graph_warm_ = false;
+  index_t graph_replays_ = 0;
+  std::unique_ptr<StepGraphT> step_graph_;
+  std::unique_ptr<IndexList<D>> gwpos_;
+  Tensor<index_t, 2, D> gids_;
+  std::shared_ptr<Tensor<T, 2, D>> gcos_, gsin_;
   std::array<index_t, 3> layout_{};                // the last step's (lockstep, tokens, memory)
   std::vector<std::array<index_t, 3>> layouts_;  // CPU: layouts whose attention scratch is reserved
 };

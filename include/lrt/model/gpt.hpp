@@ -309,7 +309,13 @@ class Model {
   };
   Pass forward(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend, const Var3* memory = nullptr,
                const Observe* observe = nullptr) const {
-    const ad::TokenIds<D> tok(ids, cfg_.padded_vocab());      // checked once for every lookup
+    const ad::TokenIds<D> tok(ids, cfg_.padded_vocab());  // checked once for every lookup
+    return forward(tok, rope, attend, memory, observe);
+  }
+  /// The same with prepared ids (see ad::TokenIds).
+  Pass forward(const ad::TokenIds<D>& tok, const ad::RopeTable<T, D>& rope, const Attend& attend,
+               const Var3* memory = nullptr, const Observe* observe = nullptr) const {
+    const Ids& ids = tok.ids();
     Var3 x = ad::rmsnorm(ad::embedding(tok, wte_->var()));  // norm after the embedding
     const Var3 x0 = x;
     const index_t B = ids.shape()[0], Tq = ids.shape()[1];

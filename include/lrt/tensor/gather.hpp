@@ -41,6 +41,21 @@ class IndexList {
   const Tensor<index_t, 1, D>& tensor() const noexcept { return idx_; }
   /// The indices in their order, on the host (read without touching the device).
   const std::vector<index_t>& host() const noexcept { return host_; }
+  /// Replaces the indices by as many new ones, in place: the device buffer keeps its address
+  /// (so that work recorded with it, e.g. a CUDA graph, reads the new indices).
+  void assign(std::span<const index_t> host) {
+    check(static_cast<index_t>(host.size()) == idx_.numel(), "index_list", "assign needs ", idx_.numel(),
+          " indices, got ", host.size());
+    std::vector<index_t> sorted(host.begin(), host.end());
+    for (index_t i : sorted) check(i >= 0, "index_list", "negative index ", i);
+    std::sort(sorted.begin(), sorted.end());
+    host_.assign(host.begin(), host.end());
+    increasing_ = std::adjacent_find(host_.begin(), host_.end(),
+                                     [](index_t a, index_t b) { return b <= a; }) == host_.end();
+    unique_ = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    max_ = sorted.empty() ? -1 : sorted.back();
+    if (!host.empty()) DeviceTraits<D>::copy_from_host(idx_.data(), host.data(), host.size() * sizeof(index_t));
+  }
 
  private:
   void init(std::span<const index_t> host) {

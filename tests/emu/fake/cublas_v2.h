@@ -78,6 +78,12 @@ inline cublasStatus_t cublasGetStream(cublasHandle_t h, cudaStream_t* s) {
   *s = h->stream;
   return CUBLAS_STATUS_SUCCESS;
 }
+/// cuBLAS's user workspace (needed so that calls captured into graphs allocate nothing).
+inline cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void* ws, std::size_t bytes) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (bytes > 0 && !lrt_cuda_emu::detail::region_is(ws, bytes, true)) return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
 inline cublasStatus_t cublasSetPointerMode(cublasHandle_t h, cublasPointerMode_t m) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (m != CUBLAS_POINTER_MODE_HOST && m != CUBLAS_POINTER_MODE_DEVICE)
@@ -143,31 +149,48 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
   ++gemm_calls;
   if (rounding != InputRounding::none) ++gemm_rounded_calls;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  const T al = *alpha, be = *beta;
-  for (int b = 0; b < batch; ++b) {
-    const T* Ab = A + b * sa;
-    const T* Bb = B + b * sb;
-    T* Cb = C + b * sc;
-    const bool use_ab = k > 0 && al != T(0);
-    if ((use_ab && (!region_is(Ab, matrix_span(ar, ac, lda, sizeof(T)), true) ||
-                    !region_is(Bb, matrix_span(br, bc, ldb, sizeof(T)), true))) ||
-        !region_is(Cb, matrix_span(m, n, ldc, sizeof(T)), true))
-      return CUBLAS_STATUS_EXECUTION_FAILED;
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        T acc = T(0);
-        if (use_ab)
-          for (int l = 0; l < k; ++l) {
-            const T a = ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda]
-                                          : Ab[l + static_cast<long long>(i) * lda];
-            const T x = tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb]
-                                          : Bb[j + static_cast<long long>(l) * ldb];
-            acc += round_input(a, rounding) * round_input(x, rounding);
-          }
-        T& c = Cb[i + static_cast<long long>(j) * ldc];
-        c = be == T(0) ? al * acc : al * acc + be * c;
-      }
+  const T al = *alpha, be = *beta;  // host pointer mode: read when the call is made
+  auto run = [=](bool& ok) {
+    for (int b = 0; b < batch; ++b) {
+      const T* Ab = A + b * sa;
+      const T* Bb = B + b * sb;
+      T* Cb = C + b * sc;
+      const bool use_ab = k > 0 && al != T(0);
+      if ((use_ab && (!region_is(Ab, matrix_span(ar, ac, lda, sizeof(T)), true) ||
+                      !region_is(Bb, matrix_span(br, bc, ldb, sizeof(T)), true))) ||
+          !region_is(Cb, matrix_span(m, n, ldc, sizeof(T)), true))
+        {
+          ok = false;
+          return;
+        }
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          T acc = T(0);
+          if (use_ab)
+            for (int l = 0; l < k; ++l) {
+              const T a = ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda]
+                                            : Ab[l + static_cast<long long>(i) * lda];
+              const T x = tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb]
+                                            : Bb[j + static_cast<long long>(l) * ldb];
+              acc += round_input(a, rounding) * round_input(x, rounding);
+            }
+          T& c = Cb[i + static_cast<long long>(j) * ldc];
+          c = be == T(0) ? al * acc : al * acc + be * c;
+        }
+    }
+  };
+  if (h->stream && h->stream->capture) {  // recorded into the graph: checked again at each replay
+    h->stream->capture->push_back([run] {
+      bool ok = true;
+      run(ok);
+      if (!ok) fatal("a GEMM replayed from a graph uses memory that is no longer allocated");
+    });
+    ++stats.captured;
+    return CUBLAS_STATUS_SUCCESS;
   }
+  bool ok = true;
+  run(ok);
+  if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
   return CUBLAS_STATUS_SUCCESS;
 }
 

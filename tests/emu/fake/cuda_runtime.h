@@ -42,7 +42,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -75,6 +77,9 @@ enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef enum cudaError cudaError_t;
 
@@ -106,10 +111,35 @@ struct cudaPointerAttributes {
   void* hostPointer;
 };
 
+// Stream capture (CUDA graphs): while a stream captures, kernel launches, cuBLAS calls, memsets
+// and device-to-device copies on it are recorded instead of run; a graph launch runs them in
+// order. A synchronisation or a copy to or from the host while capturing is refused with
+// cudaErrorStreamCaptureUnsupported and invalidates the capture (as on a GPU).
 struct CUstream_st {
   unsigned flags;
+  std::vector<std::function<void()>>* capture = nullptr;  // the sequence being recorded
+  bool capture_invalid = false;
 };
 typedef struct CUstream_st* cudaStream_t;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
+struct CUgraph_st {
+  std::vector<std::function<void()>> nodes;
+};
+typedef struct CUgraph_st* cudaGraph_t;
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> nodes;
+};
+typedef struct CUgraphExec_st* cudaGraphExec_t;
 
 #define cudaStreamDefault 0x00u
 #define cudaStreamNonBlocking 0x01u
@@ -151,6 +181,8 @@ struct Stats {
   std::uint64_t threads = 0;      // CUDA threads (fibers) run
   std::uint64_t switches = 0;     // fiber resumes
   std::uint64_t bad_configs = 0;  // launches refused with cudaErrorInvalidConfiguration
+  std::uint64_t captured = 0;     // launches, cuBLAS calls and copies recorded into graphs
+  std::uint64_t graph_launches = 0;
 };
 inline Stats stats;
 
@@ -601,6 +633,14 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, cuda
   }
   detail::Call<P...> call{kernel, std::tuple<P...>(std::forward<A>(args)...)};
   detail::check_pointer_args(call.params, std::index_sequence_for<P...>{});
+  if (stream && stream->capture) {  // recorded: run (and its pointers checked again) at each replay
+    stream->capture->push_back([call, grid, block]() mutable {
+      detail::check_pointer_args(call.params, std::index_sequence_for<P...>{});
+      detail::run_grid(grid, block, &detail::Call<P...>::run, &call);
+    });
+    ++stats.captured;
+    return;
+  }
   detail::run_grid(grid, block, &detail::Call<P...>::run, &call);
 }
 
@@ -694,6 +734,9 @@ inline const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
   }
   return "unrecognized error code";
 }
@@ -750,10 +793,81 @@ inline std::uint64_t stream_syncs = 0;
 inline std::uint64_t device_to_host_copies = 0;
 }  // namespace lrt_cuda_emu
 
+namespace lrt_cuda_emu::detail {
+/// A call that must not happen while s captures: invalidates the capture, returns the error.
+inline cudaError_t refuse_in_capture(cudaStream_t s) {
+  if (s && s->capture) {
+    s->capture_invalid = true;
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaSuccess;
+}
+/// Runs f now, or records it when s captures.
+template <class F>
+void run_or_record(cudaStream_t s, F&& f) {
+  if (s && s->capture) {
+    s->capture->push_back(std::forward<F>(f));
+    ++stats.captured;
+  } else {
+    f();
+  }
+}
+}  // namespace lrt_cuda_emu::detail
+
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (!lrt_cuda_emu::detail::valid_stream(s))
     return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t e = lrt_cuda_emu::detail::refuse_in_capture(s); e != cudaSuccess) return e;
   ++lrt_cuda_emu::stream_syncs;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
+  if (s == nullptr || !lrt_cuda_emu::detail::valid_stream(s))  // the legacy stream cannot capture
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (s->capture || mode < cudaStreamCaptureModeGlobal || mode > cudaStreamCaptureModeRelaxed)
+    return lrt_cuda_emu::detail::fail(cudaErrorIllegalState);
+  s->capture = new std::vector<std::function<void()>>();
+  s->capture_invalid = false;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
+  if (s == nullptr || !lrt_cuda_emu::detail::valid_stream(s) || !s->capture)
+    return lrt_cuda_emu::detail::fail(cudaErrorIllegalState);
+  std::unique_ptr<std::vector<std::function<void()>>> nodes(s->capture);
+  s->capture = nullptr;
+  *g = nullptr;
+  if (s->capture_invalid) return lrt_cuda_emu::detail::fail(cudaErrorStreamCaptureInvalidated);
+  *g = new CUgraph_st{std::move(*nodes)};
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* st) {
+  if (!lrt_cuda_emu::detail::valid_stream(s))
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  *st = !(s && s->capture) ? cudaStreamCaptureStatusNone
+        : s->capture_invalid ? cudaStreamCaptureStatusInvalidated
+                             : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* x, cudaGraph_t g, unsigned long long = 0) {
+  if (!g) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  *x = new CUgraphExec_st{g->nodes};
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s) {
+  if (!x) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  if (!lrt_cuda_emu::detail::valid_stream(s))
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (s && s->capture) return lrt_cuda_emu::detail::fail(cudaErrorStreamCaptureUnsupported);
+  for (auto& f : x->nodes) f();
+  ++lrt_cuda_emu::stats.graph_launches;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
+  delete x;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  delete g;
   return cudaSuccess;
 }
 
@@ -813,9 +927,11 @@ inline cudaError_t check_copy(void* dst, std::size_t dn, const void* src, std::s
 
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind,
                                    cudaStream_t s = nullptr) {
+  if (s && s->capture && kind != cudaMemcpyDeviceToDevice)  // host memory: not capturable here
+    return lrt_cuda_emu::detail::refuse_in_capture(s);
   const cudaError_t e = lrt_cuda_emu::detail::check_copy(dst, n, src, n, kind, s);
   if (e != cudaSuccess) return e;
-  if (n) std::memcpy(dst, src, n);
+  if (n) lrt_cuda_emu::detail::run_or_record(s, [=] { std::memcpy(dst, src, n); });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind) {
@@ -827,6 +943,7 @@ inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* 
   if (dpitch < width || spitch < width) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
   const std::size_t dn = height ? (height - 1) * dpitch + width : 0;
   const std::size_t sn = height ? (height - 1) * spitch + width : 0;
+  if (s && s->capture) return lrt_cuda_emu::detail::refuse_in_capture(s);
   const cudaError_t e = lrt_cuda_emu::detail::check_copy(dst, dn, src, sn, kind, s);
   if (e != cudaSuccess) return e;
   for (std::size_t r = 0; r < height && width > 0; ++r)
@@ -839,7 +956,7 @@ inline cudaError_t cudaMemsetAsync(void* p, int v, std::size_t n, cudaStream_t s
     return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
   if (!lrt_cuda_emu::detail::region_is(p, n, true))
     return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
-  if (n) std::memset(p, v, n);
+  if (n) lrt_cuda_emu::detail::run_or_record(s, [=] { std::memset(p, v, n); });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void* p, int v, std::size_t n) {

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "../../core/device.hpp"
@@ -64,6 +66,7 @@ struct AllocatorStats {
   std::uint64_t cache_hits = 0;     ///< allocations served from a free list
   std::uint64_t device_mallocs = 0; ///< cudaMalloc calls that succeeded
   std::uint64_t device_frees = 0;   ///< cudaFree calls (empty_cache, OOM retry)
+  std::size_t graph_bytes = 0;      ///< held by captured graphs (StepGraph)
 };
 
 namespace detail {
@@ -93,7 +96,10 @@ class CachingAllocator {
     const std::size_t size = round_size(bytes);
     std::lock_guard<std::mutex> lk(m_);
     void* p = nullptr;
-    if (auto it = free_.find(size); it != free_.end() && !it->second.empty()) {
+    if (auto it = capture_free_.find(size); capturing_ && it != capture_free_.end() && !it->second.empty()) {
+      p = it->second.back();  // freed earlier in this capture: the graph's own
+      it->second.pop_back();
+    } else if (auto it = free_.find(size); it != free_.end() && !it->second.empty()) {
       p = it->second.back();
       it->second.pop_back();
       stats_.cached_bytes -= size;
@@ -110,6 +116,7 @@ class CachingAllocator {
     }
     try {
       live_.emplace(p, size);
+      if (capturing_) capture_live_.insert(p);
     } catch (...) {
       free_[size].push_back(p);  // keep the block; rethrow the host allocation failure
       stats_.cached_bytes += size;
@@ -131,6 +138,12 @@ class CachingAllocator {
     live_.erase(it);
     stats_.in_use_bytes -= size;
     try {
+      if (capturing_) {  // a captured graph may use it at every replay: it stays the graph's
+        capture_live_.erase(p);
+        capture_free_[size].push_back(p);
+        stats_.graph_bytes += size;
+        return;
+      }
       free_[size].push_back(p);
       stats_.cached_bytes += size;
     } catch (...) {
@@ -149,6 +162,43 @@ class CachingAllocator {
   AllocatorStats stats() {
     std::lock_guard<std::mutex> lk(m_);
     return stats_;
+  }
+
+  /// From now until end_capture, freed blocks are kept for the graph being captured (and reused
+  /// by its later allocations) instead of going back to the shared free lists.
+  void begin_capture() {
+    std::lock_guard<std::mutex> lk(m_);
+    check(!capturing_, "cuda graph", "a capture is already in progress");
+    capturing_ = true;
+    capture_free_.clear();
+    capture_live_.clear();
+  }
+  /// Ends the capture: returns the blocks freed during it (the graph owns them until
+  /// release_graph_blocks) and how many blocks allocated during it are still live.
+  std::size_t end_capture(std::vector<std::pair<void*, std::size_t>>& owned) {
+    std::lock_guard<std::mutex> lk(m_);
+    capturing_ = false;
+    owned.clear();
+    for (auto& [size, blocks] : capture_free_)
+      for (void* p : blocks) owned.emplace_back(p, size);
+    capture_free_.clear();
+    const std::size_t live = capture_live_.size();
+    capture_live_.clear();
+    return live;
+  }
+  /// A graph's blocks go back to the shared free lists (work queued later runs after its replays).
+  void release_graph_blocks(const std::vector<std::pair<void*, std::size_t>>& owned) noexcept {
+    std::lock_guard<std::mutex> lk(m_);
+    for (const auto& [p, size] : owned) {
+      stats_.graph_bytes -= size;
+      try {
+        free_[size].push_back(p);
+        stats_.cached_bytes += size;
+      } catch (...) {
+        (void)cudaFree(p);
+        ++stats_.device_frees;
+      }
+    }
   }
 
  private:
@@ -179,6 +229,9 @@ class CachingAllocator {
   std::map<std::size_t, std::vector<void*>> free_;  // size class -> cached blocks
   std::unordered_map<void*, std::size_t> live_;     // live block -> its size class
   AllocatorStats stats_;
+  bool capturing_ = false;
+  std::map<std::size_t, std::vector<void*>> capture_free_;  // freed during the capture
+  std::unordered_set<void*> capture_live_;                 // allocated during it, still live
 };
 
 }  // namespace detail
@@ -189,10 +242,90 @@ inline void empty_cache() { detail::CachingAllocator::instance().release_cached(
 /// A snapshot of the caching allocator's counters.
 inline AllocatorStats allocator_stats() { return detail::CachingAllocator::instance().stats(); }
 
+/// A CUDA graph recorded from lrt's stream: capture(f) runs f with the stream capturing (its
+/// kernels, cuBLAS calls and device copies are recorded, not run), launch() replays them. f must
+/// not wait for the device (no copy to or from the host, no synchronize: the capture fails with
+/// an lrt::Error) and must free every tensor it allocates: the graph keeps those blocks, so the
+/// addresses its kernels use stay reserved for it. Values that change between replays must live
+/// in device buffers that the caller refills before launch() (with copies outside the capture).
+class StepGraph {
+ public:
+  StepGraph() = default;
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  ~StepGraph() { reset(); }
+
+  bool ready() const noexcept { return exec_ != nullptr; }
+
+  /// Records f's work into the graph (replacing any earlier one); nothing runs until launch().
+  template <class F>
+  void capture(F&& f) {
+    reset();
+    auto& a = detail::CachingAllocator::instance();
+    a.begin_capture();
+    const cudaError_t begun = cudaStreamBeginCapture(stream(), cudaStreamCaptureModeRelaxed);
+    if (begun != cudaSuccess) {
+      a.end_capture(blocks_);
+      a.release_graph_blocks(blocks_);
+      blocks_.clear();
+      detail::check_cuda(begun, "cudaStreamBeginCapture");
+    }
+    try {
+      f();
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      (void)cudaStreamEndCapture(stream(), &g);
+      if (g) (void)cudaGraphDestroy(g);
+      (void)cudaGetLastError();
+      a.end_capture(blocks_);
+      reset();
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream(), &g);
+    const std::size_t live = a.end_capture(blocks_);
+    if (ended != cudaSuccess || live != 0) {
+      if (g) (void)cudaGraphDestroy(g);
+      reset();
+      detail::check_cuda(ended, "cudaStreamEndCapture (the captured work waited for the device or copied "
+                                "to or from the host)");
+      throw Error("cuda graph", std::to_string(live) + " block(s) allocated during the capture are still "
+                                                       "live: the captured work must free what it allocates");
+    }
+    const cudaError_t inst = cudaGraphInstantiate(&exec_, g, 0);
+    (void)cudaGraphDestroy(g);
+    if (inst != cudaSuccess) {
+      exec_ = nullptr;
+      reset();
+      detail::check_cuda(inst, "cudaGraphInstantiate");
+    }
+  }
+
+  /// Replays the recorded work on lrt's stream (asynchronously, like any launch).
+  void launch() {
+    check(exec_ != nullptr, "cuda graph", "launch() before a successful capture()");
+    LRT_CUDA_CHECK(cudaGraphLaunch(exec_, stream()));
+  }
+
+  /// Drops the graph; its blocks return to the allocator's free lists.
+  void reset() noexcept {
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
+    exec_ = nullptr;
+    if (!blocks_.empty()) detail::CachingAllocator::instance().release_graph_blocks(blocks_);
+    blocks_.clear();
+  }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+  std::vector<std::pair<void*, std::size_t>> blocks_;
+};
+
 }  // namespace cuda
 
 template <>
 struct DeviceTraits<cuda::Device> {
+  /// The decoder records its steps into one of these (see Decoder::use_graphs).
+  using StepGraph = cuda::StepGraph;
   static void* allocate(std::size_t bytes) {
     return cuda::detail::CachingAllocator::instance().allocate(bytes);
   }

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <climits>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -76,12 +77,19 @@ class MatmulPrecisionScope {
   MatmulPrecision old_;
 };
 
-/// The cuBLAS handle lrt uses (created at first call on lrt's stream, never destroyed).
+/// Bytes of the workspace lrt gives cuBLAS (so that GEMMs captured into a graph allocate nothing).
+inline constexpr std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
+
+/// The cuBLAS handle lrt uses (created at first call on lrt's stream with its own workspace,
+/// never destroyed).
 inline cublasHandle_t cublas_handle() {
   static const cublasHandle_t h = [] {
     cublasHandle_t x = nullptr;
     LRT_CUBLAS_CHECK(cublasCreate(&x));
-    LRT_CUBLAS_CHECK(cublasSetStream(x, stream()));
+    LRT_CUBLAS_CHECK(cublasSetStream(x, stream()));  // before the workspace: setting a stream resets it
+    void* ws = nullptr;
+    LRT_CUDA_CHECK(cudaMalloc(&ws, cublas_workspace_bytes));
+    LRT_CUBLAS_CHECK(cublasSetWorkspace(x, ws, cublas_workspace_bytes));
     LRT_CUBLAS_CHECK(cublasSetPointerMode(x, CUBLAS_POINTER_MODE_HOST));
     return x;
   }();

@@ -845,6 +845,14 @@ struct NnBackend<cuda::Device> {
     return plan;
   }
 
+  /// A plan for n ids the caller has checked against V itself (nothing copied, nothing sorted:
+  /// a backward with it sorts then).
+  static EmbeddingPlan embedding_plan_checked(index_t n, index_t V) {
+    EmbeddingPlan plan;
+    plan.n = n, plan.bound = V;
+    return plan;
+  }
+
   /// gtable[ids[i], :] += gout[i, :] from a plan of the ids (made with sort): one block per
   /// distinct id, rows accumulated in order (deterministic, no atomics, no wait for the GPU).
   template <class T>
