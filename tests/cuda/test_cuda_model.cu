@@ -479,9 +479,20 @@ TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's l
   check_close(decode_logits(lg, ids, true, &lrt_replays, true), decode_logits(lg, ids, false, nullptr, true), 0.0,
               "lrt mode zero: graph vs eager");
   CHECK(lrt_replays == Tt - 2);  // the prompt token went through prefill
-  // With recurrent memory the steps stay eager (no replays) and still match.
-  check_close(decode_logits(lg, ids, true, &lrt_replays), decode_logits(lg, ids), 0.0, "lrt memory: eager fallback");
-  CHECK(lrt_replays == 0);
+  // With the recurrent memory (ring slots and masks as graph inputs), across BOS tokens too.
+  auto cb = c;
+  cb.vocab_size = 260;
+  cb.reset_at_bos = true;
+  lrt::Model<vs::Lrt, double, C> rc(cb, 9);
+  lrt::Model<vs::Lrt, double, G> rg(cb, 9);
+  copy_random_weights(rc, rg, 900);
+  auto ids_b = ids_of<C>(B, Tt, cb.vocab_size, 10);
+  ids_b(0, 3) = 256, ids_b(1, 6) = 256;
+  const auto idsb = lrt::to<G>(ids_b);
+  const auto exact = merged_logits<lrt::Exact>(rg, idsb);
+  check_close(decode_logits(rg, idsb, true, &lrt_replays), exact, 1e-10, "lrt memory: graph vs exact");
+  CHECK(lrt_replays == Tt - 1);
+  check_close(decode_logits(rg, idsb, true), decode_logits(rg, idsb), 0.0, "lrt memory: graph vs eager");
 }
 
 int main(int argc, char** argv) {

@@ -168,13 +168,15 @@ class Decoder {
   /// Whether this device can record steps into a graph (lrt::cuda::Device: CUDA graphs).
   static constexpr bool graphs_supported = !std::is_void_v<typename detail::step_graph_of<D>::type>;
   /// Records steps into a graph and replays it: one launch per token instead of one per kernel
-  /// (several hundred). Applies to lockstep steps that feed every row and use no recurrent memory
-  /// (baseline variants, or mode zero); other steps run as before. The first such step runs
-  /// eagerly through the graph's code path (warm-up), the second records the graph, later ones
-  /// replay it; the token ids, the position and its RoPE row are copied into the graph's input
-  /// buffers before each replay. Results are those of the eager path (the attention reads the
-  /// whole cache buffer but, being causal, only keys <= the position). An lrt::Error on devices
-  /// without graphs.
+  /// (several hundred). Applies to lockstep steps that feed every row (other steps run as before),
+  /// with or without the recurrent memory (a change of that records the graph again). The first
+  /// such step runs eagerly through the graph's code path (warm-up), the second records the
+  /// graph, later ones replay it; the token ids, the position, its RoPE row and, with memory, the
+  /// ring slots to read and write and which rows read a state (0 before k tokens or across a BOS)
+  /// are copied into the graph's input buffers before each replay. Results are those of the eager
+  /// path (the attention reads the whole cache buffer but, being causal, only keys <= the
+  /// position). The graph reads the model's parameter buffers: update parameters in place, or
+  /// record again (use_graphs(false), then true). An lrt::Error on devices without graphs.
   void use_graphs(bool on) {
     check(!on || graphs_supported, "decoder", "this device records no graphs (CUDA graphs need lrt::cuda::Device)");
     use_graphs_ = on;
@@ -307,8 +309,8 @@ class Decoder {
     const index_t nq = static_cast<index_t>(tpos_.size());
     const bool use_memory = V::recurrent && !zero_memory();
     if constexpr (graphs_supported) {
-      if (use_graphs_ && lock_ && !use_memory) {
-        graph_step(tokens);
+      if (use_graphs_ && lock_) {
+        graph_step(tokens, use_memory);
         for (index_t b : rows_) ++pos_[static_cast<std::size_t>(b)];
         layout_ = {lock_, n, use_memory};
         return;
@@ -404,7 +406,7 @@ class Decoder {
 
   /// A lockstep step through the graph (see use_graphs): inputs into the graph's buffers, then the
   /// body run eagerly (first step), recorded and replayed (second), or replayed (later).
-  void graph_step(std::span<const index_t> tokens) {
+  void graph_step(std::span<const index_t> tokens, bool use_memory) {
     if constexpr (graphs_supported) {
       const ModelConfig& c = m_->config();
       const index_t t = tpos_[0];
@@ -414,9 +416,33 @@ class Decoder {
         gcos_ = std::make_shared<Tensor<T, 2, D>>(Shape<2>{1, c.head_dim() / 2});
         gsin_ = std::make_shared<Tensor<T, 2, D>>(Shape<2>{1, c.head_dim() / 2});
         step_graph_ = std::make_unique<typename detail::step_graph_of<D>::type>();
+        if constexpr (V::recurrent) {
+          gslot_r_ = std::make_unique<IndexList<D>>(std::vector<index_t>{0});
+          gslot_w_ = std::make_unique<IndexList<D>>(std::vector<index_t>{0});
+          gmask_ = Tensor<T, 3, D>(Shape<3>{1, B_, 1});
+          gmask_host_.assign(static_cast<std::size_t>(B_), T(0));
+        }
       } else {
         gwpos_->assign(std::span<const index_t>(&t, 1));
       }
+      if constexpr (V::recurrent) {
+        if (use_memory) {  // m~_t = s_{t-k} per row (0 before k, or across a BOS with reset_at_bos)
+          const index_t k = c.mem_offset, r = t >= k ? (t - k) % k : 0, w = t % k;
+          for (index_t b = 0; b < B_; ++b) {
+            bool cut = t < k;
+            if (!cut && c.reset_at_bos) {
+              cut = tokens[static_cast<std::size_t>(b)] == 256;
+              for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
+            }
+            gmask_host_[static_cast<std::size_t>(b)] = cut ? T(0) : T(1);
+          }
+          gslot_r_->assign(std::span<const index_t>(&r, 1));
+          gslot_w_->assign(std::span<const index_t>(&w, 1));
+          DeviceTraits<D>::copy_from_host(gmask_.data(), gmask_host_.data(), gmask_host_.size() * sizeof(T));
+          for (index_t b = 0; b < B_; ++b) ring_tok_(w, b) = tokens[static_cast<std::size_t>(b)];
+        }
+      }
+      if (step_graph_->ready() && graph_memory_ != use_memory) step_graph_->reset();  // the other layout
       DeviceTraits<D>::copy_from_host(gids_.data(), tokens.data(), static_cast<std::size_t>(B_) * sizeof(index_t));
       auto [cs, sn] = cpu::rope_tables<T>(TensorView<const index_t, 1>(&t, Shape<1>{1}), c.head_dim(), c.rope_bf16_tables);
       DeviceTraits<D>::copy_from_host(gcos_->data(), cs.data(), static_cast<std::size_t>(cs.numel()) * sizeof(T));
@@ -425,11 +451,12 @@ class Decoder {
         step_graph_->launch();
         ++graph_replays_;
       } else if (graph_warm_) {
-        step_graph_->capture([this] { graph_body(); });
+        step_graph_->capture([this, use_memory] { graph_body(use_memory); });
+        graph_memory_ = use_memory;
         step_graph_->launch();
         ++graph_replays_;
       } else {
-        graph_body();
+        graph_body(use_memory);
         graph_warm_ = true;
       }
     }
@@ -437,7 +464,7 @@ class Decoder {
 
   /// What the graph records: the forward of the B tokens in gids_ at position gwpos_ (no wait for
   /// the device, every temporary freed before it returns).
-  void graph_body() {
+  void graph_body(bool use_memory) {
     const ModelConfig& c = m_->config();
     struct Scope {
       ad::Graph& g;
@@ -462,7 +489,18 @@ class Decoder {
                                                   out.view(), lse.view(), /*qpos_checked=*/true);  // t < Tmax
       return ad::constant(std::move(out));
     };
-    const auto pass = m_->forward(tok, rope, attend, nullptr);
+    typename Model::Var3 mem;
+    if constexpr (V::recurrent) {
+      if (use_memory) {  // row b reads ring slot r (both on the device), times its mask (0 or 1)
+        Tensor<T, 3, D> m(Shape<3>{B_, 1, c.n_embd}, uninitialized);
+        m.view().template reshape<3>(Shape<3>{1, B_, c.n_embd}) = ring_.view().gather(0, *gslot_r_) * gmask_.view();
+        mem = ad::constant(std::move(m));
+      }
+    }
+    const auto pass = m_->forward(tok, rope, attend, use_memory ? &mem : nullptr);
+    if constexpr (V::recurrent) {
+      if (use_memory) ring_.view().gather(0, *gslot_w_) = pass.source.value().view().select(1, 0);  // slot t % k
+    }
     const auto z = m_->head(pass.h);  // (B, 1, Vp)
     const T cap = T(15);
     logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
@@ -525,8 +563,11 @@ class Decoder {
   bool use_graphs_ = false, graph_warm_ = false;
   index_t graph_replays_ = 0;
   std::unique_ptr<StepGraphT> step_graph_;
-  std::unique_ptr<IndexList<D>> gwpos_;
+  std::unique_ptr<IndexList<D>> gwpos_, gslot_r_, gslot_w_;  // position; ring slots read / written
   Tensor<index_t, 2, D> gids_;
+  Tensor<T, 3, D> gmask_;             // (1, B, 1): 1 where the row reads a state
+  std::vector<T> gmask_host_;
+  bool graph_memory_ = false;         // the recorded graph's layout
   std::shared_ptr<Tensor<T, 2, D>> gcos_, gsin_;
   std::array<index_t, 3> layout_{};                // the last step's (lockstep, tokens, memory)
   std::vector<std::array<index_t, 3>> layouts_;  // CPU: layouts whose attention scratch is reserved
