@@ -6,10 +6,14 @@
 //      precision of --precision (default bf16; a list like fp32,bf16 runs each):
 //      baseline/Standard and lrt/Interleaved<2>.
 //      MFU = F x pass factor x tokens/s / R_ref (and / 989 TFLOP/s, the vendor's dense bf16 peak).
-//   3. decode: one Decoder step per token at batch 1 and --decode-batch, the time per step
-//      against the time to read the matmul weights once at the measured bandwidth.
+//      Attention: --attention auto (default: cuBLAS GEMMs around a masked softmax when matmuls
+//      are bf16/tf32, else one warp per query), warp or gemm.
+//   3. decode: one Decoder step per token at batch 1 and --decode-batch (matmuls in the first
+//      precision of the list), eager and replayed from a CUDA graph (Decoder::use_graphs), the
+//      time per step against the time to read the matmul weights once at the measured bandwidth.
 // One table on stdout. Usage: lrt-bench-gpu [--preset d12] [--batch 8] [--steps 4]
-//   [--decode-tokens 64] [--decode-batch 64] [--seq T] [--quick] [--no-optim]
+//   [--decode-tokens 64] [--decode-batch 64] [--seq T] [--precision bf16[,fp32,tf32]]
+//   [--attention auto|warp|gemm] [--quick] [--no-optim]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -68,6 +72,15 @@ Options parse(int argc, char** argv) {
           std::exit(2);
         }
         at = comma + 1;
+      }
+    } else if (a == "--attention") {
+      const std::string k = next();
+      if (k == "auto") lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::automatic);
+      else if (k == "warp") lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::warp);
+      else if (k == "gemm") lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::gemm);
+      else {
+        std::fprintf(stderr, "lrt-bench-gpu: --attention takes auto, warp or gemm, got %s\n", k.c_str());
+        std::exit(2);
       }
     } else if (a == "--quick") o.quick = true;
     else if (a == "--no-optim") o.optim = false;

@@ -300,8 +300,32 @@ TEST_CASE("cuda model: attention (GQA, windows, subset queries) forward and back
                 what + " double");
         compare(run_attention<float, C>(window, subset, Dh), run_attention<float, G>(window, subset, Dh), 1e-4,
                 what + " float");
+        // The same through the GEMM kernels (cuBLAS + masked softmax), in full precision.
+        const lrt::cuda::AttentionKernelScope gemm(lrt::cuda::AttentionKernel::gemm);
+        compare(run_attention<double, C>(window, subset, Dh), run_attention<double, G>(window, subset, Dh), 1e-10,
+                what + " double (gemm kernels)");
+        compare(run_attention<float, C>(window, subset, Dh), run_attention<float, G>(window, subset, Dh), 1e-4,
+                what + " float (gemm kernels)");
       }
     }
+  }
+}
+
+TEST_CASE("cuda model: attention with bf16 matmuls runs as GEMMs and stays close to the CPU") {
+  const lrt::cuda::MatmulPrecisionScope bf16(lrt::cuda::MatmulPrecision::bf16);
+  for (bool subset : {false, true}) {
+    // 19 queries take the GEMM kernels automatically; the subset's 6 (fewer than 16) would run
+    // the warp kernel, so they are sent to the GEMMs explicitly.
+    const lrt::cuda::AttentionKernelScope kernel(subset ? lrt::cuda::AttentionKernel::gemm
+                                                        : lrt::cuda::AttentionKernel::automatic);
+#if defined(LRT_CUDA_EMULATOR)
+    const auto rounded0 = lrt_cuda_emu::gemm_rounded_calls;
+#endif
+    compare(run_attention<float, C>(index_t{1} << 40, subset, 64), run_attention<float, G>(index_t{1} << 40, subset, 64),
+            0.1, subset ? "bf16 subset" : "bf16 all");
+#if defined(LRT_CUDA_EMULATOR)
+    CHECK(lrt_cuda_emu::gemm_rounded_calls > rounded0);  // the automatic choice took the GEMM kernels
+#endif
   }
 }
 

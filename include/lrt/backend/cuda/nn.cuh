@@ -637,6 +637,13 @@ AttnDims check_attention_args(const char* op, const TensorView<const T, 4, cuda:
 }
 
 }  // namespace cuda::detail
+}  // namespace v0
+}  // namespace lrt
+
+#include "attention_gemm.cuh"  // needs the kernels' helpers above
+
+namespace lrt {
+inline namespace v0 {
 
 template <>
 struct NnBackend<cuda::Device> {
@@ -807,16 +814,20 @@ struct NnBackend<cuda::Device> {
   /// Copies ids to the host (a wait for the GPU), checks 0 <= id < V (as the CPU kernels do) and,
   /// when sort is set, counting-sorts the rows by id and uploads the layout (a second wait).
   static EmbeddingPlan embedding_plan(V1<const index_t> ids, index_t V, bool sort = true) {
+    return embedding_plan_for(ids, V, sort, "embedding", "a table of " + std::to_string(V) + " rows");
+  }
+  /// The same; errors name op and describe the table as `table`.
+  static EmbeddingPlan embedding_plan_for(V1<const index_t> ids, index_t V, bool sort, const char* op,
+                                          const std::string& table) {
     namespace cd = cuda::detail;
     const index_t N = ids.shape()[0];
     EmbeddingPlan plan;
     plan.n = N, plan.bound = V;
     if (N == 0) return plan;
     std::vector<index_t> h;
-    cd::nn_copy_indices_to_host(ids, h, "embedding", "ids");
+    cd::nn_copy_indices_to_host(ids, h, op, "ids");
     for (index_t i = 0; i < N; ++i)
-      check(h[i] >= 0 && h[i] < V, "embedding", "id ", h[i], " at position ", i,
-            " out of range for a table of ", V, " rows");
+      check(h[i] >= 0 && h[i] < V, op, "id ", h[i], " at position ", i, " out of range for ", table);
     if (!sort) return plan;
     std::vector<index_t> start(static_cast<std::size_t>(V) + 1, 0);
     for (index_t i = 0; i < N; ++i) ++start[static_cast<std::size_t>(h[i]) + 1];
@@ -885,7 +896,9 @@ struct NnBackend<cuda::Device> {
     check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", gout.shape(),
           " for ", N, " ids and table ", gtable.shape());
     if (N == 0 || C == 0) return;
-    embedding_backward<T>(embedding_plan(ids, gtable.shape()[0]), ids, gout, gtable);
+    embedding_backward<T>(embedding_plan_for(ids, gtable.shape()[0], true, "embedding_backward",
+                                             "table " + lrt::to_string(gtable.shape())),
+                          ids, gout, gtable);
     // the plan's layout goes back to the caching allocator: later work runs after the kernel.
   }
 
@@ -904,6 +917,12 @@ struct NnBackend<cuda::Device> {
     check(lse.shape() == lse_want, op, "lse ", lse.shape(), " must be (B, H, Tq) = ", lse_want);
     const index_t items = d.B * d.H * d.Tq;
     if (items == 0) return;
+    if (cd::attention_uses_gemm<T>(d, {&q.strides(), &k.strides(), &v.strides(), &out.strides()}, 1)) {
+      cd::attention_forward_gemm<T>(d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(),
+                                    qpos.data(), qpos.strides()[0], scale, out.data(), out.strides(), lse.data(),
+                                    lse.strides());
+      return;
+    }
     cd::with_dims_per_lane(d.Dh, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
       cd::launch(cd::attention_forward_kernel<T, DPL>, cd::attn_blocks(items), cd::attn_warps * 32,
@@ -935,6 +954,15 @@ struct NnBackend<cuda::Device> {
     same("dv", dv.shape(), "v", v.shape());
 
     const index_t qitems = d.B * d.H * d.Tq, kitems = d.B * d.Hkv * d.Tk;
+    if (qitems > 0 && cd::attention_uses_gemm<T>(d, {&q.strides(), &k.strides(), &v.strides(), &out.strides(),
+                                                     &dout.strides(), &dq.strides(), &dk.strides(), &dv.strides()},
+                                                 2)) {
+      cd::attention_backward_gemm<T>(d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(),
+                                     qpos.data(), qpos.strides()[0], scale, out.data(), out.strides(), lse.data(),
+                                     lse.strides(), dout.data(), dout.strides(), dq.data(), dq.strides(), dk.data(),
+                                     dk.strides(), dv.data(), dv.strides());
+      return;
+    }
     Tensor<T, 1, cuda::Device> delta(Shape<1>{qitems}, uninitialized);  // rowsum(dO * O)
     cd::with_dims_per_lane(d.Dh, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
