@@ -292,16 +292,22 @@ int main(int argc, char** argv) {
     }
     const lrt::cuda::MatmulPrecisionScope decode_scope(o.precisions.front());
 
-    std::printf("\ndecode (fp32 weights, %s matmuls, baseline, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
+    std::printf("\ndecode (fp32 weights, %s matmuls, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
                 lrt::cuda::to_string(o.precisions.front()), static_cast<long long>(o.decode_tokens), bw / 1e12);
-    std::printf("%-8s %-7s %12s %12s %10s %14s\n", "batch", "graphs", "ms/step", "bound ms", "x bound", "tokens/s");
+    std::printf("%-9s %-8s %-7s %12s %12s %10s %14s\n", "variant", "batch", "graphs", "ms/step", "bound ms", "x bound",
+                "tokens/s");
+    auto decode_line = [&](const char* variant, const DecodeRow& r) {
+      std::printf("%-9s %-8lld %-7s %12.3f %12.3f %10.2f %14.0f\n", variant, static_cast<long long>(r.batch),
+                  r.graphs ? "yes" : "no", 1e3 * r.step_s, 1e3 * r.bound_s, r.step_s / r.bound_s,
+                  double(r.batch) / r.step_s);
+      std::fflush(stdout);
+    };
     for (index_t B : {index_t{1}, o.decode_batch})
-      for (bool graphs : {false, true}) {
-        const auto r = decode_row<lrt::variants::Baseline>(c, B, o.decode_tokens, bw, graphs);
-        std::printf("%-8lld %-7s %12.3f %12.3f %10.2f %14.0f\n", static_cast<long long>(r.batch), graphs ? "yes" : "no",
-                    1e3 * r.step_s, 1e3 * r.bound_s, r.step_s / r.bound_s, double(B) / r.step_s);
-        std::fflush(stdout);
-      }
+      for (bool graphs : {false, true})
+        decode_line("baseline", decode_row<lrt::variants::Baseline>(c, B, o.decode_tokens, bw, graphs));
+    if (!o.quick)  // LRT with its memory, graphed (bound: its own matmul weights, projections included)
+      for (index_t B : {index_t{1}, o.decode_batch})
+        decode_line("lrt", decode_row<lrt::variants::Lrt>(c, B, o.decode_tokens, bw, true));
     const auto s = lrt::cuda::allocator_stats();
     std::printf("\nallocator: peak reserved %.2f GiB, %llu device mallocs\n", double(s.peak_reserved) / (1 << 30),
                 static_cast<unsigned long long>(s.device_mallocs));
