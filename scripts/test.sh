@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run every test: packages (scripts/setup.sh), the default preset (unit,
-# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests again
-# under AddressSanitizer + UBSan (the `asan` preset).
+# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests and the CUDA
+# emulator programs again under AddressSanitizer + UBSan (the `asan` preset).
 #
 # Environment:
 #   LRT_SKIP_ASAN=1   skip the sanitizer build and run
@@ -72,7 +72,7 @@ else
   echo "== configure (preset asan)"
   cmake --preset asan </dev/null
   phase "asan configure"
-  echo "== build lrt_tests, lrt_cuda_emu_tests (preset asan, -j$jobs)"
+  echo "== build lrt_tests and the CUDA emulator programs (preset asan, -j$jobs)"
   cmake --build --preset asan -j "$jobs" </dev/null
   phase "asan build"
   echo "== unit tests under ASan+UBSan"
@@ -83,6 +83,12 @@ else
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
   UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
     "$root/build-asan/bin/lrt_cuda_emu_tests" </dev/null
+  echo "== the CUDA test programs (tensor layer, model layer: graphs, bf16, GEMM attention) on the emulator under ASan+UBSan"
+  for prog in lrt_cuda_on_emu lrt_model_on_emu; do
+    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+      "$root/build-asan/bin/$prog" </dev/null
+  done
   phase "asan test"
 fi
 
