@@ -7,7 +7,7 @@
 # BIN_DIR defaults to build/bin. Bench options go to lrt-bench-gpu (e.g. --batch 8 --steps 4
 # --precision bf16,fp32; matmuls default to bf16).
 # Budget: under 8 minutes on one H200: each stage has its own timeout (seconds), overridable with
-# LRT_GPU_CHECK_TIMEOUTS="tensor model bench" (default "150 210 300").
+# LRT_GPU_CHECK_TIMEOUTS="tensor model bench" (default "90 150 220").
 set -uo pipefail
 BIN=${1:-build/bin}
 [ $# -gt 0 ] && shift
@@ -20,7 +20,7 @@ done
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 fi
-read -r T_TENSOR T_MODEL T_BENCH <<<"${LRT_GPU_CHECK_TIMEOUTS:-150 210 300}"
+read -r T_TENSOR T_MODEL T_BENCH <<<"${LRT_GPU_CHECK_TIMEOUTS:-90 150 220}"
 status=0
 declare -a rows
 run_tests() {  # name, timeout, program
