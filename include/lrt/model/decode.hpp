@@ -190,6 +190,15 @@ class Decoder {
  private:
   bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
 
+  /// For one step: the decoder's tape is current (no gradient), and emptied after it.
+  struct StepScope {
+    ad::Graph& g;
+    ad::Graph::Use use;
+    ad::NoGrad no_grad;
+    explicit StepScope(ad::Graph& graph) : g(graph), use(graph) {}
+    ~StepScope() { g.clear(); }
+  };
+
   /// CPU only. The attention kernel scores a query against its keys in a scratch block from the
   /// caching allocator whose size class grows with the context, so a later step can need a class
   /// that every earlier step left empty. Called after the first step of each step layout (lockstep
@@ -317,13 +326,7 @@ class Decoder {
       }
     }
 
-    struct Scope {  // the decoder's tape is current (no gradient) for this step and emptied after it
-      ad::Graph& g;
-      ad::Graph::Use use;
-      ad::NoGrad no_grad;
-      explicit Scope(ad::Graph& graph) : g(graph), use(graph) {}
-      ~Scope() { g.clear(); }
-    } scope(*graph_);
+    const StepScope scope(*graph_);
 
     // Token ids: (B, 1) in lockstep, else (1, n).
     Tensor<index_t, 2> ids_host(lock_ ? Shape<2>{B_, 1} : Shape<2>{1, n}, uninitialized);
@@ -466,13 +469,7 @@ class Decoder {
   /// the device, every temporary freed before it returns).
   void graph_body(bool use_memory) {
     const ModelConfig& c = m_->config();
-    struct Scope {
-      ad::Graph& g;
-      ad::Graph::Use use;
-      ad::NoGrad no_grad;
-      explicit Scope(ad::Graph& graph) : g(graph), use(graph) {}
-      ~Scope() { g.clear(); }
-    } scope(*graph_);
+    const StepScope scope(*graph_);
     const ad::RopeTable<T, D> rope{gcos_, gsin_};
     const ad::TokenIds<D> tok(gids_, c.padded_vocab(), /*checked=*/true);  // run_step checked the tokens
     const typename Model::Attend attend = [this](index_t l, const Var4& q, const Var4& k, const Var4& v) {

@@ -31,16 +31,19 @@ void add_sum_at(Tensor<T, 1, D>& t, index_t i, const E& e) {
     slot = slot + s.view().template reshape<1>(Shape<1>{1});
   }
 }
-/// Element l of a rank-1 tensor as a (1) view, broadcast in expressions (read on the device).
+/// The coefficient t[l] in an expression: a host scalar on the CPU, a broadcast (1) view read on
+/// the device elsewhere (so that nothing waits for the GPU).
 template <class T, class D>
-auto at_view(const Tensor<T, 1, D>& t, index_t l) {
-  return t.view().slice(0, l, l + 1);
+auto coef(const Tensor<T, 1, D>& t, index_t l) {
+  if constexpr (D::host_accessible) {
+    return t(l);
+  } else {
+    return t.view().slice(0, l, l + 1);
+  }
 }
 
 /// y = a[l] x + b[l] x0 (the release's per-layer residual and x0 lambdas, in one pass).
-/// x, x0 (B, T, d); a, b (L). use_a / use_b off: that term is the identity / absent. On the CPU
-/// the lambdas are read as host scalars; on other devices they stay in device memory (broadcast
-/// (1) views), so that the forward and backward never wait for the GPU.
+/// x, x0 (B, T, d); a, b (L). use_a / use_b off: that term is the identity / absent.
 template <class T, Device D>
 ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x0, const ad::Var<T, 1, D>& a,
                             const ad::Var<T, 1, D>& b, index_t l, bool use_a, bool use_b) {
@@ -49,63 +52,39 @@ ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x
     const T al = use_a ? a.value()(l) : T(1);
     const T bl = use_b ? b.value()(l) : T(0);
     y = x.value() * al + x0.value() * bl;  // alpha_l x first, then + beta_l x0 (the release's order)
-    return ad::record<T, 3, D>(
-        "lambda_mix", std::move(y),
-        [x, x0, a, b, l, al, bl, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-          ad::accumulate(x, gy * al);
-          if (use_b) ad::accumulate(x0, gy * bl);
-          if (use_a)
-            if (auto* ga = ad::grad_slot(a)) add_sum_at(*ga, l, gy * x.value());
-          if (use_b)
-            if (auto* gb = ad::grad_slot(b)) add_sum_at(*gb, l, gy * x0.value());
-        },
-        x, x0, a, b);
   } else {
-    if (use_a && use_b) y = x.value() * at_view(a.value(), l) + x0.value() * at_view(b.value(), l);
-    else if (use_a) y = x.value() * at_view(a.value(), l);
-    else if (use_b) y = x.value() + x0.value() * at_view(b.value(), l);
+    if (use_a && use_b) y = x.value() * coef(a.value(), l) + x0.value() * coef(b.value(), l);
+    else if (use_a) y = x.value() * coef(a.value(), l);
+    else if (use_b) y = x.value() + x0.value() * coef(b.value(), l);
     else y = x.value();
-    return ad::record<T, 3, D>(
-        "lambda_mix", std::move(y),
-        [x, x0, a, b, l, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-          if (use_a) ad::accumulate(x, gy * at_view(a.value(), l));
-          else ad::accumulate(x, gy);
-          if (use_b) ad::accumulate(x0, gy * at_view(b.value(), l));
-          if (use_a)
-            if (auto* ga = ad::grad_slot(a)) add_sum_at(*ga, l, gy * x.value());
-          if (use_b)
-            if (auto* gb = ad::grad_slot(b)) add_sum_at(*gb, l, gy * x0.value());
-        },
-        x, x0, a, b);
   }
+  return ad::record<T, 3, D>(
+      "lambda_mix", std::move(y),
+      [x, x0, a, b, l, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+        if (use_a) ad::accumulate(x, gy * coef(a.value(), l));
+        else ad::accumulate(x, gy);
+        if (use_b) ad::accumulate(x0, gy * coef(b.value(), l));
+        if (use_a)
+          if (auto* ga = ad::grad_slot(a)) add_sum_at(*ga, l, gy * x.value());
+        if (use_b)
+          if (auto* gb = ad::grad_slot(b)) add_sum_at(*gb, l, gy * x0.value());
+      },
+      x, x0, a, b);
 }
 
 /// y = x + g[l] m (the Residual injection gamma_l m). x, m (B, T, d); g (L).
 template <class T, Device D>
 ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m, const ad::Var<T, 1, D>& g, index_t l) {
   Tensor<T, 3, D> y(x.shape(), uninitialized);
-  if constexpr (D::host_accessible) {
-    const T gl = g.value()(l);
-    y = x.value() + m.value() * gl;
-    return ad::record<T, 3, D>(
-        "scaled_add", std::move(y),
-        [x, m, g, l, gl](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-          ad::accumulate(x, gy);
-          ad::accumulate(m, gy * gl);
-          if (auto* gg = ad::grad_slot(g)) add_sum_at(*gg, l, gy * m.value());
-        },
-        x, m, g);
-  } else {
-    y = x.value() + m.value() * at_view(g.value(), l);
-    return ad::record<T, 3, D>(
-        "scaled_add", std::move(y),
-        [x, m, g, l](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-          ad::accumulate(x, gy);
-          ad::accumulate(m, gy * at_view(g.value(), l));
-          if (auto* gg = ad::grad_slot(g)) add_sum_at(*gg, l, gy * m.value());
-        },
-        x, m, g);
-  }
+  y = x.value() + m.value() * coef(g.value(), l);
+  return ad::record<T, 3, D>(
+      "scaled_add", std::move(y),
+      [x, m, g, l](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+        ad::accumulate(x, gy);
+        ad::accumulate(m, gy * coef(g.value(), l));
+        if (auto* gg = ad::grad_slot(g)) add_sum_at(*gg, l, gy * m.value());
+      },
+      x, m, g);
 }
 }  // namespace model_detail
 

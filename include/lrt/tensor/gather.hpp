@@ -46,29 +46,26 @@ class IndexList {
   void assign(std::span<const index_t> host) {
     check(static_cast<index_t>(host.size()) == idx_.numel(), "index_list", "assign needs ", idx_.numel(),
           " indices, got ", host.size());
-    std::vector<index_t> sorted(host.begin(), host.end());
-    for (index_t i : sorted) check(i >= 0, "index_list", "negative index ", i);
-    std::sort(sorted.begin(), sorted.end());
-    host_.assign(host.begin(), host.end());
-    increasing_ = std::adjacent_find(host_.begin(), host_.end(),
-                                     [](index_t a, index_t b) { return b <= a; }) == host_.end();
-    unique_ = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
-    max_ = sorted.empty() ? -1 : sorted.back();
+    set_host(host);
     if (!host.empty()) DeviceTraits<D>::copy_from_host(idx_.data(), host.data(), host.size() * sizeof(index_t));
   }
 
  private:
   void init(std::span<const index_t> host) {
-    host_.assign(host.begin(), host.end());
-    increasing_ = std::adjacent_find(host_.begin(), host_.end(),
-                                     [](index_t a, index_t b) { return b <= a; }) == host_.end();
+    set_host(host);
+    TensorView<const index_t, 1, cpu::Device> hv(host.data(), Shape<1>{index_t(host.size())});
+    idx_ = to<D>(hv);
+  }
+  /// Checks the indices and sets the host copy and the flags.
+  void set_host(std::span<const index_t> host) {
     std::vector<index_t> sorted(host.begin(), host.end());
     for (index_t i : sorted) check(i >= 0, "index_list", "negative index ", i);
     std::sort(sorted.begin(), sorted.end());
+    host_.assign(host.begin(), host.end());
+    increasing_ = std::adjacent_find(host_.begin(), host_.end(),
+                                     [](index_t a, index_t b) { return b <= a; }) == host_.end();
     unique_ = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
     max_ = sorted.empty() ? -1 : sorted.back();
-    TensorView<const index_t, 1, cpu::Device> hv(host.data(), Shape<1>{index_t(host.size())});
-    idx_ = to<D>(hv);
   }
   Tensor<index_t, 1, D> idx_;
   std::vector<index_t> host_;
