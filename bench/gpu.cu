@@ -13,17 +13,18 @@
 //      time per step against the time to read the matmul weights once at the measured bandwidth.
 // One table on stdout. Usage: lrt-bench-gpu [--preset d12] [--batch 8] [--steps 4]
 //   [--decode-tokens 64] [--decode-batch 64] [--seq T] [--precision bf16[,fp32,tf32]]
-//   [--attention auto|warp|gemm] [--quick] [--no-optim]
+//   [--attention auto|warp|gemm] [--profile N] [--quick] [--no-optim] [--ref-n 8192] [--copy-mib 2048]
+//   --profile N: after each training row, one more step under lrt::cuda::Profiler; prints the N
+//   operations with the most device time (GEMMs with their TFLOP/s) and the time per category.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <cuda_bf16.h>
 
 #include <lrt/cuda.hpp>
 
@@ -40,6 +41,8 @@ struct Options {
   std::string preset = "d12";
   index_t batch = 8, steps = 4, decode_tokens = 64, decode_batch = 64, seq = 0;
   bool quick = false, optim = true;
+  index_t profile = 0;                    // rows of the per-operation profiles (--profile N)
+  index_t ref_n = 8192, copy_mib = 2048;  // R_ref GEMM size, copy-bandwidth buffer (small: smoke tests)
   std::vector<lrt::cuda::MatmulPrecision> precisions{lrt::cuda::MatmulPrecision::bf16};
 };
 
@@ -54,12 +57,28 @@ Options parse(int argc, char** argv) {
       }
       return argv[++i];
     };
+    auto num = [&](index_t least) -> index_t {  // an integer >= least, or exit 2 naming the option
+      const std::string v = next();
+      std::size_t used = 0;
+      long long x = 0;
+      try {
+        x = std::stoll(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || v.empty() || x < least) {
+        std::fprintf(stderr, "lrt-bench-gpu: %s takes an integer >= %lld, got '%s'\n", a.c_str(),
+                     static_cast<long long>(least), v.c_str());
+        std::exit(2);
+      }
+      return static_cast<index_t>(x);
+    };
     if (a == "--preset") o.preset = next();
-    else if (a == "--batch") o.batch = std::stoll(next());
-    else if (a == "--steps") o.steps = std::stoll(next());
-    else if (a == "--decode-tokens") o.decode_tokens = std::stoll(next());
-    else if (a == "--decode-batch") o.decode_batch = std::stoll(next());
-    else if (a == "--seq") o.seq = std::stoll(next());
+    else if (a == "--batch") o.batch = num(1);
+    else if (a == "--steps") o.steps = num(1);
+    else if (a == "--decode-tokens") o.decode_tokens = num(3);
+    else if (a == "--decode-batch") o.decode_batch = num(1);
+    else if (a == "--seq") o.seq = num(1);
     else if (a == "--precision") {
       o.precisions.clear();
       std::string list = next();
@@ -82,7 +101,10 @@ Options parse(int argc, char** argv) {
         std::fprintf(stderr, "lrt-bench-gpu: --attention takes auto, warp or gemm, got %s\n", k.c_str());
         std::exit(2);
       }
-    } else if (a == "--quick") o.quick = true;
+    } else if (a == "--profile") o.profile = num(0);
+    else if (a == "--ref-n") o.ref_n = num(1);
+    else if (a == "--copy-mib") o.copy_mib = num(1);
+    else if (a == "--quick") o.quick = true;
     else if (a == "--no-optim") o.optim = false;
     else {
       std::fprintf(stderr, "lrt-bench-gpu: unknown option %s\n", a.c_str());
@@ -139,9 +161,9 @@ double gemm_tflops(index_t n, bool bf16) {
   return 2.0 * double(n) * double(n) * double(n) / s / 1e12;
 }
 
-/// Device-to-device copy bandwidth (bytes read + written per second) of a 2 GiB copy.
-double copy_bandwidth() {
-  const std::size_t bytes = std::size_t{1} << 31;
+/// Device-to-device copy bandwidth (bytes read + written per second) of a copy of `mib` MiB.
+double copy_bandwidth(index_t mib) {
+  const std::size_t bytes = static_cast<std::size_t>(mib) << 20;
   void *a = nullptr, *b = nullptr;
   LRT_CUDA_CHECK(cudaMalloc(&a, bytes));
   LRT_CUDA_CHECK(cudaMalloc(&b, bytes));
@@ -161,14 +183,61 @@ lrt::Tensor<index_t, 2, G> random_ids(index_t B, index_t T, index_t V, std::uint
   return lrt::to<G>(x);
 }
 
+/// Prints the `top` slowest operations of one profiled step and the time per category.
+void print_profile(const std::string& name, const std::vector<lrt::cuda::ProfileRow>& rows, double span_ms,
+                   double step_s, index_t top) {
+  double sum = 0;
+  for (const auto& r : rows) sum += r.ms;
+  std::printf("  profile of one step of %s: device span %.2f ms, operations %.2f ms (%.0f%% of the span), "
+              "wall step %.2f ms\n", name.c_str(), span_ms, sum, span_ms > 0 ? 100 * sum / span_ms : 0.0,
+              1e3 * step_s);
+  std::printf("  %-44s %7s %10s %7s %9s\n", "operation", "calls", "ms", "% ops", "TFLOP/s");
+  for (std::size_t i = 0; i < rows.size() && static_cast<index_t>(i) < top; ++i) {
+    const auto& r = rows[i];
+    std::printf("  %-44s %7lld %10.3f %6.1f%% ", r.name.c_str(), static_cast<long long>(r.calls), r.ms,
+                sum > 0 ? 100 * r.ms / sum : 0.0);
+    if (r.flops > 0 && r.ms > 0) std::printf("%9.1f\n", r.flops / (r.ms * 1e9));
+    else std::printf("%9s\n", "-");
+  }
+  const char* cats[] = {"gemm", "attention", "elementwise", "reduction", "rmsnorm", "xent", "optimizer",
+                        "copy/memset", "other"};
+  constexpr int ncat = 9;
+  double ms[ncat] = {}, fl = 0;
+  for (const auto& r : rows) {
+    const std::string& n = r.name;
+    int c = ncat - 1;
+    if (n.rfind("gemm ", 0) == 0) c = 0, fl += r.flops;
+    else if (n.find("attention") != std::string::npos) c = 1;
+    else if (n.rfind("elementwise", 0) == 0) c = 2;
+    else if (n.rfind("reduction", 0) == 0) c = 3;
+    else if (n.rfind("rmsnorm", 0) == 0) c = 4;
+    else if (n.find("xent") != std::string::npos) c = 5;
+    else if (n.rfind("Muon", 0) == 0 || n.rfind("AdamW", 0) == 0) c = 6;
+    else if (n.rfind("copy", 0) == 0 || n == "memset") c = 7;
+    ms[c] += r.ms;
+  }
+  std::printf("  by category:");
+  const char* sep = " ";
+  for (int c = 0; c < ncat; ++c)
+    if (ms[c] > 0) {
+      std::printf("%s%s %.2f ms (%.0f%%)", sep, cats[c], ms[c], sum > 0 ? 100 * ms[c] / sum : 0.0);
+      sep = "; ";
+    }
+  if (ms[0] > 0) std::printf(" [GEMMs at %.1f TFLOP/s]", fl / (ms[0] * 1e9));
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
 struct TrainRow {
   std::string name;
   double step_s = 0, tokens_per_s = 0, flops_per_step = 0, tflops = 0;
+  std::function<void()> profile;  // prints the profile (with --profile), after the table row
 };
 
 /// Forward + backward of schedule Sched on variant V, fp32: seconds per step (median of steps).
 template <class V, class Sched>
-TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B, index_t steps, bool with_optim) {
+TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B, index_t steps, bool with_optim,
+                   index_t profile = 0) {
   lrt::Model<V, float, G> m(c, 1);
   const index_t T = c.sequence_len;
   const auto ids = random_ids(B, T, c.vocab_size, 7), tg = random_ids(B, T, c.vocab_size, 8);
@@ -218,6 +287,14 @@ TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B
   r.tokens_per_s = double(B * T) / r.step_s;
   r.flops_per_step = m.flops_per_token() * lrt::pass_factor<Sched, V>() * double(B * T);
   r.tflops = r.flops_per_step / r.step_s / 1e12;
+  if (profile > 0) {
+    lrt::cuda::Profiler prof;
+    step();
+    const auto rows = prof.stop();
+    r.profile = [name, rows, span = prof.span_ms(), step_s = r.step_s, profile] {
+      print_profile(name, rows, span, step_s, profile);
+    };
+  }
   return r;
 }
 
@@ -249,6 +326,22 @@ DecodeRow decode_row(const lrt::ModelConfig& c, index_t B, index_t tokens, doubl
   return r;
 }
 
+/// With --profile: one eager decode step of variant V at batch B after `tokens` steps, profiled.
+template <class V>
+void decode_profile(const char* variant, const lrt::ModelConfig& c, index_t B, index_t tokens, index_t top) {
+  lrt::Model<V, float, G> m(c, 1);
+  lrt::Decoder<V, float, G> dec(m, B, tokens + 1);
+  std::vector<index_t> tok(static_cast<std::size_t>(B), 1);
+  for (index_t t = 0; t + 1 < tokens; ++t) dec.step(tok);
+  lrt::cuda::synchronize();
+  const auto t0 = Clock::now();
+  lrt::cuda::Profiler prof;
+  (void)dec.step(tok);
+  const auto rows = prof.stop();
+  print_profile(std::string(variant) + " decode, batch " + std::to_string(B) + ", eager", rows, prof.span_ms(),
+                since(t0), top);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -262,10 +355,10 @@ int main(int argc, char** argv) {
     LRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
                 double(prop.totalGlobalMem) / (1 << 30));
-    const double r_bf16 = gemm_tflops(8192, true), r_f32 = gemm_tflops(8192, false);
-    const double bw = copy_bandwidth();
-    std::printf("R_ref cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; fp32 SGEMM 8192^3: %.1f TFLOP/s; copy bandwidth %.2f TB/s\n",
-                r_bf16, r_f32, bw / 1e12);
+    const double r_bf16 = gemm_tflops(o.ref_n, true), r_f32 = gemm_tflops(o.ref_n, false);
+    const double bw = copy_bandwidth(o.copy_mib);
+    std::printf("R_ref cuBLAS bf16 GEMM %lld^3: %.1f TFLOP/s; fp32 SGEMM %lld^3: %.1f TFLOP/s; copy bandwidth %.2f TB/s\n",
+                static_cast<long long>(o.ref_n), r_bf16, static_cast<long long>(o.ref_n), r_f32, bw / 1e12);
 
     lrt::ModelConfig c = lrt::preset(o.preset);
     if (o.seq > 0) c.sequence_len = o.seq;
@@ -278,14 +371,16 @@ int main(int argc, char** argv) {
       const lrt::cuda::MatmulPrecisionScope scope(prec);
       const std::string tag = std::string(" [") + lrt::cuda::to_string(prec) + "]";
       std::vector<TrainRow> rows;
-      rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard" + tag, c, o.batch, o.steps, o.optim));
+      rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard" + tag, c, o.batch, o.steps, o.optim, o.profile));
       if (!o.quick)
-        rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2" + tag, c, o.batch, o.steps, o.optim));
+        rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2" + tag, c, o.batch, o.steps, o.optim, o.profile));
       for (const auto& r : rows) {
         std::printf("%-28s %10.4f %12.0f %10.2f %8.1f%% %8.1f%% %8.1f%%\n", r.name.c_str(), r.step_s, r.tokens_per_s,
                     r.tflops, 100 * r.tflops / r_bf16, 100 * r.tflops / 989.0, 100 * r.tflops / r_f32);
         std::fflush(stdout);
       }
+      for (const auto& r : rows)
+        if (r.profile) r.profile();
       if (rows.size() == 2)
         std::printf("lrt/interleaved:2 step time / baseline%s: %.2fx (FLOP ratio %.2fx)\n", tag.c_str(),
                     rows[1].step_s / rows[0].step_s, rows[1].flops_per_step / rows[0].flops_per_step);
@@ -308,6 +403,7 @@ int main(int argc, char** argv) {
     if (!o.quick)  // LRT with its memory, graphed (bound: its own matmul weights, projections included)
       for (index_t B : {index_t{1}, o.decode_batch})
         decode_line("lrt", decode_row<lrt::variants::Lrt>(c, B, o.decode_tokens, bw, true));
+    if (o.profile > 0) decode_profile<lrt::variants::Baseline>("baseline", c, 1, o.decode_tokens, o.profile);
     const auto s = lrt::cuda::allocator_stats();
     std::printf("\nallocator: peak reserved %.2f GiB, %llu device mallocs\n", double(s.peak_reserved) / (1 << 30),
                 static_cast<unsigned long long>(s.device_mallocs));

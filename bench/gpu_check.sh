@@ -5,7 +5,8 @@
 #   scripts/build_gpu_bins.sh gpu/          # on the build machine: gpu/ holds the 3 programs
 #   bench/gpu_check.sh gpu/ [bench options] # on the GPU host, from the repository root
 # BIN_DIR defaults to build/bin. Bench options go to lrt-bench-gpu (e.g. --batch 8 --steps 4
-# --precision bf16,fp32; matmuls default to bf16).
+# --precision bf16,fp32; matmuls default to bf16), after "--profile 12" (the 12 slowest operations
+# of one step per training row and of one decode step; "--profile 0" turns it off).
 # Budget: under 8 minutes on one H200: each stage has its own timeout (seconds), overridable with
 # LRT_GPU_CHECK_TIMEOUTS="tensor model bench" (default "90 150 220").
 set -uo pipefail
@@ -38,7 +39,7 @@ run_tests "tensor layer" "$T_TENSOR" "$BIN/lrt_cuda_tests"
 run_tests "model layer" "$T_MODEL" "$BIN/lrt_cuda_model_tests" --duration=true
 echo "== benchmark =="
 t0=$SECONDS
-timeout "$T_BENCH" "$BIN/lrt-bench-gpu" "$@"
+timeout "$T_BENCH" "$BIN/lrt-bench-gpu" --profile 12 "$@"
 rc=$?
 [ $rc -ne 0 ] && status=1
 rows+=("$(printf '%-22s rc=%-3s %4ss' "benchmark" "$rc" "$((SECONDS - t0))")")

@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <lrt/cuda.hpp>
 
@@ -237,6 +239,69 @@ TEST_CASE("cuda: StepGraph records lrt's work once and replays it on new inputs"
                 "must free what it allocates");
   CHECK(lrt::sum(in) == doctest::Approx(64 * -3.0 + 2016.0));  // ordinary work still runs
   CHECK_THROWS_AS(leak.launch(), lrt::Error);
+}
+
+namespace {
+const lrt::cuda::ProfileRow* find_row(const std::vector<lrt::cuda::ProfileRow>& rows, const std::string& name) {
+  for (const auto& r : rows)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("cuda: Profiler times kernels, GEMMs and copies per name, and leaves graph captures alone") {
+  using lrt::cuda::Profiler;
+  const auto va = random_vec<float>(64 * 16, 5), vb = random_vec<float>(16 * 32, 6);
+  const auto a = upload<G>(Shape<2>{64, 16}, va), b = upload<G>(Shape<2>{16, 32}, vb);
+  lrt::Tensor<float, 2, G> d(Shape<2>{64, 32});
+  lrt::cuda::synchronize();
+  {
+    const lrt::cuda::MatmulPrecisionScope fp32(lrt::cuda::MatmulPrecision::fp32);
+    Profiler prof;
+    const auto c1 = lrt::matmul(a, b);
+    const auto c2 = lrt::matmul(a, b);
+    d = c1 * 2.f + c2;  // one elementwise kernel
+    lrt::DeviceTraits<G>::zero(d.data(), 0);  // zero bytes: no work, no row
+    lrt::DeviceTraits<G>::copy_within(d.data(), c1.data(), 64 * 32 * sizeof(float));
+    const auto rows = prof.stop();
+    for (const auto& r : rows) INFO(r.name << ": " << r.calls << " calls, " << r.ms << " ms");
+    const auto* g = find_row(rows, "gemm fp32 64x32x16");
+    REQUIRE(g != nullptr);
+    CHECK(g->calls == 2);
+    CHECK(g->flops == 2.0 * 2 * 64 * 32 * 16);
+    const auto* cp = find_row(rows, "copy device to device");
+    REQUIRE(cp != nullptr);
+    CHECK(cp->calls == 1);
+    CHECK(cp->flops == 0);
+    CHECK(find_row(rows, "memset") == nullptr);
+    std::int64_t calls = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i].ms >= 0);
+      if (i > 0) CHECK(rows[i - 1].ms >= rows[i].ms);  // slowest first
+      calls += rows[i].calls;
+    }
+    CHECK(calls >= 4);  // 2 GEMMs, the elementwise kernel(s), the copy
+    CHECK(prof.span_ms() >= 0);
+    CHECK_THROWS_AS((void)prof.stop(), lrt::Error);
+  }
+  {  // one at a time; after stop (or destruction) a new one may start, and it sees only its own work
+    auto p1 = std::make_unique<Profiler>();
+    CHECK_THROWS_AS(Profiler(), lrt::Error);
+    p1.reset();
+    Profiler p2;
+    const auto rows = p2.stop();
+    CHECK(rows.empty());
+    CHECK(p2.span_ms() == 0);
+  }
+  {  // work recorded into a graph is not profiled; the capture and the replay still work
+    lrt::cuda::StepGraph graph;
+    Profiler prof;
+    graph.capture([&] { d = d * 0.f + 1.f; });
+    const auto rows = prof.stop();
+    CHECK(rows.empty());
+    graph.launch();
+    CHECK(lrt::sum(d) == 64.f * 32.f);
+  }
 }
 
 int main(int argc, char** argv) {

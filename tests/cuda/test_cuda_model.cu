@@ -472,7 +472,20 @@ TEST_CASE("cuda model: LRT invariants hold on the GPU (decode == Exact == Interl
   check_close(decode_logits(bg, ids), merged_logits<lrt::Standard>(bg, ids), 1e-10, "baseline decode vs standard (gpu)");
 }
 
-TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's logits exactly") {
+/// Graph replay vs eager decoding: the same kernels on the same data, so equal bit for bit on the
+/// emulator. On a GPU cuBLAS may pick another algorithm for a captured GEMM than for the eager one
+/// (same inputs, another summation order), so there the check allows rounding-level differences
+/// (a graph replaying stale inputs is off by O(1)).
+constexpr double graph_vs_eager_tol(bool is_double) {
+#if defined(LRT_CUDA_EMULATOR)
+  (void)is_double;
+  return 0.0;
+#else
+  return is_double ? 1e-12 : 1e-5;
+#endif
+}
+
+TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's logits (bit for bit on the emulator)") {
   const index_t B = 2, Tt = 9;
   auto c = small_cfg(Tt);
   c.window_pattern = "SL";  // a window shorter than the context: the graph attends over the whole cache buffer
@@ -487,7 +500,7 @@ TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's l
   const auto eager = decode_logits(bg, ids);
   const auto graphed = decode_logits(bg, ids, true, &replays);
   CHECK(replays == Tt - 1);  // step 1 warms up eagerly, step 2 records and replays, then replays
-  check_close(graphed, eager, 0.0, "baseline double: graph vs eager");
+  check_close(graphed, eager, graph_vs_eager_tol(true), "baseline double: graph vs eager");
 #if defined(LRT_CUDA_EMULATOR)
   CHECK(lrt_cuda_emu::stats.graph_launches - launches0 == static_cast<std::uint64_t>(Tt - 1));
 #endif
@@ -495,12 +508,14 @@ TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's l
   lrt::Model<vs::Baseline, float, C> fc(c, 6);
   lrt::Model<vs::Baseline, float, G> fg(c, 6);
   copy_random_weights(fc, fg, 700);
-  check_close(decode_logits(fg, ids, true), decode_logits(fg, ids), 0.0, "baseline float: graph vs eager");
+  check_close(decode_logits(fg, ids, true), decode_logits(fg, ids), graph_vs_eager_tol(false),
+              "baseline float: graph vs eager");
   lrt::Model<vs::Lrt, double, C> lc(c, 7);
   lrt::Model<vs::Lrt, double, G> lg(c, 7);
   copy_random_weights(lc, lg, 800);
   index_t lrt_replays = 0;
-  check_close(decode_logits(lg, ids, true, &lrt_replays, true), decode_logits(lg, ids, false, nullptr, true), 0.0,
+  check_close(decode_logits(lg, ids, true, &lrt_replays, true), decode_logits(lg, ids, false, nullptr, true),
+              graph_vs_eager_tol(true),
               "lrt mode zero: graph vs eager");
   CHECK(lrt_replays == Tt - 2);  // the prompt token went through prefill
   // With the recurrent memory (ring slots and masks as graph inputs), across BOS tokens too.
@@ -516,7 +531,8 @@ TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's l
   const auto exact = merged_logits<lrt::Exact>(rg, idsb);
   check_close(decode_logits(rg, idsb, true, &lrt_replays), exact, 1e-10, "lrt memory: graph vs exact");
   CHECK(lrt_replays == Tt - 1);
-  check_close(decode_logits(rg, idsb, true), decode_logits(rg, idsb), 0.0, "lrt memory: graph vs eager");
+  check_close(decode_logits(rg, idsb, true), decode_logits(rg, idsb), graph_vs_eager_tol(true),
+              "lrt memory: graph vs eager");
 }
 
 int main(int argc, char** argv) {

@@ -7,7 +7,8 @@
 // would fault). cublasGemmEx / cublasGemmStridedBatchedEx take float matrices with the compute
 // types 32F (exact as Sgemm), 32F_FAST_16BF (every element of A and B rounded to bfloat16, to
 // nearest even, before the products) and 32F_FAST_TF32 (rounded to TF32 likewise); other types
-// give CUBLAS_STATUS_NOT_SUPPORTED.
+// give CUBLAS_STATUS_NOT_SUPPORTED, except bfloat16 A and B with compute type 32F (outside graph
+// captures), which are widened to float and multiplied exactly.
 #pragma once
 
 #include <cstddef>
@@ -243,6 +244,27 @@ inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperatio
                                     ldc, sc, batch);
 }
 
+namespace lrt_cuda_emu::detail {
+/// A bfloat16 matrix batch (column-major, leading dimension ld, batch stride s) widened to a
+/// float copy in emulated device memory with the same layout; nullptr if the source is not wholly
+/// device memory or the copy cannot be allocated.
+inline float* widen_bf16(const void* p, int rows, int cols, int ld, long long s, int batch) {
+  const std::size_t one = matrix_span(rows, cols, ld, 1);
+  if (one == 0 || batch <= 0) return nullptr;
+  const std::size_t n = static_cast<std::size_t>((batch - 1) * s) + one;
+  if (!region_is(p, n * 2, true)) return nullptr;
+  void* out = nullptr;
+  if (cudaMalloc(&out, n * sizeof(float)) != cudaSuccess) return nullptr;
+  const auto* src = static_cast<const std::uint16_t*>(p);
+  auto* dst = static_cast<float*>(out);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t u = std::uint32_t{src[i]} << 16;
+    std::memcpy(&dst[i], &u, 4);
+  }
+  return dst;
+}
+}  // namespace lrt_cuda_emu::detail
+
 inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
                                                  cublasOperation_t tb, int m, int n, int k,
                                                  const void* alpha, const void* A, cudaDataType at,
@@ -251,6 +273,25 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperati
                                                  const void* beta, void* C, cudaDataType ct,
                                                  int ldc, long long sc, int batch,
                                                  cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+  if (at == CUDA_R_16BF && bt == CUDA_R_16BF && ct == CUDA_R_32F && comp == CUBLAS_COMPUTE_32F &&
+      algo == CUBLAS_GEMM_DEFAULT) {  // bfloat16 storage (the benchmark's R_ref): widened, then 32F
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (h->stream && h->stream->capture) return CUBLAS_STATUS_NOT_SUPPORTED;  // not emulated
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
+      return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F,
+                                        ldb, sb, beta, C, ct, ldc, sc, batch, comp, algo);
+    float* a = lrt_cuda_emu::detail::widen_bf16(A, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m,
+                                                lda, sa, batch);
+    float* b = lrt_cuda_emu::detail::widen_bf16(B, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k,
+                                                ldb, sb, batch);
+    cublasStatus_t st = CUBLAS_STATUS_EXECUTION_FAILED;
+    if (a && b)
+      st = cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_32F, lda, sa, b, CUDA_R_32F, ldb,
+                                      sb, beta, C, ct, ldc, sc, batch, comp, algo);
+    if (a) (void)cudaFree(a);
+    if (b) (void)cudaFree(b);
+    return st;
+  }
   lrt_cuda_emu::detail::InputRounding r{};
   if (const cublasStatus_t s = lrt_cuda_emu::detail::gemm_ex_types(at, bt, ct, comp, algo, r);
       s != CUBLAS_STATUS_SUCCESS)

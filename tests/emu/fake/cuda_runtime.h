@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <cstdarg>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -140,6 +141,14 @@ struct CUgraphExec_st {
   std::vector<std::function<void()>> nodes;
 };
 typedef struct CUgraphExec_st* cudaGraphExec_t;
+
+// Events: a record stamps the host clock when the stream reaches it (at once, since emulated
+// work runs synchronously; inside a capture, when the graph replays it).
+struct CUevent_st {
+  std::chrono::steady_clock::time_point at{};
+  bool recorded = false;
+};
+typedef struct CUevent_st* cudaEvent_t;
 
 #define cudaStreamDefault 0x00u
 #define cudaStreamNonBlocking 0x01u
@@ -764,6 +773,20 @@ inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int devic
   }
   return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
 }
+struct cudaDeviceProp {
+  char name[256];
+  int multiProcessorCount;
+  std::size_t totalGlobalMem;
+};
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
+  if (!p) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  if (device != 0) return lrt_cuda_emu::detail::fail(cudaErrorInvalidDevice);
+  *p = cudaDeviceProp{};
+  std::snprintf(p->name, sizeof p->name, "%s", "lrt CUDA emulator (CPU)");
+  p->multiProcessorCount = lrt_cuda_emu::multiprocessors;
+  p->totalGlobalMem = lrt_cuda_emu::device_memory;
+  return cudaSuccess;
+}
 inline cudaError_t cudaSetDevice(int device) {
   return device == 0 ? cudaSuccess : lrt_cuda_emu::detail::fail(cudaErrorInvalidDevice);
 }
@@ -868,6 +891,39 @@ inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
 }
 inline cudaError_t cudaGraphDestroy(cudaGraph_t g) {
   delete g;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  if (!e) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  *e = new CUevent_st{};
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  if (!e) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
+  if (!e || !lrt_cuda_emu::detail::valid_stream(s))
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  lrt_cuda_emu::detail::run_or_record(s, [e] {
+    e->at = std::chrono::steady_clock::now();
+    e->recorded = true;
+  });
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (!e) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  ++lrt_cuda_emu::stream_syncs;
+  return cudaSuccess;
+}
+/// Milliseconds from a to b; both must have been recorded (cudaErrorInvalidResourceHandle else,
+/// as the driver answers for an event never recorded).
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  if (!ms || !a || !b || !a->recorded || !b->recorded)
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
   return cudaSuccess;
 }
 

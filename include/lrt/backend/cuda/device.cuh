@@ -28,6 +28,7 @@
 #include "../../core/device.hpp"
 #include "../../core/error.hpp"
 #include "check.cuh"
+#include "profile.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -334,7 +335,9 @@ struct DeviceTraits<cuda::Device> {
   }
   static void zero(void* p, std::size_t bytes) {
     if (bytes == 0) return;
+    cuda::detail::ProfileMark mark(cuda::stream());
     LRT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, cuda::stream()));
+    mark.done("memset");
   }
   static void copy_from_host(void* dst, const void* src, std::size_t bytes) {
     copy(dst, src, bytes, cudaMemcpyHostToDevice, "host to device");
@@ -344,18 +347,22 @@ struct DeviceTraits<cuda::Device> {
   }
   static void copy_within(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
+    cuda::detail::ProfileMark mark(cuda::stream());
     cuda::detail::check_cuda(
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream()),
         std::string("cudaMemcpyAsync(") + std::to_string(bytes) + " bytes, device to device)");
+    mark.done("copy device to device");
   }
 
  private:
   static void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                    const char* dir) {
     if (bytes == 0) return;
+    cuda::detail::ProfileMark mark(cuda::stream());
     cuda::detail::check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, cuda::stream()),
                              std::string("cudaMemcpyAsync(") + std::to_string(bytes) +
                                  " bytes, " + dir + ")");
+    mark.done(std::string("copy ") + dir);
     cuda::synchronize();
   }
 };

@@ -76,7 +76,7 @@ struct Executor<cuda::Device> {
                            "elementwise kernel launch", n, dst, src);
     } else {
       cuda::detail::launch(cuda::detail::assign_strided_kernel<R, DstEv, SrcEv>, blocks, threads,
-                           0, "elementwise kernel launch", shape, n, dst, src);
+                           0, "elementwise (strided) kernel launch", shape, n, dst, src);
     }
   }
 };

@@ -111,6 +111,15 @@ __global__ void __launch_bounds__(assign_threads)
   }
 }
 
+/// The profiler's row name of a GEMM: "gemm bf16 8192x768x768" (M x N x K), "gemm fp32
+/// 12x2048x2048x64" when batched.
+inline std::string gemm_profile_name(const char* precision, index_t batch, index_t M, index_t N,
+                                     index_t K) {
+  std::string s = std::string("gemm ") + precision + " ";
+  if (batch != 1) s += std::to_string(batch) + "x";
+  return s + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+}
+
 inline int blas_int(index_t v, const char* what) {
   check(v >= 0 && v <= INT_MAX, "gemm", what, " = ", v, " does not fit cuBLAS's int arguments");
   return static_cast<int>(v);
@@ -142,6 +151,12 @@ struct GemmBackend<cuda::Device> {
     const cublasOperation_t op_b = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasHandle_t h = cuda::cublas_handle();
+    cuda::detail::ProfileMark mark(cuda::stream());
+    auto profiled = [&](const char* precision) {
+      if (mark.recording())
+        mark.done(cuda::detail::gemm_profile_name(precision, batch, M, N, K),
+                  2.0 * double(batch) * double(M) * double(N) * double(K));
+    };
     if constexpr (std::is_same_v<T, float>) {
       const cuda::MatmulPrecision prec = cuda::matmul_precision();
       if (prec != cuda::MatmulPrecision::fp32) {
@@ -156,6 +171,7 @@ struct GemmBackend<cuda::Device> {
               CUDA_R_32F, lda, static_cast<long long>(sa), &beta, C, CUDA_R_32F, ldc_,
               static_cast<long long>(sc), blas_int(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
         }
+        profiled(cuda::to_string(prec));
         return;
       }
     }
@@ -167,6 +183,7 @@ struct GemmBackend<cuda::Device> {
         LRT_CUBLAS_CHECK(cublasDgemm(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, a.p, lda, &beta, C,
                                      ldc_));
       }
+      profiled(std::is_same_v<T, float> ? "fp32" : "fp64");
       return;
     }
     const int nb = blas_int(batch, "batch");
@@ -178,6 +195,7 @@ struct GemmBackend<cuda::Device> {
       LRT_CUBLAS_CHECK(cublasDgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, sb_,
                                                  a.p, lda, sa_, &beta, C, ldc_, sc_, nb));
     }
+    profiled(std::is_same_v<T, float> ? "fp32" : "fp64");
   }
 };
 

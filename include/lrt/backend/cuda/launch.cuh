@@ -13,10 +13,13 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "check.cuh"
 #include "device.cuh"
+#include "profile.cuh"
 
 #if !defined(__CUDACC__) && !defined(LRT_CUDA_EMULATOR)
 #error "lrt's CUDA kernels need nvcc: compile this file as CUDA (a .cu file, or LANGUAGE CUDA in CMake)"
@@ -26,17 +29,28 @@ namespace lrt {
 inline namespace v0 {
 namespace cuda::detail {
 
+/// "rmsnorm_forward kernel launch" -> "rmsnorm_forward kernel" (the profiler's row name).
+inline std::string trim_launch(const char* what) {
+  std::string s(what);
+  constexpr std::string_view tail = " launch";
+  if (s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0)
+    s.resize(s.size() - tail.size());
+  return s;
+}
+
 /// kernel<<<grid, block, shmem, cuda::stream()>>>(args...), then
 /// check_cuda(cudaGetLastError(), what).
 template <class... P, class... A>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, const char* what,
             A&&... args) {
+  ProfileMark mark(stream());
 #if defined(LRT_CUDA_EMULATOR)
   ::lrt_cuda_emu::launch(kernel, grid, block, shmem, stream(), std::forward<A>(args)...);
 #else
   kernel<<<grid, block, shmem, stream()>>>(std::forward<A>(args)...);
 #endif
   check_cuda(cudaGetLastError(), what);
+  if (mark.recording()) mark.done(trim_launch(what));
 }
 
 }  // namespace cuda::detail
