@@ -101,10 +101,12 @@ OpRun run_rmsnorm_rope_softmax() {
   const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{5}, index_t{3});  // positions 3..7
   const auto rope = ad::RopeTable<T, D>::make(pos.view(), 8, true);
   auto y = ad::softmax(ad::rmsnorm(ad::rope(x, rope)));
+  auto z = ad::rope_rmsnorm(x, rope);  // the fused RoPE + QK-norm
   y.retain();  // read after backward, which frees unretained values
-  auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(s, 2)));
+  z.retain();
+  auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(s, 2))) + ad::sum(z * ad::constant(rnd<T, 4, D>(s, 3)));
   ad::backward(loss);
-  r.out = {host(y.value()), host(x.grad())};
+  r.out = {host(y.value()), host(z.value()), host(x.grad())};
   return r;
 }
 

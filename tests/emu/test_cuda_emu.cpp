@@ -278,6 +278,49 @@ TEST_CASE_TEMPLATE("cuda emu: rope", T, float, double) {
   check_rope<T>(2, 40, 4, 64, false);
 }
 
+/// The fused RoPE + RMSNorm against the CPU's, forward and backward, on a strided x slice, with
+/// padding between rows that must stay untouched (y, gx are prefilled with 5).
+template <class T>
+void check_rope_rmsnorm(index_t B, index_t Tt, index_t H, index_t Dh) {
+  CAPTURE(B);
+  CAPTURE(Tt);
+  CAPTURE(H);
+  CAPTURE(Dh);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(B * 37 + Tt * 11 + H * 3 + Dh));
+  const index_t half = Dh / 2, rows = B * Tt * H;
+  const auto n = [](index_t v) { return static_cast<std::size_t>(v); };
+  Buf<T> x(random_vector<T>(rng, n(B * (Tt + 2) * H * Dh))), cs(random_vector<T>(rng, n(Tt * (half + 1)))),
+      sn(random_vector<T>(rng, n(Tt * (half + 1)))), y(n(B * Tt * H * (Dh + 1)), T(5)), rinv(n(rows), T(5)),
+      gy(random_vector<T>(rng, n(B * Tt * H * Dh))), gx(n(B * Tt * H * (Dh + 1)), T(5));
+  const Shape<4> s{B, Tt, H, Dh};
+  const Strides<4> xs{(Tt + 2) * H * Dh, H * Dh, Dh, 1}, ps{Tt * H * (Dh + 1), H * (Dh + 1), Dh + 1, 1};
+  const Shape<2> ts{Tt, half};
+  const Strides<2> tst{half + 1, 1};
+  const Shape<1> rs{rows};
+  const double eps = 1.1920929e-07;
+  NB::rope_rmsnorm_forward<T>(x.gpu(s, xs), cs.gpu(ts, tst), sn.gpu(ts, tst), y.gpu(s, ps), rinv.gpu(rs), eps);
+  lrt::cpu::rope_rmsnorm_forward<T>(x.cpu(s, xs), cs.cpu(ts, tst), sn.cpu(ts, tst), y.cpu(s, ps), rinv.cpu(rs), eps);
+  check_buffer(y, tol<T>(), "rope_rmsnorm_forward y");
+  check_buffer(rinv, tol<T>(), "rope_rmsnorm_forward rinv");
+  y.upload();
+  rinv.upload();
+  NB::rope_rmsnorm_backward<T>(y.gpu(s, ps), rinv.gpu(rs), gy.gpu(s), cs.gpu(ts, tst), sn.gpu(ts, tst), gx.gpu(s, ps));
+  lrt::cpu::rope_rmsnorm_backward<T>(y.cpu(s, ps), rinv.cpu(rs), gy.cpu(s), cs.cpu(ts, tst), sn.cpu(ts, tst),
+                                     gx.cpu(s, ps));
+  check_buffer(gx, tol<T>(), "rope_rmsnorm_backward gx");
+}
+
+TEST_CASE_TEMPLATE("cuda emu: fused rope + rmsnorm", T, float, double) {
+  check_rope_rmsnorm<T>(2, 3, 2, 8);     // 4 pairs: most lanes idle
+  check_rope_rmsnorm<T>(1, 2, 3, 130);   // 65 pairs: lanes with three pairs
+  check_rope_rmsnorm<T>(2, 40, 4, 64);   // 320 rows: several rows per warp (grid-stride)
+  std::uint64_t mark = lrt_cuda_emu::stats.launches;
+  Buf<T> b(8, T(1));
+  NB::rope_rmsnorm_forward<T>(b.gpu(Shape<4>{0, 2, 1, 4}), b.gpu(Shape<2>{2, 2}), b.gpu(Shape<2>{2, 2}),
+                              b.gpu(Shape<4>{0, 2, 1, 4}), b.gpu(Shape<1>{0}), 1e-6);
+  CHECK(launches_since(mark) == 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Softcapped cross-entropy
 

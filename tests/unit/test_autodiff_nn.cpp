@@ -92,6 +92,63 @@ TEST_CASE("rope: the release's pairing and sign, tables rounded to bf16, any pos
   CHECK((*st.sin)(0, 3) == (*rounded.sin)(1, 3));
 }
 
+TEST_CASE("rope_rmsnorm: the fused QK-norm equals rmsnorm(rope(x)), and its gradient") {
+  const index_t Dh = 10;
+  const Tensor<index_t, 1> pos = lrt::iota(Shape<1>{4}, index_t{3}, index_t{2});  // positions 3, 5, 7, 9
+  std::mt19937 rng(21);
+  // The same operations in the same order: equal bit for bit unless the compiler contracts
+  // a*b + c into an FMA at one site and not the other (-march with FMA), hence a few ulps.
+  auto check_equal = [&](auto zero) {
+    using T = decltype(zero);
+    const double tol = std::is_same_v<T, float> ? 4e-7 : 1e-15;
+    const auto table = ad::RopeTable<T>::make(pos.view(), Dh, true);
+    auto x = rand_param<T>(Shape<4>{2, 4, 3, Dh}, rng);
+    const Tensor<T, 4> w(lrt::uniform<T>(x.shape(), 9, 0, T(-1), T(1)));
+    auto value_and_grad = [&](bool fused) {
+      x.zero_grad();
+      ad::Graph g;
+      auto y = fused ? ad::rope_rmsnorm(x.var(), table) : ad::rmsnorm(ad::rope(x.var(), table));
+      y.retain();
+      ad::backward(ad::sum(ad::mul(y, ad::constant(w))));
+      return std::make_pair(Tensor<T, 4>(y.value()), Tensor<T, 4>(x.grad()));
+    };
+    const auto [yf, gf] = value_and_grad(true);
+    const auto [ys, gs] = value_and_grad(false);
+    double worst_y = 0, worst_g = 0;
+    for (index_t i = 0; i < yf.numel(); ++i) {
+      worst_y = std::max(worst_y, std::abs(double(yf.data()[i]) - double(ys.data()[i])));
+      worst_g = std::max(worst_g, std::abs(double(gf.data()[i]) - double(gs.data()[i])) /
+                                      std::max(1.0, std::abs(double(gs.data()[i]))));
+    }
+    CHECK(worst_y <= tol * 4);  // |y| <= sqrt(Dh)
+    CHECK(worst_g <= tol * 4);
+  };
+  check_equal(0.0);
+  check_equal(0.0f);
+  // against finite differences (double), including a strided input (a slice along the head axis)
+  const auto table = ad::RopeTable<double>::make(pos.view(), Dh, false);
+  auto x = rand_param<double>(Shape<4>{2, 4, 3, Dh}, rng);
+  expect_grad("rope_rmsnorm", [&] { return weighted_sum(ad::rope_rmsnorm(x.var(), table), 5); }, x);
+  expect_grad("rope_rmsnorm on a slice",
+              [&] { return weighted_sum(ad::rope_rmsnorm(ad::slice(x.var(), 2, 1, 3), table), 6); }, x);
+  {  // unit mean square per head vector
+    ad::Graph g;
+    const auto y = run(ad::rope_rmsnorm(x.var(), table));
+    for (index_t h = 0; h < 3; ++h) {
+      double ms = 0;
+      for (index_t j = 0; j < Dh; ++j) ms += y(1, 2, h, j) * y(1, 2, h, j);
+      CHECK(ms / Dh == doctest::Approx(1.0).epsilon(1e-6));
+    }
+  }
+  // clear errors for tables of the wrong length and odd head dims
+  ad::Graph g;
+  const auto short_table = ad::RopeTable<double>::make(index_t{3}, Dh);
+  CHECK_THROWS_WITH_AS(ad::rope_rmsnorm(x.var(), short_table),
+                       doctest::Contains("[rope_rmsnorm] x (2, 4, 3, 10) needs tables of shape (4, 5)"), lrt::Error);
+  auto odd = rand_param<double>(Shape<4>{1, 4, 1, 3}, rng);
+  CHECK_THROWS_WITH_AS(ad::rope_rmsnorm(odd.var(), table), doctest::Contains("head dim must be even"), lrt::Error);
+}
+
 TEST_CASE("softmax and embedding") {
   std::mt19937 rng(3);
   auto x = rand_param<double>(Shape<2>{4, 6}, rng, -3, 3);

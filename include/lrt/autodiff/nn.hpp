@@ -1,4 +1,4 @@
-// lrt/autodiff/nn.hpp: the transformer's fused differentiable ops: RMSNorm, RoPE, softmax,
+// lrt/autodiff/nn.hpp: the transformer's fused differentiable ops: RMSNorm, RoPE, RoPE + RMSNorm, softmax,
 // embedding lookup, softcapped cross-entropy, causal attention (GQA, sliding window, queries at
 // arbitrary original positions). The kernels are NnBackend<D>'s (backend/nn_backend.hpp): the CPU
 // ones in backend/cpu/{nn,attention}.hpp, the CUDA ones in backend/cuda/nn.cuh. Inputs that a
@@ -114,6 +114,28 @@ Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T, D>& table) {
                            if (!x.requires_grad()) return;
                            Tensor<T, 4, D> gx(gy.shape(), uninitialized);
                            NnBackend<D>::template rope_apply<T>(gy.view(), table.cos->view(), table.sin->view(), gx.view(), true);
+                           accumulate(x, std::move(gx));
+                         }, x);
+}
+
+/// rmsnorm(rope(x, table)) over each head vector in one fused kernel each way (the model's RoPE
+/// + QK-norm): on the CPU equal to the two ops bit for bit, with one pass over x and no
+/// intermediate tensor.   x: (B, T, H, Dh)
+template <class T, Device D>
+Var<T, 4, D> rope_rmsnorm(const Var<T, 4, D>& x, const RopeTable<T, D>& table, double eps = cpu::rmsnorm_eps) {
+  const Shape<4> s = x.shape();
+  check(s[3] > 0 && s[3] % 2 == 0, "rope_rmsnorm", "head dim must be even and positive, got x ", s);
+  Tensor<T, 4, D> y(s, uninitialized);
+  Tensor<T, 1, D> rinv(Shape<1>{s[0] * s[1] * s[2]}, uninitialized);
+  NnBackend<D>::template rope_rmsnorm_forward<T>(x.value().view(), table.cos->view(), table.sin->view(), y.view(),
+                                                 rinv.view(), eps);
+  return record<T, 4, D>("rope_rmsnorm", std::move(y),
+                         [x, table, rinv = std::move(rinv)](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>& y) {
+                           if (!x.requires_grad()) return;
+                           Tensor<T, 4, D> gx(gy.shape(), uninitialized);
+                           NnBackend<D>::template rope_rmsnorm_backward<T>(y.view(), rinv.view(), gy.view(),
+                                                                          table.cos->view(), table.sin->view(),
+                                                                          gx.view());
                            accumulate(x, std::move(gx));
                          }, x);
 }

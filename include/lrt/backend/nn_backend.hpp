@@ -8,6 +8,9 @@
 //   rmsnorm_forward<T>(x (N,C), y (N,C), rinv (N), double eps)
 //   rmsnorm_backward<T>(y, rinv, gy, gx)                           gx overwritten
 //   rope_apply<T>(x (B,T,H,Dh), cos (T,Dh/2), sin, y, bool inverse)
+//   rope_rmsnorm_forward<T>(x (B,T,H,Dh), cos, sin, y, rinv (B*T*H), double eps)
+//       y = rmsnorm(rope_apply(x)) over each head vector (RoPE + QK-norm in one kernel)
+//   rope_rmsnorm_backward<T>(y, rinv, gy, cos, sin, gx)             gx overwritten
 //   softmax_forward<T>(x (N,C), y)      softmax_backward<T>(y, gy, gx)
 //   softcap_xent_forward<T>(logits (N,Vp), targets (N), V, cap, ignore, loss (N), lse (N))
 //   softcap_xent_backward<T>(logits, targets, V, cap, ignore, lse, g (N), dlogits (N,Vp))

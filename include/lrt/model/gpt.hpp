@@ -396,8 +396,8 @@ class Model {
       const Var4 e = ad::reshape(ad::embedding(tok, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
       v = v + ad::reshape(g, Shape<4>{B, Tq, Hkv, 1}) * e;
     }
-    q = ad::rmsnorm(ad::rope(q, rope));  // QK-norm after RoPE
-    k = ad::rmsnorm(ad::rope(k, rope));
+    q = ad::rope_rmsnorm(q, rope);  // QK-norm after RoPE, one fused op
+    k = ad::rope_rmsnorm(k, rope);
     const Var4 y = attend(l, q, k, v);
     x = x + ad::linear(ad::reshape(y, Shape<3>{B, Tq, H * Dh}), b.c_proj->var());
     x = x + ad::linear(ad::relu2(ad::linear(ad::rmsnorm(x), b.c_fc->var())), b.mlp_proj->var());

@@ -300,7 +300,7 @@ struct KvRefresh {
       const Var4 dk = first ? g_rec[l] * kfb : g_rec[l] * (kfb - kfb_old[pl]);
       const Var4 dv = first ? g_rec[l] * vfb : g_rec[l] * (vfb - vfb_old[pl]);
       kpre[l] = kpre[l] + dk;
-      const Var4 knew = ad::rmsnorm(ad::rope(kpre[l], rope_u));
+      const Var4 knew = ad::rope_rmsnorm(kpre[l], rope_u);
       if (all) {
         Vb[l] = Vb[l] + dv;
         Kb[l] = knew;

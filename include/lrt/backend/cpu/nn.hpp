@@ -130,6 +130,68 @@ void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView
   });
 }
 
+/// RoPE then RMSNorm over each head vector in one pass (the model's QK-norm after RoPE):
+/// y = rmsnorm(rope_apply(x)), rinv[(b*T + t)*H + h] = that row's 1/sqrt(mean(rope(x)^2) + eps).
+/// The same operations in the same order as rope_apply followed by rmsnorm_forward, so equal to
+/// them bit for bit.   x, y: (B, T, H, Dh)   cos, sin: (T, Dh/2)   rinv: (B*T*H)
+template <class T>
+void rope_rmsnorm_forward(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView<const T, 2> sin,
+                          TensorView<T, 4> y, TensorView<T, 1> rinv, double eps = rmsnorm_eps) {
+  const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3], half = Dh / 2;
+  check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && y.shape() == x.shape() &&
+            rinv.shape()[0] == B * Tt * H,
+        "rope_rmsnorm", "x ", x.shape(), " needs tables of shape ", Shape<2>{Tt, half}, ", y of its shape and rinv (",
+        B * Tt * H, "), got ", cos.shape(), ", ", sin.shape(), ", ", y.shape(), ", ", rinv.shape());
+  parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
+    for (index_t bt = b0; bt < e0; ++bt) {
+      const index_t bb = bt / Tt, t = bt % Tt;
+      for (index_t h = 0; h < H; ++h) {
+        for (index_t j = 0; j < half; ++j) {
+          const T a = x(bb, t, h, j), c = x(bb, t, h, j + half);
+          const T co = cos(t, j), si = sin(t, j);
+          y(bb, t, h, j) = a * co + c * si;
+          y(bb, t, h, j + half) = -a * si + c * co;
+        }
+        T ss = 0;
+        for (index_t j = 0; j < Dh; ++j) ss += y(bb, t, h, j) * y(bb, t, h, j);
+        const T r = T(1) / std::sqrt(ss / T(Dh) + T(eps));
+        for (index_t j = 0; j < Dh; ++j) y(bb, t, h, j) *= r;
+        rinv(bt * H + h) = r;
+      }
+    }
+  });
+}
+
+/// The backward of rope_rmsnorm_forward: g = rinv * (gy - y * mean(gy * y)) per head vector, then
+/// rotated back (rope_apply with inverse = true); gx overwritten (it may be gy itself).
+/// y, gy, gx: (B, T, H, Dh)   cos, sin: (T, Dh/2)   rinv: (B*T*H)
+template <class T>
+void rope_rmsnorm_backward(TensorView<const T, 4> y, TensorView<const T, 1> rinv, TensorView<const T, 4> gy,
+                           TensorView<const T, 2> cos, TensorView<const T, 2> sin, TensorView<T, 4> gx) {
+  const index_t B = y.shape()[0], Tt = y.shape()[1], H = y.shape()[2], Dh = y.shape()[3], half = Dh / 2;
+  check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && gy.shape() == y.shape() &&
+            gx.shape() == y.shape() && rinv.shape()[0] == B * Tt * H,
+        "rope_rmsnorm_backward", "shapes y ", y.shape(), ", gy ", gy.shape(), ", gx ", gx.shape(), ", rinv ",
+        rinv.shape(), ", tables ", cos.shape(), " and ", sin.shape(), " do not match");
+  parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
+    for (index_t bt = b0; bt < e0; ++bt) {
+      const index_t bb = bt / Tt, t = bt % Tt;
+      for (index_t h = 0; h < H; ++h) {
+        T dot = 0;
+        for (index_t j = 0; j < Dh; ++j) dot += gy(bb, t, h, j) * y(bb, t, h, j);
+        const T m = dot / T(Dh), r = rinv(bt * H + h);
+        for (index_t j = 0; j < half; ++j) {
+          const T g0 = r * (gy(bb, t, h, j) - y(bb, t, h, j) * m);
+          const T g1 = r * (gy(bb, t, h, j + half) - y(bb, t, h, j + half) * m);
+          const T co = cos(t, j), si = -sin(t, j);
+          gx(bb, t, h, j) = g0 * co + g1 * si;
+          gx(bb, t, h, j + half) = -g0 * si + g1 * co;
+        }
+      }
+    }
+  });
+}
+
 /// Row-wise softmax.   x, y: (N, C)
 template <class T>
 void softmax_forward(TensorView<const T, 2> x, TensorView<T, 2> y) {

@@ -33,6 +33,16 @@ struct NnBackend<cpu::Device> {
     cpu::rope_apply<T>(x, cos, sin, y, inverse);
   }
   template <class T>
+  static void rope_rmsnorm_forward(V4<const T> x, V2<const T> cos, V2<const T> sin, V4<T> y, V1<T> rinv,
+                                   double eps) {
+    cpu::rope_rmsnorm_forward<T>(x, cos, sin, y, rinv, eps);
+  }
+  template <class T>
+  static void rope_rmsnorm_backward(V4<const T> y, V1<const T> rinv, V4<const T> gy, V2<const T> cos,
+                                    V2<const T> sin, V4<T> gx) {
+    cpu::rope_rmsnorm_backward<T>(y, rinv, gy, cos, sin, gx);
+  }
+  template <class T>
   static void softmax_forward(V2<const T> x, V2<T> y) {
     cpu::softmax_forward<T>(x, y);
   }
