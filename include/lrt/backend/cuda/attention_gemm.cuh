@@ -47,16 +47,7 @@ inline void set_attention_kernel(AttentionKernel k) { detail::attention_kernel_s
 inline AttentionKernel attention_kernel() { return detail::attention_kernel_slot().load(); }
 
 /// Sets the attention implementation for its lifetime, then restores the previous one.
-class AttentionKernelScope {
- public:
-  explicit AttentionKernelScope(AttentionKernel k) : old_(attention_kernel()) { set_attention_kernel(k); }
-  ~AttentionKernelScope() { set_attention_kernel(old_); }
-  AttentionKernelScope(const AttentionKernelScope&) = delete;
-  AttentionKernelScope& operator=(const AttentionKernelScope&) = delete;
-
- private:
-  AttentionKernel old_;
-};
+using AttentionKernelScope = detail::SettingScope<AttentionKernel, &detail::attention_kernel_slot>;
 
 namespace detail {
 

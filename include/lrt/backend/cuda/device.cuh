@@ -15,6 +15,7 @@
 // Not here (yet): several devices, several streams, pinned host memory, async copies.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -54,6 +55,22 @@ inline cudaStream_t stream() {
   }();
   return s;
 }
+
+namespace detail {
+/// Sets the process-wide setting held in Slot() for its lifetime, then restores the previous
+/// value (MatmulPrecisionScope, AttentionKernelScope).
+template <class E, std::atomic<E>& (*Slot)()>
+class SettingScope {
+ public:
+  explicit SettingScope(E v) : old_(Slot().exchange(v)) {}
+  ~SettingScope() { Slot().store(old_); }
+  SettingScope(const SettingScope&) = delete;
+  SettingScope& operator=(const SettingScope&) = delete;
+
+ private:
+  E old_;
+};
+}  // namespace detail
 
 /// Waits for all work queued on lrt's stream; reports asynchronous kernel errors.
 inline void synchronize() { LRT_CUDA_CHECK(cudaStreamSynchronize(stream())); }

@@ -66,16 +66,7 @@ inline MatmulPrecision parse_matmul_precision(std::string_view s) {
 }
 
 /// Sets the float GEMM precision for its lifetime and restores the previous one after.
-class MatmulPrecisionScope {
- public:
-  explicit MatmulPrecisionScope(MatmulPrecision p) : old_(matmul_precision()) { set_matmul_precision(p); }
-  ~MatmulPrecisionScope() { set_matmul_precision(old_); }
-  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
-  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
-
- private:
-  MatmulPrecision old_;
-};
+using MatmulPrecisionScope = detail::SettingScope<MatmulPrecision, &detail::matmul_precision_slot>;
 
 /// Bytes of the workspace lrt gives cuBLAS (so that GEMMs captured into a graph allocate nothing).
 inline constexpr std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
