@@ -39,11 +39,15 @@ run_tests "tensor layer" "$T_TENSOR" "$BIN/lrt_cuda_tests"
 run_tests "model layer" "$T_MODEL" "$BIN/lrt_cuda_model_tests" --duration=true
 echo "== benchmark =="
 t0=$SECONDS
-timeout "$T_BENCH" "$BIN/lrt-bench-gpu" --profile 12 "$@"
-rc=$?
+bench_out=$(mktemp)
+timeout "$T_BENCH" "$BIN/lrt-bench-gpu" --profile 12 "$@" 2>&1 | tee "$bench_out"
+rc=${PIPESTATUS[0]}
 [ $rc -ne 0 ] && status=1
 rows+=("$(printf '%-22s rc=%-3s %4ss' "benchmark" "$rc" "$((SECONDS - t0))")")
 echo
 echo "== summary =="
 for r in "${rows[@]}"; do echo "$r"; done
+# The benchmark's headline rows again (R_ref, training MFU, decode), without the profiles.
+grep -E '^(device:|R_ref|variant|baseline|lrt|  profile of one step|  by category)' "$bench_out"
+rm -f "$bench_out"
 exit $status
