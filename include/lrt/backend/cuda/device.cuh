@@ -379,7 +379,7 @@ struct DeviceTraits<cuda::Device> {
     cuda::detail::check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, cuda::stream()),
                              std::string("cudaMemcpyAsync(") + std::to_string(bytes) +
                                  " bytes, " + dir + ")");
-    mark.done(std::string("copy ") + dir);
+    if (mark.recording()) mark.done(std::string("copy ") + dir);
     cuda::synchronize();
   }
 };

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 #include <string_view>
 #include <utility>
 
@@ -30,12 +29,10 @@ inline namespace v0 {
 namespace cuda::detail {
 
 /// "rmsnorm_forward kernel launch" -> "rmsnorm_forward kernel" (the profiler's row name).
-inline std::string trim_launch(const char* what) {
-  std::string s(what);
+inline std::string_view trim_launch(std::string_view what) {
   constexpr std::string_view tail = " launch";
-  if (s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0)
-    s.resize(s.size() - tail.size());
-  return s;
+  if (what.size() > tail.size() && what.ends_with(tail)) what.remove_suffix(tail.size());
+  return what;
 }
 
 /// kernel<<<grid, block, shmem, cuda::stream()>>>(args...), then
@@ -50,7 +47,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, cons
   kernel<<<grid, block, shmem, stream()>>>(std::forward<A>(args)...);
 #endif
   check_cuda(cudaGetLastError(), what);
-  if (mark.recording()) mark.done(trim_launch(what));
+  mark.done(trim_launch(what));
 }
 
 }  // namespace cuda::detail

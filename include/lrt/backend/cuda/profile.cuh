@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -161,8 +162,8 @@ class ProfileMark {
   }
   /// Whether this operation is being recorded (callers build expensive names only then).
   bool recording() const noexcept { return a_ != nullptr; }
-  /// The operation has been queued: records the end event under `name`.
-  void done(std::string name, double flops = 0) {
+  /// The operation has been queued: records the end event under `name` (free when not recording).
+  void done(std::string_view name, double flops = 0) {
     if (!a_) return;
     auto& st = ProfileState::instance();
     cudaEvent_t b = st.take_event();
@@ -171,7 +172,7 @@ class ProfileMark {
       st.give_back(b);
       check_cuda(e, "cudaEventRecord (profiler)");
     }
-    st.add(std::move(name), flops, a_, b);
+    st.add(std::string(name), flops, a_, b);
     a_ = nullptr;
   }
 
