@@ -4,6 +4,7 @@
 // Not here: the structural (compile-time) variant choices (model/gpt.hpp) and JSON (config_json.hpp).
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,8 @@ inline std::string_view to_string(VELayout v) {
 struct ModelConfig {
   index_t sequence_len = 128;  // T: rows are T+1 tokens; windows are derived from it
   index_t vocab_size = 257;    // V: 256 bytes + BOS
+  index_t bos_id = -1;         // the BOS/document-separator id; -1: the last id, vocab_size - 1 (256 for bytes)
+  double logit_softcap = 15;   // logits are softcap * tanh(z / softcap) (spec §2.4)
   index_t n_layer = 4;         // L
   index_t n_head = 4;          // H
   index_t n_kv_head = 4;       // H_kv (H % H_kv == 0)
@@ -41,6 +44,8 @@ struct ModelConfig {
   index_t mem_offset = 1;     // k: position t reads the source state of t - k
   bool reset_at_bos = false;  // zero the memory when a BOS lies in tokens t-k+1..t
 
+  /// The BOS id: bos_id, or vocab_size - 1 when bos_id is -1.
+  index_t bos() const { return bos_id < 0 ? vocab_size - 1 : bos_id; }
   index_t head_dim() const { return n_embd / n_head; }
   index_t kv_dim() const { return n_kv_head * head_dim(); }  // D
   /// V_p: the vocabulary rounded up to a multiple of 64 (the release's padding).
@@ -83,6 +88,10 @@ struct ModelConfig {
     check(!window_pattern.empty(), op, "window_pattern must not be empty");
     for (char c : window_pattern)
       check(c == 'S' || c == 'L', op, "window_pattern '", window_pattern, "' may only contain 'S' and 'L'");
+    check(bos_id >= -1 && bos_id < vocab_size, op, "bos_id must be -1 (the last id) or in [0, vocab_size = ",
+          vocab_size, "), got ", bos_id);
+    check(std::isfinite(logit_softcap) && logit_softcap > 0, op, "logit_softcap must be a finite number > 0, got ",
+          logit_softcap);
     check(mem_offset >= 1, op, "mem_offset (the memory offset k) must be >= 1, got ", mem_offset);
     check(ve_gate_channels >= 0 && ve_gate_channels <= n_embd, op, "ve_gate_channels must be in [0, n_embd = ",
           n_embd, "], got ", ve_gate_channels);

@@ -51,10 +51,6 @@ struct StepStats {
   float lr_multiplier = 1;
 };
 
-/// The natural schedule of a variant: Standard for the baseline, Interleaved<2> for LRT.
-template <class V>
-using default_schedule = std::conditional_t<V::recurrent, Interleaved<2>, Standard>;
-
 /// Trains a Model<V, float> on the CPU from token rows with schedule Sched (spec §4).
 template <class V = variants::Baseline, class Sched = default_schedule<V>>
 class Trainer {
