@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <lrt/cuda.hpp>
+#include <lrt/train/optimizer_groups.hpp>
 
 using lrt::index_t;
 namespace ad = lrt::ad;
@@ -241,34 +242,19 @@ TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B
   lrt::Model<V, float, G> m(c, 1);
   const index_t T = c.sequence_len;
   const auto ids = random_ids(B, T, c.vocab_size, 7), tg = random_ids(B, T, c.vocab_size, 8);
-  // The release's optimizer split (spec §8): Muon for the block matrices, AdamW for the rest.
-  lrt::optim::AdamW adamw;
-  lrt::optim::Muon muon(lrt::optim::MuonOptions{0.02f, 0.95f, 5});
-  if (with_optim) {
-    using lrt::optim::ParamRef;
-    lrt::optim::AdamWGroup rest{"rest", 0.004f, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-    rest.params.push_back(ParamRef::of(m.lm_head()));
-    rest.params.push_back(ParamRef::of(m.wte()));
-    rest.params.push_back(ParamRef::of(m.resid_lambdas()));
-    rest.params.push_back(ParamRef::of(m.x0_lambdas()));
-    if (m.gamma()) rest.params.push_back(ParamRef::of(*m.gamma()));
-    for (const auto& b : m.blocks()) {
-      for (const auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) muon.add(ParamRef::of(**p));
-      for (const auto* p : {&b.ve_gate, &b.triple_gate, &b.proj_k, &b.proj_v})
-        if (*p) muon.add(ParamRef::of(**p));
-      if (b.value_embed) rest.params.push_back(ParamRef::of(*b.value_embed));
-    }
-    if (m.proj_k()) muon.add(ParamRef::of(*m.proj_k())), muon.add(ParamRef::of(*m.proj_v()));
-    adamw.add_group(std::move(rest));
-  }
+  // The release's optimizer split (spec §8), from the model's parameter roster, as the Trainer builds it.
+  lrt::TrainOptions topts;
+  topts.batch_rows = B;
+  std::unique_ptr<lrt::Optimizers> opt;
+  if (with_optim) opt = lrt::make_optimizers(m, topts, B * T);
   auto step = [&] {
     ad::Graph g;
     m.zero_grad();
     auto r = lrt::schedule_loss<Sched>(m, ids, tg);
     ad::backward(r.loss);
     if (with_optim) {
-      adamw.step(1.f);
-      muon.step(1.f, 0.95f, 0.f);
+      opt->adamw.step(1.f);
+      opt->muon.step(1.f, 0.95f, 0.f);
     }
   };
   step();  // warm-up: allocator cache, cuBLAS heuristics

@@ -18,6 +18,6 @@ int main(int argc, char** argv) {
     tool::require_path(a.str("data"), "--data");
     const auto r = lrt::st::Reader::open(a.str("checkpoint"));
     const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
-    return tool::find_entry(c.schedule.variant, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);
+    return tool::find_entry(c.schedule.structure, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);
   });
 }

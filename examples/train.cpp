@@ -38,11 +38,11 @@ int main(int argc, char** argv) {
         return 0;
       }
     if (!a.parse(argc, argv)) return 0;
-    std::string variant = a.str("variant"), schedule = a.str("schedule");
-    if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair
+    if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
       const auto r = lrt::st::Reader::open(a.str("resume") + "/model.safetensors");
-      std::tie(variant, schedule) = lrt::checkpoint_variant(r);
+      const lrt::CheckpointSchedule cs = lrt::checkpoint_schedule(r);
+      return tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule).train(a);
     }
-    return tool::find_entry(variant, schedule).train(a);
+    return tool::find_entry(a.str("variant"), a.str("schedule")).train(a);
   });
 }

@@ -16,31 +16,10 @@
 #include "../model/eval.hpp"
 #include "../model/schedule.hpp"
 #include "../optim.hpp"
+#include "optimizer_groups.hpp"
 
 namespace lrt {
 inline namespace v0 {
-
-struct TrainOptions {
-  index_t batch_rows = 32;  // rows (of T tokens) per optimizer step: B_tok = batch_rows * T
-  index_t micro_rows = 0;   // rows per forward/backward (0: batch_rows); must divide batch_rows
-  std::int64_t steps = 0;   // horizon N of the schedules (set before training)
-  std::uint64_t seed = 0;   // data order (the model's init seed is separate)
-  // Learning rates before scaling (spec §8); dls = (d/768)^-0.5 scales the embedding and head.
-  float matrix_lr = 0.02f, embedding_lr = 0.3f, unembedding_lr = 0.004f, scalar_lr = 0.5f, resid_lr = 0.005f;
-  bool release_batch_scaling = false;  // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
-  float muon_weight_decay = optim::cpu_muon_weight_decay;  // base of wd = base (1 - it/N)
-  double warmdown_frac = 0.5;
-
-  json::Value to_json() const {
-    json::Value j = json::Value::object();
-    j["batch_rows"] = batch_rows, j["micro_rows"] = micro_rows, j["steps"] = steps;
-    j["seed"] = static_cast<std::int64_t>(seed);
-    j["matrix_lr"] = matrix_lr, j["embedding_lr"] = embedding_lr, j["unembedding_lr"] = unembedding_lr;
-    j["scalar_lr"] = scalar_lr, j["resid_lr"] = resid_lr, j["release_batch_scaling"] = release_batch_scaling;
-    j["muon_weight_decay"] = muon_weight_decay, j["warmdown_frac"] = warmdown_frac;
-    return j;
-  }
-};
 
 struct StepStats {
   std::int64_t step = 0;  // index of the step just taken (0-based)
@@ -69,7 +48,7 @@ class Trainer {
     check(rows.rows() >= o_.micro_rows, op, "the training data has ", rows.rows(), " rows of ", T_ + 1,
           " tokens, fewer than one micro-batch (", o_.micro_rows, " rows)");
     loader_ = std::make_unique<data::Loader>(rows, static_cast<int>(o_.micro_rows), o_.seed);
-    build_optimizers();
+    opt_ = make_optimizers(*m_, o_, tokens_per_step());
   }
 
   const TrainOptions& options() const noexcept { return o_; }
@@ -115,9 +94,9 @@ class Trainer {
     s.tokens = tokens_per_step();
     s.lr_multiplier = optim::lr_multiplier(step_, o_.steps, o_.warmdown_frac);
     const auto t_opt = std::chrono::steady_clock::now();
-    adamw_.step(s.lr_multiplier);
-    muon_->step(s.lr_multiplier, optim::muon_momentum(step_),
-                optim::muon_weight_decay(step_, o_.steps, o_.muon_weight_decay));
+    opt_->adamw.step(s.lr_multiplier);
+    opt_->muon.step(s.lr_multiplier, optim::muon_momentum(step_),
+                    optim::muon_weight_decay(step_, o_.steps, o_.muon_weight_decay));
     s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
     m_->zero_grad();
     ++step_;
@@ -147,8 +126,8 @@ class Trainer {
     ensure_directory(dir);
     std::vector<optim::NamedBuffer> bufs;
     std::map<std::string, std::int64_t> counters;
-    adamw_.save(bufs, counters);
-    muon_->save(bufs, counters);
+    opt_->adamw.save(bufs, counters);
+    opt_->muon.save(bufs, counters);
     st::Writer w;
     for (const auto& b : bufs) w.add_f32(b.name, b.data, b.shape);
     json::Value c = json::Value::object();
@@ -195,8 +174,8 @@ class Trainer {
     std::map<std::string, std::int64_t> counters;
     const json::Value cj = meta_json("counters");
     for (const auto& [k, v] : cj.members()) counters[k] = v.as_int();
-    adamw_.load(bufs, counters);
-    muon_->load(bufs, counters);
+    opt_->adamw.load(bufs, counters);
+    opt_->muon.load(bufs, counters);
     const json::Value l = meta_json("loader");
     data::LoaderState ls;
     ls.seed = static_cast<std::uint64_t>(l.at("seed").as_int());
@@ -211,37 +190,6 @@ class Trainer {
   }
 
  private:
-  void build_optimizers() {
-    const ModelConfig& c = m_->config();
-    const float dls = static_cast<float>(std::pow(static_cast<double>(c.n_embd) / 768.0, -0.5));
-    const float bls = o_.release_batch_scaling
-                          ? static_cast<float>(std::sqrt(static_cast<double>(tokens_per_step()) / 524288.0))
-                          : 1.f;
-    using optim::ParamRef;
-    optim::AdamWGroup head{"lm_head", o_.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-    optim::AdamWGroup emb{"embeddings", o_.embedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-    optim::AdamWGroup resid{"resid_lambdas", o_.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-    optim::AdamWGroup x0{"x0_lambdas", o_.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}};
-    head.params.push_back(ParamRef::of(m_->lm_head()));
-    emb.params.push_back(ParamRef::of(m_->wte()));
-    resid.params.push_back(ParamRef::of(m_->resid_lambdas()));
-    x0.params.push_back(ParamRef::of(m_->x0_lambdas()));
-    muon_ = std::make_unique<optim::Muon>(optim::MuonOptions{o_.matrix_lr * bls, 0.95f, 5});
-    for (const auto& b : m_->blocks()) {
-      for (const auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) muon_->add(ParamRef::of(**p));
-      for (const auto* p : {&b.ve_gate, &b.triple_gate, &b.proj_k, &b.proj_v})
-        if (*p) muon_->add(ParamRef::of(**p));
-      if (b.value_embed) emb.params.push_back(ParamRef::of(*b.value_embed));  // E_l or E-bar_l
-    }
-    if (m_->proj_k()) muon_->add(ParamRef::of(*m_->proj_k())), muon_->add(ParamRef::of(*m_->proj_v()));
-    for (auto* g : {&head, &emb, &resid, &x0}) adamw_.add_group(std::move(*g));
-    if (m_->gamma()) {  // interleaved_lambdas: lr 0.5 bls, betas (0.8, 0.95) (spec §8)
-      optim::AdamWGroup gamma{"interleaved_lambdas", o_.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-      gamma.params.push_back(ParamRef::of(*m_->gamma()));
-      adamw_.add_group(std::move(gamma));
-    }
-  }
-
   model_type* m_;
   TrainOptions o_;
   ScheduleOptions sched_opts_;
@@ -249,8 +197,7 @@ class Trainer {
   index_t T_;
   std::int64_t step_ = 0;
   std::unique_ptr<data::Loader> loader_;
-  optim::AdamW adamw_;
-  std::unique_ptr<optim::Muon> muon_;
+  std::unique_ptr<Optimizers> opt_;  // the roster's groups (optimizer_groups.hpp)
 };
 
 template <class V>

@@ -1,0 +1,84 @@
+// lrt/train/optimizer_groups.hpp: the training options of spec §8 and the optimizer split they
+// give a model, read from its parameter roster (Model::for_each_param_role): Muon for the
+// matrices, AdamW groups for the head, the embeddings and the per-layer scalars, with the
+// release's learning rates and scalings. The Trainer and the benchmarks build their optimizers here.
+#pragma once
+
+#include <cmath>
+#include <memory>
+
+#include "../io/json.hpp"
+#include "../model/gpt.hpp"
+#include "../optim/adamw.hpp"
+#include "../optim/muon.hpp"
+#include "../optim/param_ref.hpp"
+#include "../optim/schedule.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+struct TrainOptions {
+  index_t batch_rows = 32;  // rows (of T tokens) per optimizer step: B_tok = batch_rows * T
+  index_t micro_rows = 0;   // rows per forward/backward (0: batch_rows); must divide batch_rows
+  std::int64_t steps = 0;   // horizon N of the schedules (set before training)
+  std::uint64_t seed = 0;   // data order (the model's init seed is separate)
+  // Learning rates before scaling (spec §8); dls = (d/768)^-0.5 scales the embedding and head.
+  float matrix_lr = 0.02f, embedding_lr = 0.3f, unembedding_lr = 0.004f, scalar_lr = 0.5f, resid_lr = 0.005f;
+  bool release_batch_scaling = false;  // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
+  float muon_weight_decay = optim::cpu_muon_weight_decay;  // base of wd = base (1 - it/N)
+  double warmdown_frac = 0.5;
+
+  json::Value to_json() const {
+    json::Value j = json::Value::object();
+    j["batch_rows"] = batch_rows, j["micro_rows"] = micro_rows, j["steps"] = steps;
+    j["seed"] = static_cast<std::int64_t>(seed);
+    j["matrix_lr"] = matrix_lr, j["embedding_lr"] = embedding_lr, j["unembedding_lr"] = unembedding_lr;
+    j["scalar_lr"] = scalar_lr, j["resid_lr"] = resid_lr, j["release_batch_scaling"] = release_batch_scaling;
+    j["muon_weight_decay"] = muon_weight_decay, j["warmdown_frac"] = warmdown_frac;
+    return j;
+  }
+};
+
+/// The optimizers of one model: AdamW (groups lm_head, embeddings, resid_lambdas, x0_lambdas and,
+/// with gamma, interleaved_lambdas) and Muon (every Matrix of the roster).
+struct Optimizers {
+  optim::AdamW adamw;
+  optim::Muon muon;
+  explicit Optimizers(optim::MuonOptions mo) : muon(mo) {}
+};
+
+/// The optimizer groups of model m for options o at tokens_per_step tokens per step (spec §8):
+/// dls = (d / 768)^-0.5 scales the embedding and head rates; bls = sqrt(B_tok / 2^19) all rates
+/// when o.release_batch_scaling (else 1). Betas (0.8, 0.95), eps 1e-10, no AdamW weight decay;
+/// x0_lambdas use beta1 0.96.
+template <class V, class T, Device D>
+std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const TrainOptions& o, index_t tokens_per_step) {
+  const ModelConfig& c = m.config();
+  const float dls = static_cast<float>(std::pow(static_cast<double>(c.n_embd) / 768.0, -0.5));
+  const float bls = o.release_batch_scaling
+                        ? static_cast<float>(std::sqrt(static_cast<double>(tokens_per_step) / 524288.0))
+                        : 1.f;
+  using optim::ParamRef;
+  auto opt = std::make_unique<Optimizers>(optim::MuonOptions{o.matrix_lr * bls, 0.95f, 5});
+  optim::AdamWGroup head{"lm_head", o.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+  optim::AdamWGroup emb{"embeddings", o.embedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+  optim::AdamWGroup resid{"resid_lambdas", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+  optim::AdamWGroup x0{"x0_lambdas", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}};
+  optim::AdamWGroup gamma{"interleaved_lambdas", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+  m.for_each_param_role([&](auto& p, ParamRole r) {
+    switch (r) {
+      case ParamRole::Matrix: opt->muon.add(ParamRef::of(p)); break;
+      case ParamRole::Embedding: emb.params.push_back(ParamRef::of(p)); break;
+      case ParamRole::Unembedding: head.params.push_back(ParamRef::of(p)); break;
+      case ParamRole::ResidLambda: resid.params.push_back(ParamRef::of(p)); break;
+      case ParamRole::X0Lambda: x0.params.push_back(ParamRef::of(p)); break;
+      case ParamRole::MemoryGain: gamma.params.push_back(ParamRef::of(p)); break;
+    }
+  });
+  for (auto* g : {&head, &emb, &resid, &x0, &gamma})
+    if (!g->params.empty()) opt->adamw.add_group(std::move(*g));
+  return opt;
+}
+
+}  // namespace v0
+}  // namespace lrt
