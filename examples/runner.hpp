@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -23,8 +24,11 @@
 
 namespace tool {
 
+/// One build of the tools: a variant (its structure and the registry's name for it, an alias)
+/// with one schedule.
 struct Entry {
-  std::string variant, schedule;
+  std::string variant, schedule;  // the registry's name (e.g. lrt-src1) and schedule_spec's spelling
+  lrt::VariantStructure structure;
   int (*train)(const Args&);
   int (*eval)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&, const lrt::ScheduleOptions&);
   int (*generate)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&);
@@ -35,20 +39,50 @@ inline std::vector<Entry>& registry() {
   return r;
 }
 
-/// The registered pair; a usage error listing the registry otherwise.
-inline const Entry& find_entry(const std::string& variant, const std::string& schedule) {
-  // No schedule: the variant's natural one (standard for the baseline, interleaved:2 for LRT),
-  // else its first entry.
-  const std::string natural = variant == "baseline" ? "standard" : "interleaved:2";
-  for (const Entry& e : registry())
-    if (e.variant == variant && e.schedule == (schedule.empty() ? natural : schedule)) return e;
-  for (const Entry& e : registry())
-    if (e.variant == variant && schedule.empty()) return e;
+namespace detail {
+[[noreturn]] inline void no_build(const std::string& what, const std::string& schedule) {
   std::string list;
   for (const Entry& e : registry()) list += "\n  --variant " + e.variant + " --schedule " + e.schedule;
-  throw UsageError(fmt::format("no build of variant '{}' with schedule '{}'; this build has:{}\n(a pair is one "
+  throw UsageError(fmt::format("no build of variant {} with schedule '{}'; this build has:{}\n(a pair is one "
                                "file in examples/registry/)",
-                               variant, schedule.empty() ? "(any)" : schedule, list));
+                               what, schedule.empty() ? "(any)" : schedule, list));
+}
+}  // namespace detail
+
+/// The registered pair of a structure: with `schedule`, or (empty) the structure's natural one
+/// (standard without memory, interleaved:2 with), else its first entry. `what` names the variant
+/// in the usage error that lists the registry otherwise.
+inline const Entry& find_entry(const lrt::VariantStructure& structure, const std::string& schedule,
+                               const std::string& what = "") {
+  const std::string natural = lrt::natural_schedule_spec(structure.recurrent());
+  for (const Entry& e : registry())
+    if (e.structure == structure && e.schedule == (schedule.empty() ? natural : schedule)) return e;
+  for (const Entry& e : registry())
+    if (e.structure == structure && schedule.empty()) return e;
+  detail::no_build(what.empty() ? fmt::format("'{}'", lrt::variant_name(structure)) : what, schedule);
+}
+
+/// The registered pair of a variant given by name: the registry's names (aliases such as
+/// lrt-src1), the library's named variants, or a spelling injection/projection/source
+/// (both/shared/block1); found by its structure.
+inline const Entry& find_entry(const std::string& variant, const std::string& schedule) {
+  std::optional<lrt::VariantStructure> s;
+  for (const Entry& e : registry())
+    if (e.variant == variant) s = e.structure;
+  if (!s) s = lrt::parse_variant(variant);
+  if (!s) detail::no_build(fmt::format("'{}'", variant), schedule);
+  const std::string spelled = lrt::spell(*s);
+  return find_entry(*s, schedule, spelled == variant ? fmt::format("'{}'", variant)
+                                                     : fmt::format("'{}' ({})", variant, spelled));
+}
+
+/// The name the tools print for variant V: the registry's name for its structure (e.g. lrt-src1),
+/// else the library's.
+template <class V>
+std::string display_name() {
+  for (const Entry& e : registry())
+    if (e.structure == lrt::structure_of<V>()) return e.variant;
+  return lrt::variant_name<V>();
 }
 
 /// A checkpoint's config and how it was trained: (variant, schedule) and the schedule's options
@@ -69,9 +103,10 @@ inline CheckpointRun checkpoint_run(const Args& a, const lrt::st::Reader& r) {
   return {lrt::read_model_config(r), std::move(cs)};
 }
 /// The config and (variant, schedule) of a checkpoint (checkpoint_run without the options).
-inline std::tuple<lrt::ModelConfig, std::string, std::string> checkpoint_model(const Args& a, const lrt::st::Reader& r) {
+inline std::tuple<lrt::ModelConfig, lrt::VariantStructure, std::string> checkpoint_model(const Args& a,
+                                                                                         const lrt::st::Reader& r) {
   CheckpointRun c = checkpoint_run(a, r);
-  return {std::move(c.config), std::move(c.schedule.variant), std::move(c.schedule.schedule)};
+  return {std::move(c.config), c.schedule.structure, std::move(c.schedule.schedule)};
 }
 
 /// "kv_refresh", "loss weights (0.1, 0.3, 0.6)", "detach": the options that differ from the defaults.
@@ -173,7 +208,7 @@ int train_run(const tool::Args& a) {
   try {
     lrt::check_schedule_options<Sched, V>(sched_opts);
   } catch (const lrt::Error& e) {
-    throw UsageError(fmt::format("{} with {}: {}", lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), e.what()));
+    throw UsageError(fmt::format("{} with {}: {}", display_name<V>(), lrt::schedule_spec<Sched>(), e.what()));
   }
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const long long eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
@@ -204,7 +239,7 @@ int train_run(const tool::Args& a) {
   const std::string opts_text = describe(sched_opts).empty() ? "" : " (" + describe(sched_opts) + ")";
   fmt::print("model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
              "({} x {} rows), {:.4g} token-forwards/step\n",
-             lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
+             display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
              model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(),
              tr.accumulation(), tr.options().micro_rows, tr.forwards_per_step());
 
@@ -254,7 +289,7 @@ int train_run(const tool::Args& a) {
   std::fprintf(csv, "%s\n", tool::log_header);
   for (const auto& r : log) std::fprintf(csv, "%s\n", tool::log_line(r).c_str());
   std::fflush(csv);
-  const std::string title = fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", lrt::variant_name<V>(),
+  const std::string title = fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", display_name<V>(),
                                         lrt::schedule_spec<Sched>(), resume ? "resumed" : preset, cfg.n_layer,
                                         cfg.n_embd, tr.tokens_per_step());
 
@@ -324,7 +359,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const auto batches = lrt::data::validation_batches(rows, B, eval_tokens);
   const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
   fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; validation: {} docs, {} rows available\n",
-             a.str("checkpoint"), lrt::read_step(r), lrt::variant_name<V>(), lrt::schedule_spec<Sched>(), opts_text,
+             a.str("checkpoint"), lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), opts_text,
              cfg.n_layer, cfg.n_embd, cfg.sequence_len, corpus.val.size(), rows.rows());
   const auto par = lrt::evaluate_parallel<Sched>(model, batches, so);
   fmt::print("targets scored: {} ({} bytes), val loss {:.4f} nats/token (parallel)\n", par.merged.tokens,
@@ -364,7 +399,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   lrt::Model<V, float> model(cfg);
   lrt::load_weights(model, r);
   const lrt::data::ByteTokenizer tok;
-  std::vector<lrt::index_t> prompt{lrt::data::ByteTokenizer::bos};
+  std::vector<lrt::index_t> prompt{cfg.bos()};
   for (auto id : tok.encode(a.str("prompt"))) prompt.push_back(id);
   const lrt::index_t P = static_cast<lrt::index_t>(prompt.size()), Tmax = cfg.sequence_len;
   lrt::check(P + n_new <= Tmax, "generate", "prompt (", P, ") + max-new-tokens (", n_new, ") exceeds context T_max (",
@@ -378,7 +413,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
     const lrt::index_t next = lrt::sample_token<float>(
         std::span<const float>(logits->data(), static_cast<std::size_t>(cfg.vocab_size)), so,
         static_cast<std::uint64_t>(t));  // counter row * Tmax + t, row 0
-    if (next == lrt::data::ByteTokenizer::bos) {
+    if (next == cfg.bos()) {
       if (a.has("stop-at-bos")) break;
       std::fputs("\n\n", stdout);
     } else {
@@ -395,8 +430,8 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
 template <class V, class Sched>
 struct Register {
   explicit Register(std::string variant) {
-    registry().push_back({std::move(variant), lrt::schedule_spec<Sched>(), &train_run<V, Sched>, &eval_run<V, Sched>,
-                          &generate_run<V, Sched>});
+    registry().push_back({std::move(variant), lrt::schedule_spec<Sched>(), lrt::structure_of<V>(), &train_run<V, Sched>,
+                          &eval_run<V, Sched>, &generate_run<V, Sched>});
   }
 };
 

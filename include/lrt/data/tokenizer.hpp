@@ -1,6 +1,7 @@
 // lrt/data/tokenizer.hpp: the byte tokenizer of the byte presets (spec §10): ids 0-255 are the
 // bytes themselves, 256 is BOS; the embedding/logit tables are padded to 320 rows (logits are
-// cropped to 257). bytes(id) (spec §7) is 1 for a byte and 0 for BOS.
+// cropped to 257). bytes(id) (spec §7) is 1 for a byte and 0 for BOS; token_bytes_table() is the
+// whole table that bits per byte take (lrt::evaluate_*).
 //
 //   lrt::data::ByteTokenizer tok;
 //   auto ids = tok.encode("hi");        // {104, 105}; encode never adds BOS
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../model/token_bytes.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -59,6 +61,10 @@ struct ByteTokenizer {
     check_id(id, "token_bytes");
     return id == bos ? 0 : 1;
   }
+
+  /// token_bytes of every id as the table bits per byte take (lrt::TokenBytes): `ids` entries
+  /// (>= 257; the padded 320 say), 1 for 0..255, 0 for BOS and the padding ids above it.
+  static TokenBytes token_bytes_table(index_t ids = vocab_size) { return byte_vocab_token_bytes(ids); }
 
  private:
   static void check_id(int id, const char* what) {

@@ -14,6 +14,7 @@
 #include "../io.hpp"
 #include "gpt.hpp"
 #include "schedule.hpp"
+#include "variant_structure.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -69,20 +70,6 @@ json::Value release_config_json(const ModelConfig& c, std::string_view schedule 
   return j;
 }
 
-/// The preset name of a variant (`baseline`, `lrt`, `lrt-release`, `residual`, `kv`), or a
-/// descriptive one for other combinations.
-template <class V>
-std::string variant_name() {
-  if constexpr (std::is_same_v<V, variants::Baseline>) return "baseline";
-  else if constexpr (std::is_same_v<V, variants::Lrt>) return "lrt";
-  else if constexpr (std::is_same_v<V, variants::LrtRelease>) return "lrt-release";
-  else if constexpr (std::is_same_v<V, variants::ResidualOnly>) return "residual";
-  else if constexpr (std::is_same_v<V, variants::KVOnly>) return "kv";
-  else
-    return detail::str_cat(to_string(V::injection), "/", to_string(V::projection), "/",
-                           V::source_layer < 0 ? std::string("final") : "block" + std::to_string(V::source_layer));
-}
-
 /// lrt's own fields (no release equivalent).
 template <class V = variants::Baseline>
 json::Value lrt_config_json(const ModelConfig& c) {
@@ -94,6 +81,8 @@ json::Value lrt_config_json(const ModelConfig& c) {
   j["mem_offset"] = c.mem_offset;
   j["reset_at_bos"] = c.reset_at_bos;
   j["rope_bf16_tables"] = c.rope_bf16_tables;
+  j["bos_id"] = c.bos();  // resolved (-1 is written as vocab_size - 1)
+  j["logit_softcap"] = c.logit_softcap;
   return j;
 }
 
@@ -145,6 +134,15 @@ inline ModelConfig config_from_json(const json::Value& in, const json::Value* lr
     if (const json::Value* v = lrt_fields->find("rope_bf16_tables")) {
       check(v->is_bool(), "config", what, ": field 'rope_bf16_tables' must be true or false");
       c.rope_bf16_tables = v->as_bool();
+    }
+    // Absent (checkpoints before these fields): the defaults, bos_id -1 (the last id) and 15.
+    if (const json::Value* v = lrt_fields->find("bos_id")) {
+      check(v->is_integer(), "config", what, ": field 'bos_id' must be an integer");
+      c.bos_id = static_cast<index_t>(v->as_int());
+    }
+    if (const json::Value* v = lrt_fields->find("logit_softcap")) {
+      check(v->is_number(), "config", what, ": field 'logit_softcap' must be a number");
+      c.logit_softcap = v->as_number();
     }
   }
   try {
@@ -286,17 +284,52 @@ inline ReleaseSchedule release_schedule_from_json(const json::Value& in, std::st
   return r;
 }
 
-/// How a checkpoint was trained: variant and schedule names (as the tools' registry spells them)
-/// and the schedule's options.
+/// The structure lrt_config records (injection, projection, source_layer: "final" or a block
+/// index); nullopt when it records none (a checkpoint before lrt_config). A field that is there
+/// but malformed is an error naming the file.
+inline std::optional<VariantStructure> structure_from_lrt_config(const json::Value& j, std::string_view what) {
+  if (!j.is_object() || !j.find("injection")) return std::nullopt;
+  auto str = [&](const char* k) {
+    const json::Value* v = j.find(k);
+    check(v != nullptr && v->is_string(), "checkpoint", what, ": lrt_config field '", k, "' must be a string");
+    return v->as_string();
+  };
+  const auto inj = parse_injection(str("injection"));
+  check(inj.has_value(), "checkpoint", what, ": lrt_config injection '", str("injection"),
+        "' is not none, residual, kv or both");
+  VariantStructure s{*inj, Projection::Shared, -1};
+  if (j.find("projection")) {
+    const auto p = parse_projection(str("projection"));
+    check(p.has_value(), "checkpoint", what, ": lrt_config projection '", str("projection"), "' is not shared or layerwise");
+    s.projection = *p;
+  }
+  if (const json::Value* v = j.find("source_layer")) {
+    if (v->is_string()) {
+      check(v->as_string() == "final", "checkpoint", what, ": lrt_config source_layer '", v->as_string(),
+            "' is not \"final\" or a block index");
+    } else {
+      check(v->is_integer() && v->as_int() >= 0 && v->as_int() < (1 << 20), "checkpoint", what,
+            ": lrt_config source_layer must be \"final\" or a block index >= 0");
+      s.source_layer = static_cast<int>(v->as_int());
+    }
+  }
+  return s.normalised();
+}
+
+/// How a checkpoint was trained: the variant's structure (and its name: named variant or
+/// spelling), the schedule (schedule_spec's spelling) and the schedule's options.
 struct CheckpointSchedule {
   std::string variant, schedule;
   ScheduleOptions options;
+  VariantStructure structure;
 };
 
-/// lrt's metadata (variant, schedule; options from the model_config fields of that schedule),
-/// else the release's config (`config`, e.g. --config, or the file's model_config): use_interleaved
-/// or use_multi_refine -> the release's variant `lrt-release` with the schedule and options of
-/// release_schedule_from_json; else the baseline with standard.
+/// lrt's metadata (the structure from lrt_config, else from the variant name of a checkpoint
+/// before lrt_config; the schedule, else the structure's natural one; options from the
+/// model_config fields of that schedule), else the release's config (`config`, e.g. --config, or
+/// the file's model_config): use_interleaved or use_multi_refine -> the release's variant
+/// `lrt-release` with the schedule and options of release_schedule_from_json; else the baseline
+/// with standard.
 inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::Value* config = nullptr) {
   const auto v = r.meta("variant"), s = r.meta("schedule");
   const bool external = config != nullptr;
@@ -309,17 +342,32 @@ inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::V
   }
   const std::string what = external ? std::string("config") : "'" + r.label() + "' model_config";
   if (v && !external) {  // lrt's own checkpoint
-    CheckpointSchedule c{*v, s ? *s : (*v == "baseline" ? "standard" : "interleaved:2"), {}};
+    const std::string file = "'" + r.label() + "'";
+    std::optional<VariantStructure> st;
+    if (const auto l = r.meta("lrt_config")) st = structure_from_lrt_config(json::parse(*l, file + " lrt_config"), file);
+    const std::optional<VariantStructure> named = parse_variant(*v);
+    check(st || named, "checkpoint", file, ": variant '", *v, "' is neither a named variant (",
+          [] {
+            std::string n;
+            for (const NamedVariant& x : named_variants) n += (n.empty() ? "" : ", ") + std::string(x.name);
+            return n;
+          }(),
+          ") nor a spelling injection/projection/source, and the file has no lrt_config structure");
+    check(!st || !named || *st == *named, "checkpoint", file, ": variant '", *v, "' (", spell(*named),
+          ") contradicts lrt_config's structure ", spell(*st));
+    const VariantStructure structure = st ? *st : *named;
+    CheckpointSchedule c{variant_name(structure), s ? *s : natural_schedule_spec(structure.recurrent()), {}, structure};
     if (config) {
       const ReleaseSchedule rs = release_schedule_from_json(*config, what);
       if (rs.schedule == c.schedule) c.options = rs.options;  // save_model wrote them for this schedule
     }
     return c;
   }
-  if (!config) return {"baseline", "standard", {}};
+  constexpr VariantStructure baseline = structure_of<variants::Baseline>(), release = structure_of<variants::LrtRelease>();
+  if (!config) return {"baseline", "standard", {}, baseline};
   ReleaseSchedule rs = release_schedule_from_json(*config, what);
-  if (!rs.recurrent) return {"baseline", "standard", {}};
-  return {"lrt-release", std::move(rs.schedule), std::move(rs.options)};
+  if (!rs.recurrent) return {"baseline", "standard", {}, baseline};
+  return {"lrt-release", std::move(rs.schedule), std::move(rs.options), release};
 }
 
 /// The (variant, schedule) a checkpoint was trained with (checkpoint_schedule without the options).

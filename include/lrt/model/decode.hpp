@@ -158,7 +158,8 @@ class Decoder {
     return prefill_rows(rows, mode);
   }
 
-  /// Feeds tokens (B), row b's at position(b); returns the next-token logits (B, V), 15 tanh(z / 15).
+  /// Feeds tokens (B), row b's at position(b); returns the next-token logits (B, V),
+  /// softcap tanh(z / softcap) with the config's logit_softcap (15 by default).
   const Tensor<T, 2, D>& step(std::span<const index_t> tokens) {
     check(static_cast<index_t>(tokens.size()) == B_, "decoder", "got ", tokens.size(), " tokens for ", B_, " rows");
     feed(tokens, {});
@@ -189,6 +190,29 @@ class Decoder {
 
  private:
   bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
+
+  /// Whether row b, fed token `tok` at position t, reads no memory state (m~_t = 0, spec §3.1):
+  /// before k tokens (t < k), or with reset_at_bos when the config's BOS id (cfg.bos()) lies in
+  /// tokens t-k+1..t (the k-1 newest in the row's ring, and tok). Recurrent variants only.
+  bool memory_cut(index_t b, index_t t, index_t tok) const {
+    const ModelConfig& c = m_->config();
+    const index_t k = c.mem_offset;
+    if (t < k) return true;
+    if (!c.reset_at_bos) return false;
+    const index_t bos = c.bos();
+    if (tok == bos) return true;
+    for (index_t j = t - k + 1; j < t; ++j)
+      if (ring_tok_(j % k, b) == bos) return true;
+    return false;
+  }
+
+  /// The logits the decoder returns for head outputs z (rows, V): softcap tanh(z / softcap) with
+  /// the config's logit_softcap (spec §2.4); an expression (z is held by value).
+  template <class Z>
+  auto capped(const Z& z) const {
+    const T cap = static_cast<T>(m_->config().logit_softcap);
+    return lrt::tanh(z / cap) * cap;
+  }
 
   /// For one step: the decoder's tape is current (no gradient), and emptied after it.
   struct StepScope {
@@ -355,13 +379,7 @@ class Decoder {
         Tensor<T, 3, D> m(lock_ ? Shape<3>{B_, 1, c.n_embd} : Shape<3>{1, n, c.n_embd});
         for (index_t i = 0; i < n; ++i) {
           const index_t b = rows_[static_cast<std::size_t>(i)], t = pos_[static_cast<std::size_t>(b)];
-          if (t < k) continue;
-          bool cut = false;
-          if (c.reset_at_bos) {  // tokens t-k+1..t: the k-1 newest in the ring, and this one
-            cut = tokens[static_cast<std::size_t>(i)] == 256;
-            for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
-          }
-          if (cut) continue;
+          if (memory_cut(b, t, tokens[static_cast<std::size_t>(i)])) continue;
           const auto src = ring_.view().select(0, (t - k) % k).slice(0, b, b + 1);  // (1, d)
           if (lock_) {
             m.view().select(1, 0).slice(0, b, b + 1) = src;
@@ -393,14 +411,13 @@ class Decoder {
       }
     }
     const auto z = m_->head(pass.h);  // (B, 1, Vp) or (1, n, Vp)
-    const T cap = T(15);
     if (lock_) {
-      logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
+      logits_ = capped(z.value().view().select(1, 0).slice(1, 0, c.vocab_size));
     } else {
       const auto zr = z.value().view().select(0, 0);  // (n, Vp)
       for (index_t i = 0; i < n; ++i) {
         const index_t b = rows_[static_cast<std::size_t>(i)];
-        logits_.slice(0, b, b + 1) = lrt::tanh(zr.slice(0, i, i + 1).slice(1, 0, c.vocab_size) / cap) * cap;
+        logits_.slice(0, b, b + 1) = capped(zr.slice(0, i, i + 1).slice(1, 0, c.vocab_size));
       }
     }
     for (index_t b : rows_) ++pos_[static_cast<std::size_t>(b)];
@@ -432,11 +449,7 @@ class Decoder {
         if (use_memory) {  // m~_t = s_{t-k} per row (0 before k, or across a BOS with reset_at_bos)
           const index_t k = c.mem_offset, r = t >= k ? (t - k) % k : 0, w = t % k;
           for (index_t b = 0; b < B_; ++b) {
-            bool cut = t < k;
-            if (!cut && c.reset_at_bos) {
-              cut = tokens[static_cast<std::size_t>(b)] == 256;
-              for (index_t j = t - k + 1; j < t; ++j) cut = cut || ring_tok_(j % k, b) == 256;
-            }
+            const bool cut = memory_cut(b, t, tokens[static_cast<std::size_t>(b)]);
             gmask_host_[static_cast<std::size_t>(b)] = cut ? T(0) : T(1);
           }
           gslot_r_->assign(std::span<const index_t>(&r, 1));
@@ -499,8 +512,7 @@ class Decoder {
       if (use_memory) ring_.view().gather(0, *gslot_w_) = pass.source.value().view().select(1, 0);  // slot t % k
     }
     const auto z = m_->head(pass.h);  // (B, 1, Vp)
-    const T cap = T(15);
-    logits_ = lrt::tanh(z.value().view().select(1, 0).slice(1, 0, c.vocab_size) / cap) * cap;
+    logits_ = capped(z.value().view().select(1, 0).slice(1, 0, c.vocab_size));
   }
 
   /// The attend hook of a step: appends the new keys and values to the cache and attends each

@@ -1,6 +1,11 @@
 // lrt/model/eval.hpp: validation bits per byte (spec §7):
 // bpb = sum of nats / (ln 2 * sum of bytes) over target tokens, where a token stands for
-// token_bytes(id) raw bytes (1 for ids 0-255, 0 for BOS and ignored targets; those carry no nats).
+// token_bytes(id) raw bytes, from the tokenizer's table (lrt::TokenBytes; the byte tokenizer's:
+// 1 for ids 0-255, 0 for BOS); targets with 0 bytes (specials, ignored -1) carry no nats.
+// Without a table the evaluations use the byte tokenizer's, and only for a model whose config is
+// the byte vocabulary (vocab_size 257, BOS 256): any other config is an lrt::Error.
+//
+//   auto r = lrt::evaluate_parallel<lrt::Standard>(model, batches, tokenizer_token_bytes);
 #pragma once
 
 #include <cmath>
@@ -8,6 +13,7 @@
 
 #include "decode.hpp"
 #include "schedule.hpp"
+#include "token_bytes.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -25,13 +31,34 @@ struct BpbResult {
   }
 };
 
-/// Raw bytes of a byte-tokenizer id: 1 for 0..255, 0 for BOS, specials and ignored (-1).
-inline index_t byte_token_bytes(index_t id) { return id >= 0 && id < 256 ? 1 : 0; }
+/// The table the evaluations use when given none: the byte tokenizer's (ids 0..255 one byte, BOS
+/// none), and only when c is the byte vocabulary (vocab_size 257, bos() 256); for any other
+/// config an lrt::Error naming `op` that asks for the tokenizer's token bytes.
+inline TokenBytes default_token_bytes(const ModelConfig& c, const char* op = "token_bytes") {
+  check(c.vocab_size == 257 && c.bos() == 256, op,
+        "without a token-bytes table bits per byte assume the byte tokenizer (vocab_size 257, BOS 256), but the "
+        "model has vocab_size ",
+        c.vocab_size, " and BOS ", c.bos(),
+        ": pass the tokenizer's token bytes (an lrt::TokenBytes, e.g. from the tokenizer's token_bytes_table())");
+  return byte_vocab_token_bytes(257);
+}
 
-/// Adds per-token losses (N) of targets (N) to r.
-template <class T, class D, class F = index_t (*)(index_t)>
+namespace detail {
+/// The table must cover the model's vocabulary and count no negative bytes.
+inline void check_token_bytes(const TokenBytes& tb, const ModelConfig& c, const char* op) {
+  check(tb.size() >= c.vocab_size, op, "the token-bytes table has ", tb.size(),
+        " entries, fewer than the model's vocab_size ", c.vocab_size);
+  for (index_t id = 0; id < tb.size(); ++id)
+    check(tb.bytes[static_cast<std::size_t>(id)] >= 0, op, "the token-bytes table gives id ", id, " ",
+          tb.bytes[static_cast<std::size_t>(id)], " bytes (must be >= 0)");
+}
+}  // namespace detail
+
+/// Adds per-token losses (N) of targets (N) to r; token_bytes(id) (an lrt::TokenBytes or any
+/// callable index_t(index_t)) gives each target's raw bytes.
+template <class T, class D, class F>
 void accumulate_bpb(BpbResult& r, const Tensor<T, 1, D>& per_token, TensorView<const index_t, 1, D> targets,
-                    F token_bytes = &byte_token_bytes) {
+                    const F& token_bytes) {
   static_assert(D::host_accessible, "bits per byte are summed on the host");
   for (index_t i = 0; i < targets.shape()[0]; ++i) {
     const index_t nb = token_bytes(targets(i));
@@ -50,7 +77,9 @@ struct ParallelBpb {
 };
 
 template <class Sched, class V, class T, Device D, class Batches>
-ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, const ScheduleOptions& o = {}) {
+ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, const TokenBytes& token_bytes,
+                              const ScheduleOptions& o = {}) {
+  detail::check_token_bytes(token_bytes, m.config(), "evaluate_parallel");
   ParallelBpb r;
   for (const auto& b : batches) {
     ad::Graph g;
@@ -62,10 +91,10 @@ ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, c
     for (std::size_t p = 0; p < s.passes.size(); ++p) {
       const auto& pr = s.passes[p];
       const index_t n = static_cast<index_t>(pr.positions.size());
-      accumulate_bpb(r.passes[p], pr.per_token, pr.targets.view());
+      accumulate_bpb(r.passes[p], pr.per_token, pr.targets.view(), token_bytes);
       for (index_t bb = 0; bb < B; ++bb)
         for (index_t i = 0; i < n; ++i) {
-          const index_t flat = bb * n + i, nb = byte_token_bytes(pr.targets(flat));
+          const index_t flat = bb * n + i, nb = token_bytes(pr.targets(flat));
           last[static_cast<std::size_t>(bb * Tt + pr.positions[static_cast<std::size_t>(i)])] = {
               nb > 0 ? static_cast<double>(pr.per_token(flat)) : 0.0, nb};
         }
@@ -75,18 +104,30 @@ ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, c
   }
   return r;
 }
+/// The same with the byte tokenizer's table: byte-vocabulary configs only (default_token_bytes).
+template <class Sched, class V, class T, Device D, class Batches>
+ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, const ScheduleOptions& o = {}) {
+  return evaluate_parallel<Sched>(m, batches, default_token_bytes(m.config(), "evaluate_parallel"), o);
+}
 
 /// Bits per byte of the baseline's single pass (the Standard forward) over batches (each with
 /// .inputs and .targets (B, T)).
 template <class T, Device D, class Batches>
+BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches, const TokenBytes& token_bytes) {
+  detail::check_token_bytes(token_bytes, m.config(), "evaluate_bpb");
+  return evaluate_parallel<Standard>(m, batches, token_bytes).merged;
+}
+/// The same with the byte tokenizer's table: byte-vocabulary configs only (default_token_bytes).
+template <class T, Device D, class Batches>
 BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {
-  return evaluate_parallel<Standard>(m, batches).merged;
+  return evaluate_bpb(m, batches, default_token_bytes(m.config(), "evaluate_bpb"));
 }
 
 /// Sequential-mode bits per byte: the exact recurrence, one decode step per position (spec §7,
 /// the deployment number); each row starts from zero memory and an empty cache.
 template <class V, class T, Device D, class Batches>
-BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {
+BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches, const TokenBytes& token_bytes) {
+  detail::check_token_bytes(token_bytes, m.config(), "evaluate_sequential");
   BpbResult r;
   for (const auto& b : batches) {
     const index_t B = b.inputs.shape()[0], Tt = b.inputs.shape()[1];
@@ -96,7 +137,7 @@ BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {
       for (index_t bb = 0; bb < B; ++bb) tok[static_cast<std::size_t>(bb)] = b.inputs(bb, t);
       const auto& lg = dec.step(tok);  // (B, V) soft-capped
       for (index_t bb = 0; bb < B; ++bb) {
-        const index_t y = b.targets(bb, t), nb = byte_token_bytes(y);
+        const index_t y = b.targets(bb, t), nb = token_bytes(y);
         if (nb <= 0) continue;
         double mx = -1e300, z = 0;
         for (index_t v = 0; v < lg.shape()[1]; ++v) mx = std::max(mx, static_cast<double>(lg(bb, v)));
@@ -107,6 +148,11 @@ BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {
     }
   }
   return r;
+}
+/// The same with the byte tokenizer's table: byte-vocabulary configs only (default_token_bytes).
+template <class V, class T, Device D, class Batches>
+BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {
+  return evaluate_sequential(m, batches, default_token_bytes(m.config(), "evaluate_sequential"));
 }
 
 }  // namespace v0

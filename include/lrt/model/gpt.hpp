@@ -137,6 +137,29 @@ inline std::string_view to_string(Injection i) {
 }
 inline std::string_view to_string(Projection p) { return p == Projection::Shared ? "shared" : "layerwise"; }
 
+/// What a parameter is, for the optimizer split of spec §8 and the counts of §10.
+enum class ParamRole {
+  Embedding,    // token and value-embedding tables (wte, E_l): AdamW at the embedding lr, no matmul
+  Unembedding,  // lm_head: AdamW at the unembedding lr, a matmul
+  Matrix,       // block matrices, gates and memory projections: Muon, matmuls
+  ResidLambda,  // resid_lambdas (alpha_l): AdamW at the residual-lambda lr
+  X0Lambda,     // x0_lambdas (beta_l): AdamW at the scalar lr, beta1 0.96
+  MemoryGain,   // interleaved_lambdas (gamma_l, Residual/Both): AdamW at the scalar lr
+};
+inline std::string_view to_string(ParamRole r) {
+  switch (r) {
+    case ParamRole::Embedding: return "embedding";
+    case ParamRole::Unembedding: return "unembedding";
+    case ParamRole::Matrix: return "matrix";
+    case ParamRole::ResidLambda: return "resid_lambda";
+    case ParamRole::X0Lambda: return "x0_lambda";
+    case ParamRole::MemoryGain: return "memory_gain";
+  }
+  return "?";
+}
+/// Whether a parameter of role r is a weight of a matrix multiply (counts in N_mm).
+constexpr bool in_matmul(ParamRole r) { return r == ParamRole::Unembedding || r == ParamRole::Matrix; }
+
 /// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
 /// device D. Variants::Baseline is the plain GPT (GPT<T, D> below).
 template <class V = variants::Baseline, class T = float, Device D = cpu::Device>
@@ -209,25 +232,32 @@ class Model {
 
   const ModelConfig& config() const noexcept { return cfg_; }
 
-  /// Visits every parameter in a fixed order (the checkpoint's and the optimizer's):
-  /// f(P1&) or f(P2&) (names via p.name()).
+  /// The parameter roster: every parameter once, in a fixed order (the checkpoint's), with what it
+  /// is. f(p, role) with p a P1& or P2& (name via p.name()). Counts, the FLOP count, the
+  /// optimizer groups (train/optimizer_groups.hpp) and checkpoints all read this one list.
+  template <class F>
+  void for_each_param_role(F&& f) const {
+    using R = ParamRole;
+    f(*wte_, R::Embedding);
+    for (const Block& b : blocks_) {
+      f(*b.c_q, R::Matrix), f(*b.c_k, R::Matrix), f(*b.c_v, R::Matrix), f(*b.c_proj, R::Matrix);
+      if (b.ve_gate) f(*b.ve_gate, R::Matrix);
+      if (b.triple_gate) f(*b.triple_gate, R::Matrix);
+      f(*b.c_fc, R::Matrix), f(*b.mlp_proj, R::Matrix);
+    }
+    f(*lm_head_, R::Unembedding);
+    f(*resid_lambdas_, R::ResidLambda), f(*x0_lambdas_, R::X0Lambda);
+    if (gamma_) f(*gamma_, R::MemoryGain);
+    for (const Block& b : blocks_)
+      if (b.value_embed) f(*b.value_embed, R::Embedding);
+    for (const Block& b : blocks_)
+      if (b.proj_v) f(*b.proj_v, R::Matrix), f(*b.proj_k, R::Matrix);
+    if (proj_v_) f(*proj_v_, R::Matrix), f(*proj_k_, R::Matrix);
+  }
+  /// Every parameter in the roster's order: f(P1&) or f(P2&).
   template <class F>
   void for_each_param(F&& f) const {
-    f(*wte_);
-    for (const Block& b : blocks_) {
-      f(*b.c_q), f(*b.c_k), f(*b.c_v), f(*b.c_proj);
-      if (b.ve_gate) f(*b.ve_gate);
-      if (b.triple_gate) f(*b.triple_gate);
-      f(*b.c_fc), f(*b.mlp_proj);
-    }
-    f(*lm_head_);
-    f(*resid_lambdas_), f(*x0_lambdas_);
-    if (gamma_) f(*gamma_);
-    for (const Block& b : blocks_)
-      if (b.value_embed) f(*b.value_embed);
-    for (const Block& b : blocks_)
-      if (b.proj_v) f(*b.proj_v), f(*b.proj_k);
-    if (proj_v_) f(*proj_v_), f(*proj_k_);
+    for_each_param_role([&](auto& p, ParamRole) { f(p); });
   }
   /// Total number of parameter values (padding rows included).
   index_t num_params() const {
@@ -237,14 +267,10 @@ class Model {
   }
   /// N_mm of spec §10: parameters in matrix multiplies (all but wte, VE tables and scalars).
   index_t num_matmul_params() const {
-    index_t n = lm_head_->shape().numel();
-    for (const Block& b : blocks_) {
-      for (auto* p : {&b.c_q, &b.c_k, &b.c_v, &b.c_proj, &b.c_fc, &b.mlp_proj}) n += (*p)->shape().numel();
-      for (auto* p : {&b.ve_gate, &b.triple_gate, &b.proj_v, &b.proj_k})
-        if (*p) n += (*p)->shape().numel();
-    }
-    for (auto* p : {&proj_v_, &proj_k_})
-      if (*p) n += (*p)->shape().numel();
+    index_t n = 0;
+    for_each_param_role([&](auto& p, ParamRole r) {
+      if (in_matmul(r)) n += p.shape().numel();
+    });
     return n;
   }
   /// Training FLOPs per token of one pass (spec §10): 6 N_mm + sum_l 12 H Dh min(w_l, T).
@@ -348,7 +374,8 @@ class Model {
     const auto rope = ad::RopeTable<T, D>::make(qpos, cfg_.head_dim(), cfg_.rope_bf16_tables);
     const Var3 z = head(hidden(inputs, rope, standard_attend(qpos)));
     const Tensor<index_t, 1, D> tg(targets.view().template reshape<1>(Shape<1>{B * Tt}));
-    return ad::cross_entropy(ad::reshape(z, Shape<2>{B * Tt, cfg_.padded_vocab()}), tg, T(15), cfg_.vocab_size);
+    return ad::cross_entropy(ad::reshape(z, Shape<2>{B * Tt, cfg_.padded_vocab()}), tg,
+                             static_cast<T>(cfg_.logit_softcap), cfg_.vocab_size);
   }
 
  private:
