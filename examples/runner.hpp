@@ -5,7 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -161,9 +164,15 @@ int train_run(const tool::Args& a) {
   const std::string preset = a.str("preset"), out = a.str("out"), data_path = a.str("data");
   const bool resume = a.has("resume");
   tool::require_path(data_path, "--data");
+  // A file-size limit (ulimit -f) then fails a save with EFBIG, reported as an error, instead of
+  // killing the process with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // The checkpoint to continue from: what DIR/latest names (trainer.hpp), a step directory, or a
+  // run directory of the one-level layout.
+  const lrt::CheckpointLocation from = resume ? lrt::find_checkpoint(a.str("resume")) : lrt::CheckpointLocation{};
   lrt::ModelConfig cfg;
   if (resume) {
-    cfg = lrt::read_model_config(lrt::st::Reader::open(a.str("resume") + "/model.safetensors"));
+    cfg = lrt::read_model_config(lrt::st::Reader::open(from.model_path()));
   } else {
     try {
       cfg = lrt::preset(preset);
@@ -184,7 +193,7 @@ int train_run(const tool::Args& a) {
   o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
   o.scalar_lr = static_cast<float>(a.number("scalar-lr", 0, 10));
   if (resume) {  // unless given again, the settings the checkpoint was trained with
-    const auto orr = lrt::st::Reader::open(a.str("resume") + "/optim.safetensors");
+    const auto orr = lrt::st::Reader::open(from.optim_path());
     if (const auto j = orr.meta("train_options")) {
       const auto t = lrt::json::parse(*j, orr.label() + " train_options");
       if (!a.has("batch-rows")) o.batch_rows = t.at("batch_rows").as_int();
@@ -199,7 +208,7 @@ int train_run(const tool::Args& a) {
   // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
   lrt::ScheduleOptions sched_opts;
   if (resume) {
-    const auto cs = lrt::checkpoint_schedule(lrt::st::Reader::open(a.str("resume") + "/model.safetensors"));
+    const auto cs = lrt::checkpoint_schedule(lrt::st::Reader::open(from.model_path()));
     if (cs.schedule == lrt::schedule_spec<Sched>()) sched_opts = cs.options;
   }
   if (a.has("kv-refresh")) sched_opts.kv_refresh = true;
@@ -217,6 +226,8 @@ int train_run(const tool::Args& a) {
   const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
 
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
+  lrt::ensure_writable_directory(out);  // before any work: an --out this process may not write fails here
+  if (!from.note.empty()) fmt::print("warning: {}\n", from.note);
   fmt::print("lrt-train: {} threads (LRT_NUM_THREADS), GEMM via {}\n", lrt::num_threads(),
              LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
   const auto corpus = lrt::data::load_corpus(data_path);
@@ -233,8 +244,8 @@ int train_run(const tool::Args& a) {
   lrt::Trainer<V, Sched> tr(model, train_rows, o);
   tr.schedule_options() = sched_opts;
   if (resume) {
-    tr.resume(a.str("resume"));
-    fmt::print("resumed from {} at step {} of {}\n", a.str("resume"), tr.step(), tr.horizon());
+    tr.resume(from.dir);
+    fmt::print("resumed from {} at step {} of {}\n", from.dir, tr.step(), tr.horizon());
   }
   const std::string opts_text = describe(sched_opts).empty() ? "" : " (" + describe(sched_opts) + ")";
   fmt::print("model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
@@ -277,23 +288,30 @@ int train_run(const tool::Args& a) {
   const std::int64_t N = tr.horizon();
   const std::int64_t eval_every = eval_every_arg > 0 ? eval_every_arg : std::max<std::int64_t>(1, N / 10);
 
-  lrt::ensure_directory(out);
   const std::string log_path = out + "/log.csv", svg_path = out + "/loss.svg";
   std::vector<tool::LogRow> log;
-  if (resume) {
-    for (const auto& r : tool::read_log(a.str("resume") + "/log.csv"))
+  if (resume) {  // the checkpoint's own copy of the log (up to its step), else the run's
+    std::error_code ec;
+    const std::string own = from.dir + "/log.csv";
+    for (const auto& r : tool::read_log(std::filesystem::exists(own, ec) ? own : a.str("resume") + "/log.csv"))
       if (r.step < tr.step()) log.push_back(r);
   }
-  std::FILE* csv = std::fopen(log_path.c_str(), "w");
-  lrt::check(csv != nullptr, "lrt-train", "cannot write '", log_path, "'");
-  std::fprintf(csv, "%s\n", tool::log_header);
-  for (const auto& r : log) std::fprintf(csv, "%s\n", tool::log_line(r).c_str());
-  std::fflush(csv);
+  const auto log_text = [&] {
+    std::string t = std::string(tool::log_header) + "\n";
+    for (const auto& r : log) t += tool::log_line(r) + "\n";
+    return t;
+  };
+  // The rows so far replace the log atomically (a kill here leaves the old log, not an empty one);
+  // each step then appends its row.
+  lrt::write_file_atomic(log_path, log_text());
+  std::FILE* csv = std::fopen(log_path.c_str(), "a");
+  lrt::check(csv != nullptr, "lrt-train", "'", log_path, "': cannot open for appending: ", std::strerror(errno));
   const std::string title = fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", display_name<V>(),
                                         lrt::schedule_spec<Sched>(), resume ? "resumed" : preset, cfg.n_layer,
                                         cfg.n_embd, tr.tokens_per_step());
 
   tool::Progress progress(10);
+  std::string saved;  // the last checkpoint written
   double last_bpb = NAN;
   long long tokens = tr.step() * tr.tokens_per_step();
   double train_seconds = 0;
@@ -321,11 +339,15 @@ int train_run(const tool::Args& a) {
     if (eval_now) line += fmt::format(" | val loss {:.4f} bpb {:.4f}", row.val_loss, row.val_bpb);
     progress.update(line, now(), eval_now || s.step == 0);
     if (eval_now) {
-      tr.save(out);
+      saved = tr.save(out, {{"log.csv", log_text()}});  // a unit: model, optimizer state, the log so far
       lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
     }
   }
   std::fclose(csv);
+  if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
+    saved = tr.save(out, {{"log.csv", log_text()}});
+    lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+  }
   const double tps = timed_steps > 0 ? double(timed_steps * tr.tokens_per_step()) / train_seconds : 0;
   const double fwd_per_tok = tr.forwards_per_step() / double(tr.tokens_per_step());
   fmt::print("done: {} steps, {} tokens, {:.4g} token-forwards, {:.0f} tokens/s ({:.1f} GFLOP/s model), wall {}\n",
@@ -336,7 +358,8 @@ int train_run(const tool::Args& a) {
     fmt::print("val_bpb_parallel: {:.4f}\nval_bpb_sequential: {:.4f}\n", last_bpb, sq.bpb());
     last_bpb = sq.bpb();
   }
-  fmt::print("wrote {}/model.safetensors, {}/optim.safetensors, {}, {}\n", out, out, log_path, svg_path);
+  fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved,
+             out, out, log_path, svg_path);
   fmt::print("val_bpb: {:.4f}\n", last_bpb);
   return 0;
 }

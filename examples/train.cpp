@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
       }
     if (!a.parse(argc, argv)) return 0;
     if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
-      const auto r = lrt::st::Reader::open(a.str("resume") + "/model.safetensors");
+      const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
       const lrt::CheckpointSchedule cs = lrt::checkpoint_schedule(r);
       return tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule).train(a);
     }

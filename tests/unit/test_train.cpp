@@ -1,7 +1,14 @@
 // Training end to end on generated text: overfitting one batch, checkpoint round trips (float32
-// bit-exact, bfloat16 as round-to-nearest-even), resume bit for bit, damaged checkpoints, bpb.
+// bit-exact, bfloat16 as round-to-nearest-even), resume bit for bit, damaged checkpoints, the
+// crash-safe checkpoint layout (step directories, latest, keep-last-N, the one-level layout, falling
+// back from a damaged latest, errors that leave the previous checkpoint intact), bpb.
 #include <lrt/train/trainer.hpp>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <numbers>
@@ -179,14 +186,239 @@ TEST_CASE("train: N steps == K steps, save, resume, N - K steps (bit for bit)") 
     while (!t.done()) t.train_step();
   }
   CHECK(same_weights(a, c));
-  // A model/optimizer pair from different steps is refused.
+  // A model/optimizer pair from different steps is refused (a directory of the one-level layout).
+  const fs::path flat = dir / "flat";
+  fs::create_directories(flat);
+  fs::copy_file(dir / "checkpoints" / "step-000003" / "optim.safetensors", flat / "optim.safetensors");
   {
     lrt::Trainer t(b, rows, o);
     t.train_step();
-    lrt::save_model(b, (dir / "model.safetensors").string(), 4);
+    lrt::save_model(b, (flat / "model.safetensors").string(), 4);
   }
   lrt::Trainer t(c, rows, o);
-  CHECK_THROWS_WITH_AS(t.resume(dir.string()), doctest::Contains("interrupted save"), lrt::Error);
+  CHECK_THROWS_WITH_AS(t.resume(flat.string()), doctest::Contains("interrupted save"), lrt::Error);
+  fs::remove_all(dir);
+}
+
+namespace {
+std::string slurp(const fs::path& p) { return lrt::read_file(p.string(), "test"); }
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+ino_t inode(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_ino;
+}
+/// The fixture of the checkpoint-layout tests: rows of generated text and the options of a 9-step run.
+struct Run {
+  std::vector<lrt::data::Document> docs{{"d", generated_text(3000, 11)}};
+  lrt::data::TokenRows rows = lrt::data::TokenRows::build(docs, 16);
+  lrt::TrainOptions o = [] {
+    lrt::TrainOptions x;
+    x.batch_rows = 4, x.micro_rows = 4, x.steps = 9, x.seed = 5;
+    return x;
+  }();
+  /// The weights after `steps` uninterrupted steps.
+  lrt::GPT<float> reference(std::int64_t steps) {
+    lrt::GPT<float> m(micro_config(), 1);
+    lrt::Trainer t(m, rows, o);
+    while (t.step() < steps) t.train_step();
+    return m;
+  }
+  /// Resumes `from` into a freshly initialised model (another seed: everything must come from the
+  /// checkpoint), trains to the horizon and returns the model.
+  lrt::GPT<float> finish(const std::string& from, std::int64_t expect_step, std::string* note = nullptr) {
+    lrt::GPT<float> m(micro_config(), 77);
+    lrt::TrainOptions o2 = o;
+    o2.steps = 0;
+    lrt::Trainer t(m, rows, o2);
+    const lrt::CheckpointLocation at = t.resume(from);
+    CHECK(at.step == expect_step);
+    CHECK(t.step() == expect_step);
+    if (note) *note = at.note;
+    else CHECK(at.note == "");
+    while (!t.done()) t.train_step();
+    return m;
+  }
+};
+}  // namespace
+
+TEST_CASE("checkpoints: step directories, latest, the links for eval, keep the last N, bit-for-bit resume from each") {
+  const fs::path dir = temp_dir("layout");
+  Run run;
+  lrt::GPT<float> m(micro_config(), 1);
+  lrt::Trainer t(m, run.rows, run.o);
+  CHECK(t.keep_checkpoints() == 3);
+  CHECK_THROWS_AS(t.set_keep_checkpoints(0), lrt::Error);
+  std::vector<std::string> returned;
+  for (int i = 0; i < 6; ++i) {
+    t.train_step();
+    returned.push_back(t.save(dir.string(), {{"log.csv", "rows up to step " + std::to_string(t.step()) + "\n"}}));
+  }
+  CHECK(returned.back() == (dir / "checkpoints" / "step-000006").string());
+  CHECK(listing(dir) == std::vector<std::string>{"checkpoints", "latest", "model.safetensors", "optim.safetensors"});
+  CHECK(listing(dir / "checkpoints") == std::vector<std::string>{"step-000004", "step-000005", "step-000006"});
+  CHECK(listing(dir / "checkpoints" / "step-000005") ==
+        std::vector<std::string>{"log.csv", "model.safetensors", "optim.safetensors"});
+  CHECK(slurp(dir / "checkpoints" / "step-000005" / "log.csv") == "rows up to step 5\n");
+  CHECK(slurp(dir / "latest") == "checkpoints/step-000006\n");
+  // DIR/model.safetensors is the latest model (a hard link to it), for lrt-eval and lrt-generate.
+  const fs::path last = dir / "checkpoints" / "step-000006";
+  CHECK(inode(dir / "model.safetensors") == inode(last / "model.safetensors"));
+  CHECK(inode(dir / "optim.safetensors") == inode(last / "optim.safetensors"));
+  CHECK(lrt::read_step(lrt::st::Reader::open((dir / "model.safetensors").string())) == 6);
+  const lrt::CheckpointLocation found = lrt::find_checkpoint(dir.string());
+  CHECK(found.dir == last.string());
+  CHECK(found.step == 6);
+  CHECK(found.note == "");
+  // Each kept checkpoint continues bit for bit: from the run directory (latest) and from a step directory.
+  const lrt::GPT<float> ref = run.reference(9);
+  CHECK(same_weights(ref, run.finish(dir.string(), 6)));
+  CHECK(same_weights(ref, run.finish((dir / "checkpoints" / "step-000004").string(), 4)));
+  // Saving the same step again replaces its directory (nothing temporary left behind).
+  t.save(dir.string());
+  CHECK(listing(last) == std::vector<std::string>{"model.safetensors", "optim.safetensors"});
+  CHECK(listing(dir / "checkpoints") == std::vector<std::string>{"step-000004", "step-000005", "step-000006"});
+  // keep_checkpoints(1): only the newest survives the next save.
+  t.set_keep_checkpoints(1);
+  t.train_step();
+  t.save(dir.string());
+  CHECK(listing(dir / "checkpoints") == std::vector<std::string>{"step-000007"});
+  CHECK(same_weights(ref, run.finish(dir.string(), 7)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoints: resuming from an earlier step into the same directory drops the later steps") {
+  const fs::path dir = temp_dir("rewind");
+  Run run;
+  {
+    lrt::GPT<float> m(micro_config(), 1);
+    lrt::Trainer t(m, run.rows, run.o);
+    for (int i = 0; i < 6; ++i) t.train_step(), t.save(dir.string());
+  }
+  lrt::GPT<float> m(micro_config(), 2);
+  lrt::Trainer t(m, run.rows, run.o);
+  CHECK(t.resume((dir / "checkpoints" / "step-000004").string()).step == 4);
+  t.train_step();
+  t.save(dir.string());
+  CHECK(listing(dir / "checkpoints") == std::vector<std::string>{"step-000004", "step-000005"});
+  CHECK(slurp(dir / "latest") == "checkpoints/step-000005\n");
+  CHECK(same_weights(run.reference(9), run.finish(dir.string(), 5)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoints: a run written in the one-level layout resumes, and its next save moves to step directories") {
+  const fs::path dir = temp_dir("flat"), scratch = temp_dir("flat_scratch");
+  Run run;
+  {
+    lrt::GPT<float> m(micro_config(), 1);
+    lrt::Trainer t(m, run.rows, run.o);
+    for (int i = 0; i < 3; ++i) t.train_step();
+    t.save(scratch.string());
+  }
+  // The layout of earlier versions: DIR/model.safetensors + DIR/optim.safetensors (the same files).
+  for (const char* f : {"model.safetensors", "optim.safetensors"})
+    fs::copy_file(scratch / "checkpoints" / "step-000003" / f, dir / f);
+  CHECK(lrt::find_checkpoint(dir.string()).dir == dir.string());
+  const lrt::GPT<float> ref = run.reference(9);
+  CHECK(same_weights(ref, run.finish(dir.string(), 3)));
+  {
+    lrt::GPT<float> m(micro_config(), 2);
+    lrt::Trainer t(m, run.rows, run.o);
+    t.resume(dir.string());
+    t.train_step();
+    t.save(dir.string());
+  }
+  CHECK(listing(dir) == std::vector<std::string>{"checkpoints", "latest", "model.safetensors", "optim.safetensors"});
+  CHECK(lrt::find_checkpoint(dir.string()).dir == (dir / "checkpoints" / "step-000004").string());
+  CHECK(same_weights(ref, run.finish(dir.string(), 4)));
+  fs::remove_all(dir);
+  fs::remove_all(scratch);
+}
+
+TEST_CASE("checkpoints: a damaged or missing latest falls back to the newest complete step directory") {
+  const fs::path dir = temp_dir("fallback");
+  Run run;
+  {
+    lrt::GPT<float> m(micro_config(), 1);
+    lrt::Trainer t(m, run.rows, run.o);
+    for (int i = 0; i < 5; ++i) t.train_step(), t.save(dir.string());
+  }
+  const lrt::GPT<float> ref = run.reference(9);
+  const fs::path ck = dir / "checkpoints";
+  std::string note;
+  // latest names a directory that is not there.
+  lrt::write_file_atomic((dir / "latest").string(), "checkpoints/step-000042\n");
+  CHECK(same_weights(ref, run.finish(dir.string(), 5, &note)));
+  CHECK(note.find("step-000042") != std::string::npos);
+  CHECK(note.find("newest complete checkpoint") != std::string::npos);
+  // latest is empty, or missing (a kill between the directory's rename and the first latest).
+  lrt::write_file_atomic((dir / "latest").string(), "");
+  CHECK(lrt::find_checkpoint(dir.string()).step == 5);
+  CHECK(lrt::find_checkpoint(dir.string()).note.find("is empty") != std::string::npos);
+  fs::remove(dir / "latest");
+  CHECK(lrt::find_checkpoint(dir.string()).step == 5);
+  // The newest step directory is damaged: a truncated model, then a pair from two steps.
+  lrt::write_file_atomic((dir / "latest").string(), "checkpoints/step-000005\n");
+  const std::string good = slurp(ck / "step-000005" / "model.safetensors");
+  lrt::write_file_atomic((ck / "step-000005" / "model.safetensors").string(), good.substr(0, good.size() / 2));
+  CHECK(same_weights(ref, run.finish(dir.string(), 4, &note)));
+  CHECK(note.find("step-000005") != std::string::npos);
+  fs::copy_file(ck / "step-000003" / "model.safetensors", ck / "step-000005" / "model.safetensors",
+                fs::copy_options::overwrite_existing);
+  CHECK(lrt::find_checkpoint(dir.string()).step == 4);
+  CHECK(lrt::find_checkpoint(dir.string()).note.find("interrupted save") != std::string::npos);
+  // An explicitly named damaged directory is an error, not a silent fallback.
+  CHECK_THROWS_WITH_AS(lrt::find_checkpoint((ck / "step-000005").string()), doctest::Contains("interrupted save"),
+                       lrt::Error);
+  // Nothing complete at all: the error says what was tried.
+  fs::remove_all(ck);
+  fs::remove(dir / "model.safetensors");
+  CHECK_THROWS_WITH_AS(lrt::find_checkpoint(dir.string()), doctest::Contains("no complete checkpoint"), lrt::Error);
+  CHECK_THROWS_WITH_AS(lrt::find_checkpoint((dir / "nowhere").string()), doctest::Contains("no such checkpoint"),
+                       lrt::Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoints: a save that cannot be written (file size limit, EFBIG) is a clear error and keeps the previous one") {
+  const fs::path dir = temp_dir("efbig");
+  Run run;
+  lrt::GPT<float> m(micro_config(), 1);
+  lrt::Trainer t(m, run.rows, run.o);
+  for (int i = 0; i < 3; ++i) t.train_step();
+  t.save(dir.string());
+  const std::string before = slurp(dir / "checkpoints" / "step-000003" / "model.safetensors");
+  t.train_step();
+  // As `ulimit -f` with SIGXFSZ ignored: writes beyond the limit fail with EFBIG.
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 4096;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string message;
+  try {
+    t.save(dir.string());
+  } catch (const lrt::Error& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  INFO(message);
+  CHECK(message.find("[save] '" + dir.string() + "': the checkpoint of step 4 was not saved") == 0);
+  CHECK(message.find("optim.safetensors': cannot write: " + std::string(std::strerror(EFBIG))) != std::string::npos);
+  CHECK(message.find("latest' still names checkpoints/step-000003, which is unchanged") != std::string::npos);
+  CHECK(listing(dir / "checkpoints") == std::vector<std::string>{"step-000003"});  // the temporary is gone
+  CHECK(slurp(dir / "checkpoints" / "step-000003" / "model.safetensors") == before);
+  CHECK(slurp(dir / "model.safetensors") == before);
+  CHECK(same_weights(run.reference(9), run.finish(dir.string(), 3)));
+  // With room again, the same trainer saves step 4.
+  t.save(dir.string());
+  CHECK(lrt::find_checkpoint(dir.string()).step == 4);
   fs::remove_all(dir);
 }
 

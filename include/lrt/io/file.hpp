@@ -1,5 +1,6 @@
-// lrt/io/file.hpp: whole-file reads, crash-safe (atomic) writes and directory creation. POSIX:
-// write_file_atomic relies on rename(2) replacing the target atomically and on fsync.
+// lrt/io/file.hpp: whole-file reads, crash-safe (atomic) writes, directory creation and syncing,
+// and atomically replaced hard links. POSIX: write_file_atomic relies on rename(2) replacing the
+// target atomically and on fsync. Every failure is an lrt::Error naming the path and the errno text.
 #pragma once
 
 #include <fcntl.h>
@@ -86,6 +87,44 @@ inline void write_file_atomic(const std::string& path, std::string_view bytes) {
   }
 }
 
+/// fsyncs a directory, so that the entries created, renamed or removed in it survive a power loss.
+/// Filesystems without fsync on directories (EINVAL, ENOTSUP) are accepted as they are.
+inline void sync_directory(const std::string& dir) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw Error("sync", "'" + dir + "': cannot open directory: " + std::strerror(errno));
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (rc != 0 && err != EINVAL && err != ENOTSUP)
+    throw Error("sync", "'" + dir + "': cannot sync directory: " + std::strerror(err));
+}
+
+/// Makes `path` another name of the existing file `target` (a hard link, made under a temporary
+/// name and renamed over `path`, so `path` is always either the old or the new file). Where the
+/// filesystem has no hard links (EPERM, ENOTSUP, EXDEV, EMLINK) the bytes are copied with
+/// write_file_atomic instead. The directory of `path` is not synced (see sync_directory).
+inline void replace_with_link(const std::string& target, const std::string& path) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  if (::link(target.c_str(), tmp.c_str()) != 0) {
+    const int err = errno;
+    if (err == EPERM || err == ENOTSUP || err == EXDEV || err == EMLINK
+#if defined(EOPNOTSUPP) && EOPNOTSUPP != ENOTSUP
+        || err == EOPNOTSUPP
+#endif
+    ) {
+      write_file_atomic(path, read_file(target, "write"));
+      return;
+    }
+    throw Error("write", "'" + path + "': cannot link to '" + target + "': " + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error("write", "'" + path + "': cannot replace: " + std::strerror(err));
+  }
+}
+
 /// Creates `dir` and its parents when missing; lrt::Error("mkdir", ...) when that fails or the path
 /// exists but is not a directory.
 inline void ensure_directory(const std::string& dir) {
@@ -94,6 +133,19 @@ inline void ensure_directory(const std::string& dir) {
   if (ec) throw Error("mkdir", "'" + dir + "': cannot create directory: " + ec.message());
   if (!std::filesystem::is_directory(dir, ec))
     throw Error("mkdir", "'" + dir + "': exists and is not a directory");
+}
+
+/// ensure_directory, then proves that this process may create files in `dir` (by creating and
+/// removing an empty probe file: permissions, read-only mounts and ACLs all show, and root's
+/// privileges are honoured as they are). lrt::Error("mkdir", "'dir': cannot create files in this
+/// directory: Permission denied") and the like otherwise.
+inline void ensure_writable_directory(const std::string& dir) {
+  ensure_directory(dir);
+  const std::string probe = dir + "/.lrt-write-probe." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error("mkdir", "'" + dir + "': cannot create files in this directory: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace v0

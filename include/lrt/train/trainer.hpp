@@ -1,14 +1,42 @@
 // lrt/train/trainer.hpp: the training loop of spec §8 for the baseline: AdamW groups and Muon
 // with the release's learning rates and scalings, the warm-down LR schedule, Muon momentum and
 // weight-decay schedules, gradient accumulation to a target batch in tokens, evaluation in bits
-// per byte, and checkpoints that resume bit for bit (same LRT_NUM_THREADS).
-// A checkpoint directory holds model.safetensors (weights + config) and optim.safetensors
-// (optimizer moments, step, horizon, data cursor); each file is written atomically.
+// per byte, and crash-safe checkpoints that resume bit for bit (same LRT_NUM_THREADS).
+//
+// A checkpoint is a directory holding model.safetensors (weights + config) and optim.safetensors
+// (optimizer moments, step, horizon, data cursor), plus whatever files the caller adds (lrt-train:
+// log.csv up to that step). Trainer::save(DIR) writes the run directory DIR as
+//   DIR/checkpoints/step-000020/   one checkpoint, written as a unit: its files go into
+//                                  DIR/checkpoints/.tmp-step-000020.<pid>/, are fsynced, and the
+//                                  directory is renamed into place as a whole (then fsynced);
+//   DIR/latest                     "checkpoints/step-000020\n", replaced atomically afterwards: the
+//                                  commit point; resume(DIR) continues from what it names;
+//   DIR/model.safetensors,         hard links to the latest checkpoint's files (copies where the
+//   DIR/optim.safetensors          filesystem has no hard links), refreshed after `latest` for
+//                                  lrt-eval / lrt-generate and for readers of the one-level layout;
+//                                  after a crash they may lag one checkpoint behind `latest`;
+// and keeps the newest keep_checkpoints() step directories (3 by default): older ones are removed
+// only once the new one is committed. A kill at any moment leaves `latest` naming a complete
+// checkpoint; an error (full disk, EFBIG under `ulimit -f`, no permission) is an lrt::Error naming
+// the file and the errno text, the temporary directory is removed and the previous checkpoint is
+// untouched. One process writes a run directory at a time.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "../data.hpp"
 #include "../io.hpp"
@@ -20,6 +48,194 @@
 
 namespace lrt {
 inline namespace v0 {
+
+/// A checkpoint found on disk (find_checkpoint): the directory holding its model.safetensors and
+/// optim.safetensors, their step, and a note when DIR/latest could not be used.
+struct CheckpointLocation {
+  std::string dir;         // a step directory, or the directory itself for the one-level layout
+  std::int64_t step = 0;
+  std::string note;        // non-empty: why `latest` was not used, and what was used instead
+  std::string model_path() const { return dir + "/model.safetensors"; }
+  std::string optim_path() const { return dir + "/optim.safetensors"; }
+};
+
+/// "step-000020": the name of a step directory under DIR/checkpoints.
+inline std::string checkpoint_dir_name(std::int64_t step) {
+  char b[40];
+  std::snprintf(b, sizeof b, "step-%06lld", static_cast<long long>(step));
+  return b;
+}
+/// The step of a name written by checkpoint_dir_name ("step-" and digits only), else nothing.
+inline std::optional<std::int64_t> parse_checkpoint_dir_name(std::string_view name) {
+  constexpr std::string_view prefix = "step-";
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 || name.substr(0, prefix.size()) != prefix)
+    return std::nullopt;
+  std::int64_t v = 0;
+  for (const char c : name.substr(prefix.size())) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+namespace detail {
+/// The step directories under `ckdir` as (step, name), newest first (none when it is missing).
+inline std::vector<std::pair<std::int64_t, std::string>> step_dirs(const std::string& ckdir) {
+  std::vector<std::pair<std::int64_t, std::string>> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(ckdir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (const auto s = parse_checkpoint_dir_name(name); s && it->is_directory(ec)) out.emplace_back(*s, name);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+/// A consistent checkpoint in `dir` (both files readable, the same step, and the step of the
+/// directory's name when it has one), or nothing with the reason in `why`.
+struct OpenedCheckpoint {
+  CheckpointLocation where;
+  std::optional<st::Reader> model, optim;
+};
+inline std::optional<OpenedCheckpoint> open_checkpoint_dir(const std::string& dir, std::string& why) {
+  OpenedCheckpoint c;
+  c.where.dir = dir;
+  std::error_code ec;
+  for (const std::string& f : {c.where.model_path(), c.where.optim_path()})
+    if (!std::filesystem::is_regular_file(f, ec)) {
+      why = "'" + f + "' is missing";
+      return std::nullopt;
+    }
+  try {
+    c.model = st::Reader::open(c.where.model_path());
+    c.optim = st::Reader::open(c.where.optim_path());
+    const std::int64_t ms = read_step(*c.model), os = read_step(*c.optim);
+    if (ms != os) {
+      why = "'" + dir + "': model.safetensors is at step " + std::to_string(ms) + " but optim.safetensors at step " +
+            std::to_string(os) + " (an interrupted save?)";
+      return std::nullopt;
+    }
+    const auto named = parse_checkpoint_dir_name(std::filesystem::path(dir).filename().string());
+    if (named && *named != ms) {
+      why = "'" + dir + "' holds a checkpoint of step " + std::to_string(ms);
+      return std::nullopt;
+    }
+    c.where.step = ms;
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+  return c;
+}
+
+/// find_checkpoint, keeping the files it read.
+inline OpenedCheckpoint open_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string latest = path + "/latest", ckdir = path + "/checkpoints";
+  std::string why;
+  if (fs::exists(latest, ec) || fs::is_directory(ckdir, ec)) {  // the step-directory layout
+    if (fs::exists(latest, ec)) {
+      std::string name;
+      try {
+        name = read_file(latest, "resume");
+      } catch (const Error& e) {
+        why = e.what();
+      }
+      while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+      if (why.empty() && name.empty()) why = "'" + latest + "' is empty";
+      if (why.empty()) {
+        const std::string dir = fs::path(name).is_absolute() ? name : path + "/" + name;
+        std::string w;
+        if (auto c = open_checkpoint_dir(dir, w)) return std::move(*c);
+        why = "'" + latest + "' names '" + name + "', which is not a complete checkpoint: " + w;
+      }
+    } else {
+      why = "no '" + latest + "'";
+    }
+    for (const auto& [step, name] : step_dirs(ckdir)) {
+      std::string w;
+      if (auto c = open_checkpoint_dir(ckdir + "/" + name, w)) {
+        c->where.note = why + "; using the newest complete checkpoint, '" + c->where.dir + "' (step " +
+                        std::to_string(step) + ")";
+        return std::move(*c);
+      }
+    }
+    std::string w;
+    if (auto c = open_checkpoint_dir(path, w)) {  // the links next to `latest`, if they agree
+      c->where.note = why + ", and no complete directory in '" + ckdir + "'; using '" + c->where.model_path() +
+                      "' and '" + c->where.optim_path() + "' (step " + std::to_string(c->where.step) + ")";
+      return std::move(*c);
+    }
+    throw Error("resume", "'" + path + "': no complete checkpoint: " + why + ", no complete directory in '" + ckdir +
+                              "', and " + w);
+  }
+  // A step directory itself, or a run written in the one-level layout (DIR/model + DIR/optim).
+  if (!fs::is_directory(path, ec)) throw Error("resume", "'" + path + "': no such checkpoint directory");
+  if (auto c = open_checkpoint_dir(path, why)) return std::move(*c);
+  throw Error("resume", why);
+}
+
+/// Moves the finished temporary directory `tmp` to `dst`. An existing `dst` (the same step saved
+/// again) is swapped out atomically where the system can (Linux renameat2), and removed.
+inline void move_into_place(const std::string& tmp, const std::string& dst) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (::rename(tmp.c_str(), dst.c_str()) == 0) return;
+  int err = errno;
+  if (err == EEXIST || err == ENOTEMPTY) {
+#if defined(__linux__) && defined(RENAME_EXCHANGE)
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dst.c_str(), RENAME_EXCHANGE) == 0) {
+      fs::remove_all(tmp, ec);  // now the old content
+      return;
+    }
+#endif
+    const std::string old = tmp + ".old";
+    if (::rename(dst.c_str(), old.c_str()) == 0) {
+      if (::rename(tmp.c_str(), dst.c_str()) == 0) {
+        fs::remove_all(old, ec);
+        return;
+      }
+      err = errno;
+      ::rename(old.c_str(), dst.c_str());
+    } else {
+      err = errno;
+    }
+  }
+  throw Error("write", "'" + dst + "': cannot move the new checkpoint into place: " + std::strerror(err));
+}
+
+/// Removes what a killed save leaves behind: DIR/checkpoints/.tmp-* directories and the temporaries
+/// of write_file_atomic / replace_with_link for latest, model.safetensors and optim.safetensors.
+inline void remove_stale_save_files(const std::string& dir, const std::string& ckdir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string mine = "." + std::to_string(::getpid());
+  for (fs::directory_iterator it(ckdir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    std::error_code rc;
+    if (n.rfind(".tmp-", 0) == 0) fs::remove_all(it->path(), rc);
+  }
+  ec.clear();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    for (const char* base : {"latest.tmp.", "model.safetensors.tmp.", "optim.safetensors.tmp."}) {
+      std::error_code rc;
+      if (n.rfind(base, 0) == 0 && n.substr(std::strlen(base) - 1) != mine) fs::remove(it->path(), rc);
+    }
+  }
+}
+}  // namespace detail
+
+/// The checkpoint that resume(path) continues from. `path` is
+///  - a run directory written by Trainer::save: the step directory DIR/latest names; when that is
+///    missing or incomplete, the newest complete DIR/checkpoints/step-* (with a note saying so),
+///    and last DIR/model.safetensors + DIR/optim.safetensors if they agree;
+///  - a step directory (DIR/checkpoints/step-000020), or a run directory of the one-level layout
+///    written before step directories (DIR/model.safetensors + DIR/optim.safetensors).
+/// Complete means both files parse and carry the same step. lrt::Error("resume", ...) saying what
+/// was tried when there is none.
+inline CheckpointLocation find_checkpoint(const std::string& path) { return detail::open_checkpoint(path).where; }
 
 struct StepStats {
   std::int64_t step = 0;  // index of the step just taken (0-based)
@@ -120,43 +336,97 @@ class Trainer {
            static_cast<double>(accumulation());
   }
 
-  /// Writes DIR/optim.safetensors, then DIR/model.safetensors (each atomically; both carry the
-  /// step, and resume() refuses a pair whose steps differ).
-  void save(const std::string& dir) const {
-    ensure_directory(dir);
-    std::vector<optim::NamedBuffer> bufs;
-    std::map<std::string, std::int64_t> counters;
-    opt_->adamw.save(bufs, counters);
-    opt_->muon.save(bufs, counters);
-    st::Writer w;
-    for (const auto& b : bufs) w.add_f32(b.name, b.data, b.shape);
-    json::Value c = json::Value::object();
-    for (const auto& [k, v] : counters) c[k] = v;
-    const data::LoaderState ls = loader_->state();
-    json::Value l = json::Value::object();
-    l["seed"] = static_cast<std::int64_t>(ls.seed), l["epoch"] = static_cast<std::int64_t>(ls.epoch);
-    l["position"] = static_cast<std::int64_t>(ls.position);
-    w.set_metadata("step", std::to_string(step_));
-    w.set_metadata("horizon", std::to_string(o_.steps));
-    w.set_metadata("counters", c.dump());
-    w.set_metadata("loader", l.dump());
-    w.set_metadata("train_options", o_.to_json().dump());
-    w.write(dir + "/optim.safetensors");
-    save_model(*m_, dir + "/model.safetensors", step_, {{"schedule", schedule_spec<Sched>()}}, st::DType::F32,
-               sched_opts_);
+  /// How many step directories save() keeps (the newest; at least 1).
+  int keep_checkpoints() const noexcept { return keep_; }
+  void set_keep_checkpoints(int n) {
+    check(n >= 1, "train", "keep_checkpoints must be >= 1, got ", n);
+    keep_ = n;
+  }
+  static constexpr int default_keep_checkpoints = 3;
+
+  /// Saves a checkpoint of the current step into the run directory DIR as a unit (the layout at
+  /// the top of this file): DIR/checkpoints/step-NNNNNN/ with model.safetensors, optim.safetensors
+  /// and `extra_files` (name, bytes), then DIR/latest, then the DIR/model.safetensors and
+  /// DIR/optim.safetensors links; then removes the step directories beyond the newest
+  /// keep_checkpoints(), and those of later steps (left by a run that went further before this one
+  /// resumed from an earlier checkpoint into the same directory). Returns the step directory.
+  /// Errors: lrt::Error("save", ...) naming the file and the system's reason; the temporary
+  /// directory is removed and the previous checkpoint (what DIR/latest names) is left as it was.
+  std::string save(const std::string& dir,
+                   const std::vector<std::pair<std::string, std::string>>& extra_files = {}) const {
+    namespace fs = std::filesystem;
+    const std::string ckdir = dir + "/checkpoints", name = checkpoint_dir_name(step_);
+    const std::string final_dir = ckdir + "/" + name;
+    const std::string tmp = ckdir + "/.tmp-" + name + "." + std::to_string(::getpid());
+    const std::string what = "'" + dir + "': the checkpoint of step " + std::to_string(step_);
+    std::error_code ec;
+    try {
+      ensure_directory(dir);
+      ensure_directory(ckdir);
+      detail::remove_stale_save_files(dir, ckdir);
+      fs::remove_all(tmp, ec);
+      if (::mkdir(tmp.c_str(), 0777) != 0)
+        throw Error("mkdir", "'" + tmp + "': cannot create directory: " + std::strerror(errno));
+      write_optimizer_state(tmp + "/optim.safetensors");
+      save_model(*m_, tmp + "/model.safetensors", step_, {{"schedule", schedule_spec<Sched>()}}, st::DType::F32,
+                 sched_opts_);
+      for (const auto& [file, bytes] : extra_files) {
+        check(!file.empty() && file.find('/') == std::string::npos && file != "model.safetensors" &&
+                  file != "optim.safetensors",
+              "save", "extra checkpoint file '", file, "': a plain file name other than model/optim.safetensors");
+        write_file_atomic(tmp + "/" + file, bytes);
+      }
+      sync_directory(tmp);
+      detail::move_into_place(tmp, final_dir);
+      sync_directory(ckdir);
+      write_file_atomic(dir + "/latest", "checkpoints/" + name + "\n");  // the commit point
+    } catch (const Error& e) {
+      fs::remove_all(tmp, ec);
+      std::string before;
+      try {
+        std::string l = read_file(dir + "/latest", "save");
+        while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+        before = "; '" + dir + "/latest' still names " + l + ", which is unchanged";
+      } catch (const Error&) {
+        if (fs::exists(dir + "/model.safetensors", ec)) before = "; the files already in '" + dir + "' are unchanged";
+      }
+      throw Error("save", what + " was not saved: " + e.what() + before);
+    }
+    // Today's names, for lrt-eval / lrt-generate: links to the committed files.
+    try {
+      replace_with_link(final_dir + "/model.safetensors", dir + "/model.safetensors");
+      replace_with_link(final_dir + "/optim.safetensors", dir + "/optim.safetensors");
+      sync_directory(dir);
+    } catch (const Error& e) {
+      throw Error("save", what + " is saved in '" + final_dir + "' (named by '" + dir +
+                              "/latest'), but refreshing the model.safetensors next to it failed: " + e.what());
+    }
+    int kept = 0;
+    for (const auto& [s, n] : detail::step_dirs(ckdir)) {
+      if (s <= step_ && kept < keep_) {
+        ++kept;
+        continue;
+      }
+      if (n != name) fs::remove_all(ckdir + "/" + n, ec);
+    }
+    try {
+      sync_directory(ckdir);
+    } catch (const Error&) {  // only the removals, which a crash may undo harmlessly
+    }
+    return final_dir;
   }
 
-  /// Restores weights, optimizer state, step, horizon and data cursor from DIR (written by save()
-  /// for a model of the same config).
-  void resume(const std::string& dir) {
-    const st::Reader mr = st::Reader::open(dir + "/model.safetensors");
-    const st::Reader orr = st::Reader::open(dir + "/optim.safetensors");
+  /// Restores weights, optimizer state, step, horizon and data cursor from the checkpoint that
+  /// find_checkpoint(path) names (written by save() for a model of the same config), and returns
+  /// where it was (with a note when DIR/latest could not be used).
+  CheckpointLocation resume(const std::string& path) {
+    detail::OpenedCheckpoint c = detail::open_checkpoint(path);
+    const st::Reader& mr = *c.model;
+    const st::Reader& orr = *c.optim;
     const ModelConfig saved = read_model_config(mr);
     check(release_config_json<V>(saved) == release_config_json<V>(m_->config()), "resume", "'", mr.label(),
           "' holds a model with another configuration than the one being trained");
-    const std::int64_t ms = read_step(mr), os = read_step(orr);
-    check(ms == os, "resume", "'", dir, "': model.safetensors is at step ", ms, " but optim.safetensors at step ", os,
-          " (an interrupted save?)");
+    const std::int64_t os = c.where.step;
     load_weights(*m_, mr);
     std::vector<optim::NamedBuffer> bufs;
     for (const std::string& n : orr.names()) {
@@ -187,9 +457,32 @@ class Trainer {
     o_.steps = std::stoll(*h);
     step_ = os;
     m_->zero_grad();
+    return std::move(c.where);
   }
 
  private:
+  /// optim.safetensors: the optimizers' buffers and counters, step, horizon, data cursor, options.
+  void write_optimizer_state(const std::string& path) const {
+    std::vector<optim::NamedBuffer> bufs;
+    std::map<std::string, std::int64_t> counters;
+    opt_->adamw.save(bufs, counters);
+    opt_->muon.save(bufs, counters);
+    st::Writer w;
+    for (const auto& b : bufs) w.add_f32(b.name, b.data, b.shape);
+    json::Value c = json::Value::object();
+    for (const auto& [k, v] : counters) c[k] = v;
+    const data::LoaderState ls = loader_->state();
+    json::Value l = json::Value::object();
+    l["seed"] = static_cast<std::int64_t>(ls.seed), l["epoch"] = static_cast<std::int64_t>(ls.epoch);
+    l["position"] = static_cast<std::int64_t>(ls.position);
+    w.set_metadata("step", std::to_string(step_));
+    w.set_metadata("horizon", std::to_string(o_.steps));
+    w.set_metadata("counters", c.dump());
+    w.set_metadata("loader", l.dump());
+    w.set_metadata("train_options", o_.to_json().dump());
+    w.write(path);
+  }
+
   model_type* m_;
   TrainOptions o_;
   ScheduleOptions sched_opts_;
@@ -198,6 +491,7 @@ class Trainer {
   std::int64_t step_ = 0;
   std::unique_ptr<data::Loader> loader_;
   std::unique_ptr<Optimizers> opt_;  // the roster's groups (optimizer_groups.hpp)
+  int keep_ = default_keep_checkpoints;
 };
 
 template <class V>
