@@ -481,9 +481,11 @@ int decode_worker(const Options& o) {
 
   const int threads = lrt::num_threads();
   const double nmm = double(model.num_matmul_params());
-  double emb_row = double(cfg.n_embd);  // floats gathered per row: wte + value embeddings
-  for (const auto& b : model.blocks())
-    if (b.value_embed) emb_row += double(b.value_embed->shape()[1]);
+  double emb_row = 0;  // floats gathered per row: the roster's embedding tables (wte + value embeddings)
+  model.for_each_param_role([&](auto& p, lrt::ParamRole r) {
+    if constexpr (std::remove_cvref_t<decltype(p.shape())>::rank == 2)
+      if (r == lrt::ParamRole::Embedding) emb_row += double(p.shape()[1]);
+  });
   const double weight_bytes = 4.0 * nmm;
   for (const index_t c : o.contexts) {
     const index_t n = std::max<index_t>(1, c / 4);
@@ -697,7 +699,7 @@ int run_parent(const Options& o) {
 #endif
   const char* backend = lrt::cpu::gemm_library();
   fmt::print(tab,
-             "lrt-bench: CPU performance (LRT-SPEC §10). lrt GEMM backend {} (SIMD {}); presets {}; variants {}; threads {}\n"
+             "lrt-bench: CPU performance (docs/performance.md). lrt GEMM backend {} (SIMD {}); presets {}; variants {}; threads {}\n"
              "R_ref (1024^3 fp32 GEMM, 1 thread, median of {}): Eigen {:.1f}, OpenBLAS {} GFLOP/s -> R_ref {:.1f}\n",
              backend, Eigen::SimdInstructionSetsInUse(), join(o.presets), join(o.variants), join_num(o.threads),
              gemm_reps, g0.eigen, blas, r_ref);

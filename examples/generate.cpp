@@ -8,7 +8,10 @@ int main(int argc, char** argv) {
   tool::Args a("lrt-generate", "Continues a prompt with a trained model, printing bytes as they come.");
   a.option("checkpoint", "FILE", "model.safetensors written by lrt-train (or release weights with --config)", "", true)
       .option("prompt", "TEXT", "text to continue (a BOS token is put in front)", "")
-      .option("max-new-tokens", "N", "tokens to generate", "256")
+      .option("prompt-file", "FILE", "read the prompt from FILE ('-': standard input) instead of --prompt")
+      .option("max-new-tokens", "N", "tokens to generate; auto: until the context is full (prompt + N <= sequence_len)",
+              "auto")
+      .option("threads", "N", "worker threads (overrides LRT_NUM_THREADS)")
       .option("temperature", "T", "0 = greedy", "0.8")
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
       .option("top-p", "P", "keep the smallest set with probability >= P", "1")
@@ -19,9 +22,14 @@ int main(int argc, char** argv) {
               "exact")
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .flag("stop-at-bos", "stop when the model starts a new document (BOS)");
+  a.alias("-m", "checkpoint").alias("-p", "prompt").alias("-f", "prompt-file").alias("-n", "max-new-tokens");
+  a.alias("--temp", "temperature").alias("-s", "seed").alias("-t", "threads");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
-    a.integer("max-new-tokens", 0, 1LL << 30), a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1);
+    if (a.str("max-new-tokens") != "auto") a.integer("max-new-tokens", 0, 1LL << 30);
+    a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1);
+    if (a.has("prompt") && a.has("prompt-file")) throw tool::UsageError("give --prompt or --prompt-file, not both");
+    tool::apply_threads(a);
     tool::prefill_mode(a);
     const auto r = lrt::st::Reader::open(a.str("checkpoint"));
     const auto [cfg, variant, schedule] = tool::checkpoint_model(a, r);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iostream>
+#include <iterator>
 #include <optional>
 #include <tuple>
 #include <string>
@@ -355,12 +357,12 @@ int train_run(const tool::Args& a) {
              tool::duration(now()));
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
     const lrt::BpbResult sq = lrt::evaluate_sequential(model, val);
-    fmt::print("val_bpb_parallel: {:.4f}\nval_bpb_sequential: {:.4f}\n", last_bpb, sq.bpb());
+    fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq.bpb());
     last_bpb = sq.bpb();
   }
   fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved,
              out, out, log_path, svg_path);
-  fmt::print("val_bpb: {:.4f}\n", last_bpb);
+  fmt::print("val_bpb: {:.6f}\n", last_bpb);
   return 0;
 }
 
@@ -372,31 +374,60 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   lrt::check_schedule_options<Sched, V>(so);
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const int B = static_cast<int>(a.integer("batch-rows", 1, 1 << 16));
-  const std::string mode = a.str("mode");
+  const std::string mode = a.str("mode"), split = a.str("split");
   if (!mode.empty() && mode != "sequential" && mode != "parallel")
     throw UsageError(fmt::format("--mode must be sequential or parallel, got '{}'", mode));
+  if (split != "val" && split != "all") throw UsageError(fmt::format("--split must be val or all, got '{}'", split));
+  const bool json = a.has("json");
   lrt::Model<V, float> model(cfg);
   lrt::load_weights(model, r);
-  const auto corpus = lrt::data::load_corpus(a.str("data"));
-  const auto rows = lrt::data::TokenRows::build(corpus.val, static_cast<int>(cfg.sequence_len));
-  const auto batches = lrt::data::validation_batches(rows, B, eval_tokens);
-  const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
-  fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; validation: {} docs, {} rows available\n",
-             a.str("checkpoint"), lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), opts_text,
-             cfg.n_layer, cfg.n_embd, cfg.sequence_len, corpus.val.size(), rows.rows());
-  const auto par = lrt::evaluate_parallel<Sched>(model, batches, so);
-  fmt::print("targets scored: {} ({} bytes), val loss {:.4f} nats/token (parallel)\n", par.merged.tokens,
-             par.merged.bytes, par.merged.loss());
-  if constexpr (!V::recurrent) {
-    fmt::print("val_bpb: {:.4f}\n", par.merged.bpb());
+  const int T = static_cast<int>(cfg.sequence_len);
+  // val: the validation split's packed rows (as lrt-train evaluates); all: every byte of the
+  // text, each document cut into rows of T targets, the last one padded (padding not scored).
+  const auto corpus = split == "all" ? lrt::data::load_documents(a.str("data")) : lrt::data::load_corpus(a.str("data"));
+  std::vector<lrt::data::Batch> batches;
+  std::string available;
+  if (split == "all") {
+    batches = lrt::data::scoring_batches(corpus.val, T, B, eval_tokens);
+    available = fmt::format("all of it: {} docs, {} bytes", corpus.val.size(), lrt::data::text_bytes(corpus.val));
   } else {
-    std::string per;
-    for (std::size_t i = 0; i < par.passes.size(); ++i) per += fmt::format(" pass{}={:.4f}", i, par.passes[i].bpb());
-    fmt::print("val_bpb_parallel: {:.4f} ({})\n", par.merged.bpb(), per.substr(1));
-    const auto seq = lrt::evaluate_sequential(model, batches);
-    fmt::print("val_bpb_sequential: {:.4f}\n", seq.bpb());
-    fmt::print("val_bpb: {:.4f}\n", mode == "parallel" ? par.merged.bpb() : seq.bpb());
+    const auto rows = lrt::data::TokenRows::build(corpus.val, T);
+    batches = lrt::data::validation_batches(rows, B, eval_tokens);
+    available = fmt::format("validation: {} docs, {} rows available", corpus.val.size(), rows.rows());
   }
+  const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
+  if (!json)
+    fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; {}\n", a.str("checkpoint"), lrt::read_step(r),
+               display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.sequence_len,
+               available);
+  const auto par = lrt::evaluate_parallel<Sched>(model, batches, so);
+  lrt::json::Value j = lrt::json::Value::object();
+  j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
+  j["schedule"] = lrt::schedule_spec<Sched>(), j["split"] = split, j["data"] = a.str("data");
+  j["targets"] = par.merged.tokens, j["bytes"] = par.merged.bytes, j["val_loss"] = par.merged.loss();
+  if (!json)
+    fmt::print("targets scored: {} ({} bytes), val loss {:.6f} nats/token (parallel)\n", par.merged.tokens,
+               par.merged.bytes, par.merged.loss());
+  double bpb = par.merged.bpb();
+  if constexpr (V::recurrent) {
+    std::string per;
+    lrt::json::Value passes = lrt::json::Value::array();
+    for (std::size_t i = 0; i < par.passes.size(); ++i) {
+      per += fmt::format(" pass{}={:.6f}", i, par.passes[i].bpb());
+      passes.push_back(par.passes[i].bpb());
+    }
+    const auto seq = lrt::evaluate_sequential(model, batches);
+    if (mode != "parallel") bpb = seq.bpb();
+    j["val_bpb_parallel"] = par.merged.bpb(), j["val_bpb_passes"] = std::move(passes);
+    j["val_bpb_sequential"] = seq.bpb(), j["mode"] = mode.empty() ? "sequential" : mode;
+    if (!json) {
+      fmt::print("val_bpb_parallel: {:.6f} ({})\n", par.merged.bpb(), per.substr(1));
+      fmt::print("val_bpb_sequential: {:.6f}\n", seq.bpb());
+    }
+  }
+  j["val_bpb"] = bpb;
+  if (json) fmt::print("{}\n", j.dump());
+  else fmt::print("val_bpb: {:.6f}\n", bpb);
   return 0;
 }
 
@@ -412,7 +443,17 @@ inline lrt::PrefillMode prefill_mode(const Args& a) {
 /// lrt-generate: the prompt fed per --prefill (spec §6), then one decode step per new token.
 template <class V, class Sched>
 int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
-  const long long n_new = a.integer("max-new-tokens", 0, 1LL << 30);
+  std::string text = a.str("prompt");
+  if (a.has("prompt-file")) {
+    const std::string f = a.str("prompt-file");
+    if (f == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      lrt::check(!std::cin.bad(), "generate", "error while reading the prompt from standard input");
+    } else {
+      tool::require_path(f, "--prompt-file");
+      text = lrt::read_file(f, "prompt");
+    }
+  }
   lrt::SamplerOptions so;
   so.temperature = a.number("temperature", 0, 1e6);
   so.top_k = a.integer("top-k", 0, 1LL << 30);
@@ -423,12 +464,19 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   lrt::load_weights(model, r);
   const lrt::data::ByteTokenizer tok;
   std::vector<lrt::index_t> prompt{cfg.bos()};
-  for (auto id : tok.encode(a.str("prompt"))) prompt.push_back(id);
+  for (auto id : tok.encode(text)) prompt.push_back(id);
   const lrt::index_t P = static_cast<lrt::index_t>(prompt.size()), Tmax = cfg.sequence_len;
-  lrt::check(P + n_new <= Tmax, "generate", "prompt (", P, ") + max-new-tokens (", n_new, ") exceeds context T_max (",
-             Tmax, ")");
+  if (P > Tmax)
+    throw UsageError(fmt::format("the prompt is {} tokens with BOS, longer than the model's context (sequence_len {})",
+                                 P, Tmax));
+  const bool fill = a.str("max-new-tokens") == "auto";
+  const long long n_new = fill ? Tmax - P : a.integer("max-new-tokens", 0, 1LL << 30);
+  if (P + n_new > Tmax)
+    throw UsageError(fmt::format("prompt ({} tokens with BOS) + --max-new-tokens ({}) exceeds the model's context "
+                                 "(sequence_len {}): at most {} new tokens fit (or --max-new-tokens auto)",
+                                 P, n_new, Tmax, Tmax - P));
   lrt::Decoder dec(model, 1, Tmax);
-  std::fputs(a.str("prompt").c_str(), stdout);
+  std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   const lrt::Tensor<float, 2>* logits = &dec.prefill(prompt, mode);  // logits after the last prompt token
   for (long long i = 0; i < n_new; ++i) {

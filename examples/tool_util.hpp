@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,6 +37,11 @@ class Args {
     opts_.push_back({std::move(name), "", std::move(help), "", false, true});
     return *this;
   }
+  /// Another spelling of option `name`, typed as is (e.g. "-n" or "--temp"); shown in the usage.
+  Args& alias(std::string spelling, const std::string& name) {
+    aliases_[std::move(spelling)] = name;
+    return *this;
+  }
 
   /// Parses argv; throws UsageError for unknown options, missing values or required options.
   /// Returns false when --help was asked (usage printed).
@@ -46,6 +52,8 @@ class Args {
         std::fputs(usage().c_str(), stdout);
         return false;
       }
+      const std::string head = a.substr(0, a.find('='));  // "-n", "--temp=0.7" -> "--temp"
+      if (const auto al = aliases_.find(head); al != aliases_.end()) a = "--" + al->second + a.substr(head.size());
       if (a.rfind("--", 0) != 0) throw UsageError(fmt::format("unexpected argument '{}'", a));
       std::string name = a.substr(2), value;
       const auto eq = name.find('=');
@@ -107,7 +115,10 @@ class Args {
   std::string usage() const {
     std::string u = fmt::format("usage: {} [options]\n{}\n\noptions:\n", prog_, summary_);
     for (const Opt& o : opts_) {
-      std::string left = "  --" + o.name + (o.meta.empty() ? "" : " " + o.meta);
+      std::string spellings;
+      for (const auto& [al, n] : aliases_)
+        if (n == o.name) spellings += al + ", ";
+      std::string left = "  " + spellings + "--" + o.name + (o.meta.empty() ? "" : " " + o.meta);
       if (left.size() < 28) left.resize(28, ' ');
       else left += "\n" + std::string(28, ' ');
       u += left + o.help;
@@ -131,7 +142,16 @@ class Args {
   std::string prog_, summary_;
   std::vector<Opt> opts_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> aliases_;  // spelling -> option name
 };
+
+/// --threads N: the size of lrt's thread pool (as LRT_NUM_THREADS, which it overrides); call
+/// before anything runs a kernel.
+inline void apply_threads(const Args& a) {
+  if (!a.has("threads")) return;
+  const long long n = a.integer("threads", 1, 1024);
+  ::setenv("LRT_NUM_THREADS", std::to_string(n).c_str(), 1);
+}
 
 /// Runs body(); maps usage errors to status 2 (with the usage) and lrt/other errors to status 1.
 template <class F>

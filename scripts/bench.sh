@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU performance table (issue 6; LRT-SPEC §10): set up, build lrt-bench with the `release`
+# The CPU performance table (docs/performance.md; FLOPs as docs/model.md §10): set up, build lrt-bench with the `release`
 # preset (-march=native: Eigen's AVX-512 GEMM where the CPU has it, the fastest GEMM on the
 # reference machine) and run it. Arguments go to lrt-bench (e.g. --quick, --json,
 # --presets small, --threads 1). About 8 minutes on the 2-vCPU reference machine.

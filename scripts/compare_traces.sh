@@ -14,7 +14,8 @@
 # and compared: the train_loss column of log.csv (6 significant digits; the first differing step
 # is reported), the tensor data of model.safetensors byte for byte (the data section after the
 # JSON header; the header's tensor table too, without __metadata__, which may legitimately
-# change), and the val_bpb lines printed at the end. One line per pair, then a summary; exit
+# change), and the val_bpb lines printed at the end (numbers equal up to the coarser printed
+# precision: four decimals before, six now). One line per pair, then a summary; exit
 # status 0 when every pair is identical, 1 on any difference, on a pair that BASE lists and the
 # current build does not, or on a failed run; 2 on a usage or setup error. Pairs that only the
 # current build lists are reported and not compared.
@@ -251,10 +252,30 @@ while read -r variant schedule; do
      [ "$(tensor_table "$b/model.safetensors")" != "$(tensor_table "$c/model.safetensors")" ]; then
     diffs+=("tensor table (names, dtypes, shapes, offsets) differs")
   fi
-  # (iii) the val_bpb lines printed at the end
+  # (iii) the val_bpb lines printed at the end: the same lines with the same numbers up to the
+  # coarser of the two printed precisions (lrt-train printed four decimals before, six now), i.e.
+  # each pair of numbers within half a unit of each print's last digit.
   vb="$(grep '^val_bpb' "$b.log" || true)" vc="$(grep '^val_bpb' "$c.log" || true)"
-  if [ "$vb" != "$vc" ]; then
-    diffs+=("$(paste -d'|' <(echo "$vb") <(echo "$vc") | awk -F'|' '$1 != $2 { print $1 " vs " $2; exit }')")
+  bpb_diff="$(paste -d'|' <(echo "$vb") <(echo "$vc") | awk -F'|' '
+    function split_nums(s, out,   n, t) {
+      n = 0
+      while (match(s, /[0-9]+(\.[0-9]+)?/)) { out[++n] = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH) }
+      return n
+    }
+    function decimals(x,   i) { i = index(x, "."); return i ? length(x) - i : 0 }
+    {
+      a = $1; b = $2; ta = a; tb = b
+      gsub(/[0-9]+(\.[0-9]+)?/, "#", ta); gsub(/[0-9]+(\.[0-9]+)?/, "#", tb)
+      na = split_nums(a, xa); nb = split_nums(b, xb)
+      if (ta != tb || na != nb) { print a " vs " b; exit }
+      for (i = 1; i <= na; i++) {
+        tol = 0.5 * 10 ^ (-decimals(xa[i])) + 0.5 * 10 ^ (-decimals(xb[i])) + 1e-12
+        d = xa[i] - xb[i]; if (d < 0) d = -d
+        if (d > tol) { print a " vs " b; exit }
+      }
+    }')"
+  if [ -n "$bpb_diff" ]; then
+    diffs+=("$bpb_diff")
   fi
   final_loss="$(losses "$b/log.csv" | tail -n 1 | cut -d' ' -f2)"
   final_bpb="$(sed -n 's/^val_bpb: //p' "$b.log")"

@@ -39,7 +39,7 @@ base_bpb="$(echo "$base_out" | sed -n 's/^val_bpb: //p')"
 echo "== compared at matched compute (${budget} token-forwards each; the LRT saw half as many tokens):"
 echo "   LRT (sequential, exact recurrence)  val_bpb ${lrt_bpb}"
 echo "   baseline                            val_bpb ${base_bpb}"
-echo "   (lower is better; at this small scale the baseline may well win: see LRT-SPEC.md §11.15)"
+echo "   (lower is better; at this small scale the baseline may well win: see docs/model.md §11.15)"
 echo "== a sample from the LRT (temperature 0.8, top-k 50)"
 "$bin"/lrt-generate --checkpoint "$runs/lrt/model.safetensors" --prompt "The " --max-new-tokens 120 \
   --temperature 0.8 --top-k 50 --seed 0 </dev/null

@@ -555,3 +555,63 @@ TEST_CASE("validation_batches: rows in order, whole rows up to the target budget
   const TokenRows none = TokenRows::build({{"short", "abc"}}, T);
   CHECK(contains(error_of([&] { (void)validation_batches(none, 5, 100); }), "no validation rows"));
 }
+
+TEST_CASE("load_documents: all the text, unsplit; small files allowed; the same errors") {
+  const TempDir tmp;
+  const fs::path dir = tmp.path;
+  write_file(dir / "short.txt", "Hi there.\n");
+  const Corpus one = load_documents((dir / "short.txt").string());
+  CHECK(one.kind == "file");
+  REQUIRE(one.val.size() == 1);
+  CHECK(one.val[0].text == "Hi there.\n");
+  CHECK(one.train.empty());
+  CHECK(contains(error_of([&] { load_corpus((dir / "short.txt").string()); }), "too small"));
+  const std::string big = make_text(5000, 3);
+  write_file(dir / "big.txt", big);
+  const Corpus file = load_documents((dir / "big.txt").string());
+  REQUIRE(file.val.size() == 1);
+  CHECK(file.val[0].text == big);  // nothing held out
+  write_file(dir / "bin.txt", std::string("a\0b", 3));
+  CHECK(contains(error_of([&] { load_documents((dir / "bin.txt").string()); }), "NUL bytes"));
+  write_file(dir / "empty.txt", "");
+  CHECK(contains(error_of([&] { load_documents((dir / "empty.txt").string()); }), "is empty"));
+  CHECK(contains(error_of([&] { load_documents((dir / "nope").string()); }), "does not exist"));
+  // A folder: every usable file, sorted, none held out.
+  const fs::path f = dir / "folder";
+  write_file(f / "b.txt", "second");
+  write_file(f / "a.txt", "first");
+  write_file(f / ".hidden", "skipped");
+  const Corpus folder = load_documents(f.string());
+  CHECK(folder.kind == "folder");
+  CHECK(names(folder.val) == std::vector<std::string>{"a.txt", "b.txt"});
+}
+
+TEST_CASE("scoring_batches: every byte a target once, the last row padded, nothing dropped") {
+  const std::string x = "abcdefghij";  // 10 bytes, T = 4: rows of 4, 4 and 2 targets
+  const std::vector<Document> docs{{"d", x}, {"e", "XY"}};
+  const auto batches = scoring_batches(docs, 4, 3, 1 << 20);
+  REQUIRE(batches.size() == 2);  // 4 rows, 3 per batch
+  CHECK(batches[0].inputs.shape()[0] == 3);
+  CHECK(batches[1].inputs.shape()[0] == 1);
+  const index_t bos = ByteTokenizer::bos;
+  auto row = [&](int r, bool targets) {
+    const auto& t = targets ? batches[r / 3].targets : batches[r / 3].inputs;
+    std::vector<index_t> v;
+    for (index_t c = 0; c < 4; ++c) v.push_back(t(r % 3, c));
+    return v;
+  };
+  using V = std::vector<index_t>;
+  CHECK(row(0, false) == V{bos, 'a', 'b', 'c'});
+  CHECK(row(0, true) == V{'a', 'b', 'c', 'd'});
+  CHECK(row(1, false) == V{bos, 'e', 'f', 'g'});
+  CHECK(row(1, true) == V{'e', 'f', 'g', 'h'});
+  CHECK(row(2, false) == V{bos, 'i', 'j', bos});
+  CHECK(row(2, true) == V{'i', 'j', -1, -1});
+  CHECK(row(3, false) == V{bos, 'X', 'Y', bos});
+  CHECK(row(3, true) == V{'X', 'Y', -1, -1});
+  // The target budget stops before a row that would pass it, but scores at least one row.
+  CHECK(scoring_batches(docs, 4, 8, 9)[0].targets.shape()[0] == 2);
+  CHECK(scoring_batches(docs, 4, 8, 1)[0].targets.shape()[0] == 1);
+  CHECK(contains(error_of([&] { scoring_batches({}, 4, 2, 10); }), "no text to score"));
+  CHECK(contains(error_of([&] { scoring_batches(docs, 0, 2, 10); }), "need T >= 1"));
+}

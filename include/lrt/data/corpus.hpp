@@ -1,4 +1,5 @@
-// lrt/data/corpus.hpp: loads training text from disk and splits it into train / validation.
+// lrt/data/corpus.hpp: loads training text from disk and splits it into train / validation
+// (load_corpus), or reads all of it unsplit (load_documents, for scoring a given text).
 //
 //   lrt::data::Corpus c = lrt::data::load_corpus(std::getenv("HOME") + "/.cache/lrt-data/brown");
 //   // c.kind == "brown", c.train.size() == 475, c.val.size() == 25
@@ -171,13 +172,13 @@ inline Corpus split_documents(std::vector<Document> docs, std::string kind, cons
   return c;
 }
 
-inline Corpus load_brown(const std::vector<fs::path>& files, const fs::path& path) {
+inline std::vector<Document> brown_documents(const std::vector<fs::path>& files) {
   std::vector<Document> docs;
   docs.reserve(files.size());
   for (const fs::path& f : files) {
     docs.push_back({f.filename().string(), strip_brown_tags(read_file(f))});
   }
-  return split_documents(std::move(docs), "brown", path);
+  return docs;
 }
 
 inline bool hidden(const fs::path& p) {
@@ -185,7 +186,7 @@ inline bool hidden(const fs::path& p) {
   return !n.empty() && n[0] == '.';
 }
 
-inline Corpus load_folder(const fs::path& dir) {
+inline std::vector<Document> folder_documents(const fs::path& dir) {
   std::vector<std::pair<std::string, fs::path>> files;  // (relative path, path)
   std::error_code ec;
   fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
@@ -208,42 +209,78 @@ inline Corpus load_folder(const fs::path& dir) {
   }
   check(!docs.empty(), "data", "no usable text files in folder ", quoted(dir),
         " (", files.size(), " files seen; empty, hidden and binary files are skipped)");
-  return split_documents(std::move(docs), "folder", dir);
+  return docs;
 }
 
-inline Corpus load_file(const fs::path& p) {
+/// A single text file as one document: not empty, no NUL bytes.
+inline Document file_document(const fs::path& p) {
   std::string text = read_file(p);
   check(!text.empty(), "data", "empty corpus: ", quoted(p), " is empty");
   check(text.find('\0') == std::string::npos, "data", quoted(p),
         " contains NUL bytes (not a text file)");
+  return {p.filename().string(), std::move(text)};
+}
+
+inline Corpus load_file(const fs::path& p) {
+  Document d = file_document(p);
+  std::string& text = d.text;
   check(text.size() >= min_split_bytes, "data", quoted(p), " is too small to hold out validation",
         " text (", text.size(), " bytes, need >= ", min_split_bytes, ")");
   Corpus c;
   c.kind = "file";
-  split_tail({p.filename().string(), std::move(text)}, c);
+  split_tail(std::move(d), c);
   return c;
 }
 
+/// The Brown files of folder p (or of p/package), empty when it is no Brown folder.
+inline std::vector<fs::path> find_brown(const fs::path& p) {
+  std::error_code ec;
+  std::vector<fs::path> brown = brown_files(p);
+  if (brown.empty() && fs::is_directory(p / "package", ec)) brown = brown_files(p / "package");
+  return brown;
+}
+
+/// path's status, checked to exist and to be a folder or a regular file.
+inline fs::file_status corpus_status(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(fs::path(path), ec);
+  check(!path.empty() && fs::exists(st), "data", "corpus path does not exist: '", path, "'");
+  check(fs::is_directory(st) || fs::is_regular_file(st), "data",
+        "corpus path is neither a folder nor a regular file: '", path, "'");
+  return st;
+}
+
 }  // namespace detail
+
+/// Every document of a Brown folder, a folder of text files or one text file, unsplit (the same
+/// reading rules as load_corpus; a single file is one document of any size > 0), with the kind
+/// "brown", "folder" or "file": what `lrt-eval --split all` scores.
+inline Corpus load_documents(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  Corpus c;
+  if (fs::is_directory(detail::corpus_status(path))) {
+    std::vector<fs::path> brown = detail::find_brown(p);
+    c.kind = brown.empty() ? "folder" : "brown";
+    c.val = brown.empty() ? detail::folder_documents(p) : detail::brown_documents(brown);
+    check(text_bytes(c.val) > 0, "data", "empty corpus: no text in ", detail::quoted(p));
+  } else {
+    c.kind = "file";
+    c.val.push_back(detail::file_document(p));
+  }
+  return c;
+}
 
 /// Loads a Brown Corpus folder, a folder of text files, or one text file (see the header
 /// comment for the rules and the split).
 inline Corpus load_corpus(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path p(path);
-  std::error_code ec;
-  const fs::file_status st = fs::status(p, ec);
-  check(!path.empty() && fs::exists(st), "data", "corpus path does not exist: '", path, "'");
-  if (fs::is_directory(st)) {
-    std::vector<fs::path> brown = detail::brown_files(p);
-    if (brown.empty() && fs::is_directory(p / "package", ec)) {
-      brown = detail::brown_files(p / "package");
-    }
-    if (!brown.empty()) return detail::load_brown(brown, p);
-    return detail::load_folder(p);
+  if (fs::is_directory(detail::corpus_status(path))) {
+    const std::vector<fs::path> brown = detail::find_brown(p);
+    if (!brown.empty()) return detail::split_documents(detail::brown_documents(brown), "brown", p);
+    return detail::split_documents(detail::folder_documents(p), "folder", p);
   }
-  check(fs::is_regular_file(st), "data", "corpus path is neither a folder nor a regular file: '",
-        path, "'");
   return detail::load_file(p);
 }
 

@@ -292,6 +292,53 @@ inline std::vector<Batch> validation_batches(const TokenRows& rows, int B,
   return out;
 }
 
+/// Batches that score every byte of docs exactly once, for evaluating a given text: each
+/// document (BOS + its bytes) is cut into pieces of T targets, BOS b[0..T), BOS b[T..2T), ...
+/// (as TokenRows cuts full rows), and the last, shorter piece is padded with BOS inputs whose
+/// targets are -1 (ignored), so that nothing is dropped and a text shorter than one row is one
+/// padded row. Rows in document order, B per batch; stops before the row that would take the
+/// targets past max_target_tokens (but always scores at least one row).
+inline std::vector<Batch> scoring_batches(const std::vector<Document>& docs, int T, int B,
+                                          index_t max_target_tokens) {
+  check(T >= 1 && B >= 1, "data", "scoring_batches: need T >= 1 and B >= 1, got T = ", T, ", B = ", B);
+  check(max_target_tokens >= 1, "data", "scoring_batches: max_target_tokens must be >= 1, got ", max_target_tokens);
+  constexpr auto bos = static_cast<index_t>(ByteTokenizer::bos);
+  std::vector<std::vector<index_t>> rows;  // each 2T: inputs then targets
+  index_t targets = 0;
+  for (const Document& d : docs) {
+    const std::string& x = d.text;
+    for (std::size_t start = 0; start < x.size(); start += static_cast<std::size_t>(T)) {
+      const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(T), x.size() - start);
+      if (!rows.empty() && targets + static_cast<index_t>(n) > max_target_tokens) break;
+      std::vector<index_t> r(static_cast<std::size_t>(2 * T), bos);
+      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t) {
+        if (t < n) {
+          r[static_cast<std::size_t>(T) + t] = static_cast<unsigned char>(x[start + t]);
+          if (t + 1 < static_cast<std::size_t>(T)) r[t + 1] = static_cast<unsigned char>(x[start + t]);
+        } else {
+          r[static_cast<std::size_t>(T) + t] = -1;
+        }
+      }
+      rows.push_back(std::move(r));
+      targets += static_cast<index_t>(n);
+    }
+    if (targets >= max_target_tokens) break;
+  }
+  check(!rows.empty(), "data", "scoring_batches: no text to score");
+  std::vector<Batch> out;
+  for (std::size_t first = 0; first < rows.size(); first += static_cast<std::size_t>(B)) {
+    const index_t nb = static_cast<index_t>(std::min<std::size_t>(static_cast<std::size_t>(B), rows.size() - first));
+    Batch batch = detail::make_batch(nb, T);
+    for (index_t b = 0; b < nb; ++b) {
+      const auto& r = rows[first + static_cast<std::size_t>(b)];
+      std::copy(r.begin(), r.begin() + T, batch.inputs.data() + static_cast<std::size_t>(b) * T);
+      std::copy(r.begin() + T, r.end(), batch.targets.data() + static_cast<std::size_t>(b) * T);
+    }
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
 }  // namespace data
 }  // namespace v0
 }  // namespace lrt
