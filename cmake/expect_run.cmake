@@ -1,5 +1,6 @@
 # Runs one command and checks its exit status and output (stdout + stderr).
-#   cmake -DCMD=<;-list> -DEXPECT_RC=<n> -DEXPECT_REGEX=<regex> [-DWORK_DIR=dir] -P expect_run.cmake
+#   cmake -DCMD=<;-list> -DEXPECT_RC=<n> -DEXPECT_REGEX=<regex> [-DEXPECT_MIN_LENGTH=<bytes>]
+#         [-DWORK_DIR=dir] -P expect_run.cmake
 # A crash (signal) never matches an expected status: execute_process reports it as a string.
 if(WORK_DIR)
   file(MAKE_DIRECTORY "${WORK_DIR}")
@@ -13,5 +14,11 @@ if(NOT rc STREQUAL "${EXPECT_RC}")
 endif()
 if(DEFINED EXPECT_REGEX AND NOT out MATCHES "${EXPECT_REGEX}")
   message(FATAL_ERROR "output does not match '${EXPECT_REGEX}': ${CMD}\n--- output ---\n${out}")
+endif()
+if(DEFINED EXPECT_MIN_LENGTH)
+  string(LENGTH "${out}" len)
+  if(len LESS EXPECT_MIN_LENGTH)
+    message(FATAL_ERROR "output has ${len} bytes, expected at least ${EXPECT_MIN_LENGTH}: ${CMD}\n--- output ---\n${out}")
+  endif()
 endif()
 message(STATUS "ok (${rc}): ${CMD}")

@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
       .flag("json", "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "
                     "instead of the text lines")
       .option("eval-tokens", "N", "target tokens to score at most", "65536")
+      .option("context", "N",
+              "targets per row (0: the model's sequence_len); longer rows also print bits per byte by position",
+              "0")
+      .option("sinks", "N", "attention sinks for the by-position numbers: queries also see each row's first N "
+                            "positions (0: none)", "0")
       .option("batch-rows", "B", "rows per forward", "16");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;

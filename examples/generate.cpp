@@ -9,8 +9,8 @@ int main(int argc, char** argv) {
   a.option("checkpoint", "FILE", "model.safetensors written by lrt-train (or release weights with --config)", "", true)
       .option("prompt", "TEXT", "text to continue (a BOS token is put in front)", "")
       .option("prompt-file", "FILE", "read the prompt from FILE ('-': standard input) instead of --prompt")
-      .option("max-new-tokens", "N", "tokens to generate; auto: until the context is full (prompt + N <= sequence_len)",
-              "auto")
+      .option("max-new-tokens", "N",
+              "tokens to generate (generation may run past the training context); auto: sequence_len tokens", "auto")
       .option("threads", "N", "worker threads (overrides LRT_NUM_THREADS)")
       .option("temperature", "T", "0 = greedy", "0.8")
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
               "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation) or "
               "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length)",
               "exact")
+      .option("sinks", "N", "attention sinks: queries also see the first N positions once they leave the window "
+                            "(exact prefill past the shortest window)", "0")
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .flag("stop-at-bos", "stop when the model starts a new document (BOS)");
   a.alias("-m", "checkpoint").alias("-p", "prompt").alias("-f", "prompt-file").alias("-n", "max-new-tokens");
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
     if (a.str("max-new-tokens") != "auto") a.integer("max-new-tokens", 0, 1LL << 30);
-    a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1);
+    a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1), a.integer("sinks", 0, 1LL << 20);
     if (a.has("prompt") && a.has("prompt-file")) throw tool::UsageError("give --prompt or --prompt-file, not both");
     tool::apply_threads(a);
     tool::prefill_mode(a);

@@ -49,7 +49,9 @@ namespace detail {
   std::string list;
   for (const Entry& e : registry()) list += "\n  --variant " + e.variant + " --schedule " + e.schedule;
   throw UsageError(fmt::format("no build of variant {} with schedule '{}'; this build has:{}\n(a pair is one "
-                               "file in examples/registry/)",
+                               "file in examples/registry/; a build configured with -DLRT_TOOL_PAIRS=<stems>, as "
+                               "scripts/run.sh does, holds only those: configure with -DLRT_TOOL_PAIRS=all for "
+                               "every pair)",
                                what, schedule.empty() ? "(any)" : schedule, list));
 }
 }  // namespace detail
@@ -381,7 +383,12 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const bool json = a.has("json");
   lrt::Model<V, float> model(cfg);
   lrt::load_weights(model, r);
-  const int T = static_cast<int>(cfg.sequence_len);
+  // Rows of --context targets (default: the training context); past it the sequential mode also
+  // reports bits per byte by position, in bands of sequence_len.
+  const long long ctx = a.integer("context", 0, 1LL << 24);
+  const int T = static_cast<int>(ctx > 0 ? ctx : cfg.sequence_len);
+  const lrt::index_t sinks = a.integer("sinks", 0, 1LL << 20);
+  const bool bands = T > cfg.sequence_len || sinks > 0;
   // val: the validation split's packed rows (as lrt-train evaluates); all: every byte of the
   // text, each document cut into rows of T targets, the last one padded (padding not scored).
   const auto corpus = split == "all" ? lrt::data::load_documents(a.str("data")) : lrt::data::load_corpus(a.str("data"));
@@ -397,9 +404,9 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   }
   const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
   if (!json)
-    fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; {}\n", a.str("checkpoint"), lrt::read_step(r),
+    fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; {}{}\n", a.str("checkpoint"), lrt::read_step(r),
                display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.sequence_len,
-               available);
+               available, T != cfg.sequence_len ? fmt::format("; rows of {} targets", T) : std::string());
   const auto par = lrt::evaluate_parallel<Sched>(model, batches, so);
   lrt::json::Value j = lrt::json::Value::object();
   j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
@@ -424,6 +431,19 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
       fmt::print("val_bpb_parallel: {:.6f} ({})\n", par.merged.bpb(), per.substr(1));
       fmt::print("val_bpb_sequential: {:.6f}\n", seq.bpb());
     }
+  }
+  if (bands) {  // past the training context (or with sinks): the decoder, by position
+    const auto by = lrt::evaluate_sequential_by_position(model, batches, lrt::default_token_bytes(cfg, "lrt-eval"),
+                                                         cfg.sequence_len, sinks);
+    lrt::json::Value arr = lrt::json::Value::array();
+    std::string line;
+    for (std::size_t i = 0; i < by.size(); ++i) {
+      arr.push_back(by[i].bpb());
+      line += fmt::format(" [{},{}) {:.6f}", static_cast<long long>(i) * cfg.sequence_len,
+                          static_cast<long long>(i + 1) * cfg.sequence_len, by[i].bpb());
+    }
+    j["context"] = T, j["sinks"] = sinks, j["band"] = cfg.sequence_len, j["val_bpb_by_position"] = std::move(arr);
+    if (!json) fmt::print("val_bpb by position (sequential{}):{}\n", sinks > 0 ? fmt::format(", {} sinks", sinks) : "", line);
   }
   j["val_bpb"] = bpb;
   if (json) fmt::print("{}\n", j.dump());
@@ -465,17 +485,11 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   const lrt::data::ByteTokenizer tok;
   std::vector<lrt::index_t> prompt{cfg.bos()};
   for (auto id : tok.encode(text)) prompt.push_back(id);
-  const lrt::index_t P = static_cast<lrt::index_t>(prompt.size()), Tmax = cfg.sequence_len;
-  if (P > Tmax)
-    throw UsageError(fmt::format("the prompt is {} tokens with BOS, longer than the model's context (sequence_len {})",
-                                 P, Tmax));
+  // No length wall: the decoder's cache keeps what each layer's window reaches, so prompt and
+  // generation may run past the training context (sequence_len).
   const bool fill = a.str("max-new-tokens") == "auto";
-  const long long n_new = fill ? Tmax - P : a.integer("max-new-tokens", 0, 1LL << 30);
-  if (P + n_new > Tmax)
-    throw UsageError(fmt::format("prompt ({} tokens with BOS) + --max-new-tokens ({}) exceeds the model's context "
-                                 "(sequence_len {}): at most {} new tokens fit (or --max-new-tokens auto)",
-                                 P, n_new, Tmax, Tmax - P));
-  lrt::Decoder dec(model, 1, Tmax);
+  const long long n_new = fill ? cfg.sequence_len : a.integer("max-new-tokens", 0, 1LL << 30);
+  lrt::Decoder dec(model, 1, 0, a.integer("sinks", 0, 1LL << 20));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   const lrt::Tensor<float, 2>* logits = &dec.prefill(prompt, mode);  // logits after the last prompt token
@@ -483,7 +497,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
     const lrt::index_t t = dec.position();
     const lrt::index_t next = lrt::sample_token<float>(
         std::span<const float>(logits->data(), static_cast<std::size_t>(cfg.vocab_size)), so,
-        static_cast<std::uint64_t>(t));  // counter row * Tmax + t, row 0
+        lrt::sample_counter(0, t));
     if (next == cfg.bos()) {
       if (a.has("stop-at-bos")) break;
       std::fputs("\n\n", stdout);

@@ -5,6 +5,7 @@
 # sequential mode (the exact recurrence, as deployed), and sample a paragraph from the LRT.
 #   LRT_BUDGET_FORWARDS  compute per model in token-forwards (default 2e6: ~3 min each here)
 #   LRT_RUN_DIR          output folder (default runs): runs/lrt, runs/baseline
+#   LRT_TOOL_PAIRS       registry pairs to build (default "baseline;lrt_interleaved2"; "all": every one)
 # Extra arguments go to both lrt-train runs (e.g. --preset small).
 set -euo pipefail
 
@@ -18,7 +19,9 @@ bash "$root/scripts/setup.sh" --corpus </dev/null
 brown="$(bash "$root/scripts/get_corpus.sh" </dev/null | tail -n 1)"
 # The `release` preset (-march=native): the programs run 1.4-1.5x faster than the default build
 # on the reference machine (Eigen's AVX-512 GEMM; see README, CPU performance).
-cmake --preset release </dev/null
+# Only the two (variant, schedule) pairs trained below are compiled (LRT_TOOL_PAIRS): the first build
+# takes minutes, not the quarter of an hour all twelve take. -DLRT_TOOL_PAIRS=all builds every pair.
+cmake --preset release -DLRT_TOOL_PAIRS="${LRT_TOOL_PAIRS:-baseline;lrt_interleaved2}" </dev/null
 cmake --build build-release --target lrt-train lrt-eval lrt-generate -j "${LRT_JOBS:-2}" </dev/null
 bin=build-release/bin
 

@@ -537,6 +537,27 @@ TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's l
               "lrt memory: graph vs eager");
 }
 
+TEST_CASE("cuda model: decoding past the training context (eager and from a graph) == Exact over the whole sequence") {
+  const index_t B = 2, Tt = 6, N = 5 * Tt;  // every layer's cache moves its keys to the front several times
+  auto c = small_cfg(Tt);
+  c.window_pattern = "SL";
+  lrt::Model<vs::Lrt, double, C> mc(c, 3);
+  lrt::Model<vs::Lrt, double, G> mg(c, 3);
+  copy_random_weights(mc, mg, 1000);
+  const auto ids_h = ids_of<C>(B, N, c.vocab_size, 11);
+  const auto ids = lrt::to<G>(ids_h);
+  const auto exact = merged_logits<lrt::Exact>(mc, ids_h);  // CPU, no gradients, N > sequence_len
+  check_close(decode_logits(mg, ids), exact, 1e-10, "lrt past T: gpu eager vs cpu exact");
+  index_t replays = 0;
+  check_close(decode_logits(mg, ids, true, &replays), exact, 1e-10, "lrt past T: gpu graph vs cpu exact");
+  CHECK(replays == N - 1);
+  lrt::Model<vs::Baseline, double, C> bc(c, 5);
+  lrt::Model<vs::Baseline, double, G> bg(c, 5);
+  copy_random_weights(bc, bg, 1100);
+  const auto standard = merged_logits<lrt::Exact>(bc, ids_h);
+  check_close(decode_logits(bg, ids, true), standard, 1e-10, "baseline past T: gpu graph vs cpu");
+}
+
 int main(int argc, char** argv) {
   const std::size_t n = doctest::detail::getRegisteredTests().size();
   if (lrt::cuda::device_count() == 0) {

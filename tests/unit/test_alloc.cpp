@@ -193,9 +193,10 @@ namespace {
 /// (one sequence of per-row tokens), fed in the given prefill mode. Also returns what the first
 /// step allocated (the counter works: the decoder's tape starts empty).
 template <class V>
-std::pair<long long, long long> decode_allocations(bool ragged, lrt::PrefillMode mode, int warm = 2, int steps = 16) {
+std::pair<long long, long long> decode_allocations(bool ragged, lrt::PrefillMode mode, int warm = 2, int steps = 16,
+                                                   index_t T = 64) {
   lrt::ModelConfig c;
-  c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 64, c.vocab_size = 257;
+  c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = T, c.vocab_size = 257;
   c.mem_offset = 2, c.reset_at_bos = true;  // the ring's BOS check runs too
   lrt::Model<V, float> m(c, 1);
   lrt::Decoder dec(m, 2);
@@ -229,5 +230,9 @@ TEST_CASE("decoder: after start-up a decode step allocates nothing (lockstep and
     CHECK(steady == 0);
     CHECK(decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::zero()).second == 0);
     CHECK(decode_allocations<vs::Baseline>(ragged, lrt::PrefillMode::zero()).second == 0);
+    // Past the context (T = 8): 80 steps move every layer's keys to the front of its buffer
+    // several times (every 10 positions in the long layer, every 6 in the short one).
+    CHECK(decode_allocations<vs::Baseline>(ragged, lrt::PrefillMode::exact(), 2, 80, 8).second == 0);
+    CHECK(decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::exact(), 2, 80, 8).second == 0);
   }
 }

@@ -275,7 +275,7 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
 
   const lrt::ModelConfig c = cfg(8);
   lrt::Model<vs::Lrt, double> m(c, 1);
-  lrt::Decoder dec(m, 2);
+  lrt::Decoder dec(m, 2, 8);  // at most 8 positions per row
   const std::vector<index_t> five(5, 1), three(3, 2);
   CHECK_THROWS_WITH_AS(dec.prefill(five), doctest::Contains("expected B * P"), lrt::Error);
   CHECK_THROWS_WITH_AS(dec.prefill(std::vector<index_t>{}), doctest::Contains("expected B * P"), lrt::Error);
@@ -287,7 +287,7 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
                        doctest::Contains("the prompt of row 1 is empty"), lrt::Error);
   const std::vector<std::vector<index_t>> too_long{five, std::vector<index_t>(9, 0)};
   CHECK_THROWS_WITH_AS(dec.prefill(std::span<const std::vector<index_t>>(too_long), Mode::interleaved(2)),
-                       doctest::Contains("more than the cache capacity 8"), lrt::Error);
+                       doctest::Contains("more than the decoder's capacity 8"), lrt::Error);
   const std::vector<std::vector<index_t>> bad_id{five, {1, 11}};
   CHECK_THROWS_WITH_AS(dec.prefill(std::span<const std::vector<index_t>>(bad_id)),
                        doctest::Contains("outside the vocabulary"), lrt::Error);
@@ -302,6 +302,6 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
   for (int i = 0; i < 3; ++i) dec.step(tok);
   CHECK(dec.position(0) == 8);
   CHECK(dec.position(1) == 6);
-  CHECK_THROWS_WITH_AS(dec.step(tok), doctest::Contains("position 8 of row 0 is past the cache capacity 8"), lrt::Error);
+  CHECK_THROWS_WITH_AS(dec.step(tok), doctest::Contains("position 8 of row 0 is past the decoder's capacity 8"), lrt::Error);
   CHECK_THROWS_WITH_AS(dec.position(2), doctest::Contains("row 2"), lrt::Error);
 }

@@ -132,7 +132,7 @@ TEST_CASE("gpt: KV-cache decoding reproduces the full forward at every position"
     const auto rope = ad::RopeTable<double>::make(qpos.view(), c.head_dim(), c.rope_bf16_tables);
     full = m.head(m.hidden(ids, rope, m.standard_attend(qpos))).value();
   }
-  lrt::Decoder dec(m, B);
+  lrt::Decoder dec(m, B, T);  // at most T positions
   double worst = 0;
   for (index_t t = 0; t < T; ++t) {
     const std::vector<index_t> tok{ids(0, t), ids(1, t)};

@@ -11,11 +11,23 @@
 // against its own row's cache (one call per row). Both give the per-row results of decoding each
 // row alone.
 //
+// Length: positions are unbounded (unless a capacity is given). Layer l's cache keeps the keys
+// its attention window can reach, window(l) + 1 of them, in a buffer of twice that many slots:
+// position p of a row sits in slot p - base(l, p), and when the newest position reaches the end the
+// last window(l) keys move to the front (once every window(l) + 2 positions, so the copy costs about
+// one key per token). Attention then runs on the slots in position order with slot indices as
+// positions, which the causal window rule cannot tell from the absolute ones. RoPE tables are
+// computed per position, and the memory ring only ever holds the last k states, so decoding past
+// the training context gives what the whole-sequence forward with the configuration's windows gives.
+// Attention sinks (optional, `sinks` > 0): every query also sees the row's first `sinks` positions,
+// whose keys are kept aside and copied in front of the window's keys before each attention call
+// (the eager path; graphs refuse sinks).
+//
 // Allocation: after start-up a CPU step allocates nothing from the system: the tape is a detached
 // graph kept by the decoder, tensors come from the caching allocator, and after the first step of
 // each layout the decoder reserves in that cache the attention kernel's score blocks for every
 // context length up to the capacity.
-// Shapes: B rows, Tmax cache capacity, Hkv KV heads, Dh head dim, V vocabulary (cropped), P prompt.
+// Shapes: B rows, N_l cache slots of layer l, Hkv KV heads, Dh head dim, V vocabulary (cropped), P prompt.
 #pragma once
 
 #include <algorithm>
@@ -97,20 +109,34 @@ class Decoder {
   using Model = lrt::Model<V, T, D>;
   using Var4 = ad::Var<T, 4, D>;
 
-  /// A decoder for `batch` rows with room for `capacity` positions (0: the model's sequence_len).
-  explicit Decoder(const Model& model, index_t batch = 1, index_t capacity = 0)
-      : m_(&model), B_(batch), cap_(capacity > 0 ? capacity : model.config().sequence_len),
+  /// A decoder for `batch` rows. capacity 0 (the default): rows may grow without limit (the cache
+  /// is a window over the newest positions, see above); capacity > 0: at most that many positions
+  /// per row (an lrt::Error past it), with a cache no larger than needed for them. sinks > 0: each
+  /// query also attends to its row's first `sinks` positions once they leave its window (0: the
+  /// model's own attention, what training computes).
+  explicit Decoder(const Model& model, index_t batch = 1, index_t capacity = 0, index_t sinks = 0)
+      : m_(&model), B_(batch), cap_(capacity), sinks_(sinks),
         pos_(static_cast<std::size_t>(std::max<index_t>(batch, 0)), 0),
         graph_(std::make_unique<ad::Graph>(ad::Graph::Detached{})),
         cos_(std::make_shared<Tensor<T, 2, D>>()), sin_(std::make_shared<Tensor<T, 2, D>>()) {
     check(batch >= 1, "decoder", "batch must be >= 1, got ", batch);
+    check(capacity >= 0, "decoder", "capacity must be >= 0 (0: no limit), got ", capacity);
+    check(sinks >= 0, "decoder", "the number of attention sinks must be >= 0, got ", sinks);
     const ModelConfig& c = model.config();
     for (index_t l = 0; l < c.n_layer; ++l) {
-      k_.emplace_back(Shape<4>{B_, cap_, c.n_kv_head, c.head_dim()});
-      v_.emplace_back(Shape<4>{B_, cap_, c.n_kv_head, c.head_dim()});
+      // window(l) + 1 keys are visible; the buffer holds twice that (or the capacity, if smaller).
+      const index_t W = c.window(l) + 1;
+      const index_t N = cap_ > 0 ? std::min(cap_, 2 * W) : 2 * W;
+      keys_.push_back(W), slide_.push_back(N), slots_.push_back(N + sinks_);
+      k_.emplace_back(Shape<4>{B_, N + sinks_, c.n_kv_head, c.head_dim()});
+      v_.emplace_back(Shape<4>{B_, N + sinks_, c.n_kv_head, c.head_dim()});
+      if (sinks_ > 0) {
+        sk_.emplace_back(Shape<4>{B_, sinks_, c.n_kv_head, c.head_dim()});
+        sv_.emplace_back(Shape<4>{B_, sinks_, c.n_kv_head, c.head_dim()});
+      }
+      qpos_.emplace_back(Shape<1>{B_});
     }
     logits_ = Tensor<T, 2, D>(Shape<2>{B_, c.vocab_size});
-    qpos_ = Tensor<index_t, 1, D>(Shape<1>{B_});
     rows_.reserve(static_cast<std::size_t>(B_));
     tpos_.reserve(static_cast<std::size_t>(B_));
     if constexpr (V::recurrent) {  // ring of the last k source states and tokens per row
@@ -120,7 +146,15 @@ class Decoder {
   }
 
   index_t batch() const noexcept { return B_; }
+  /// The most positions a row may reach; 0: no limit.
   index_t capacity() const noexcept { return cap_; }
+  /// The attention sinks: the first positions of a row every query sees (0: none).
+  index_t sinks() const noexcept { return sinks_; }
+  /// The slots of layer l's cache per row (window(l) + 1 keys are ever read; see above).
+  index_t cache_slots(index_t l) const {
+    check(l >= 0 && l < static_cast<index_t>(slots_.size()), "decoder", "layer ", l, " outside [0, ", slots_.size(), ")");
+    return slots_[static_cast<std::size_t>(l)];
+  }
   /// The position of the next token: every row's while the rows are in lockstep, else the largest.
   index_t position() const noexcept { return *std::max_element(pos_.begin(), pos_.end()); }
   /// The position of row b's next token (the number of tokens it was fed).
@@ -180,6 +214,7 @@ class Decoder {
   /// record again (use_graphs(false), then true). An lrt::Error on devices without graphs.
   void use_graphs(bool on) {
     check(!on || graphs_supported, "decoder", "this device records no graphs (CUDA graphs need lrt::cuda::Device)");
+    check(!on || sinks_ == 0, "decoder", "attention sinks run on the eager path: graphs need sinks = 0");
     use_graphs_ = on;
     if constexpr (graphs_supported)
       if (!on && step_graph_) step_graph_->reset();
@@ -234,7 +269,8 @@ class Decoder {
     const std::size_t threads = static_cast<std::size_t>(num_threads());
     std::vector<void*> held;
     std::size_t prev = 0;
-    for (index_t keys = 1; keys <= cap_; ++keys) {
+    const index_t most = *std::max_element(slots_.begin(), slots_.end());
+    for (index_t keys = 1; keys <= most; ++keys) {
       const std::size_t s = cpu::CachingAllocator::size_class(static_cast<std::size_t>(keys) * sizeof(T));
       if (s == prev) continue;
       prev = s;
@@ -245,6 +281,61 @@ class Decoder {
     }
   }
 
+  /// The position in slot 0 of layer l's buffer while the newest position is t (see the top of
+  /// this file): 0 until the buffer is full, then it advances by slots - keys + 1 at a time, so
+  /// that positions t - window .. t always lie in the buffer.
+  index_t base(index_t l, index_t t) const {
+    const index_t W = keys_[static_cast<std::size_t>(l)], N = slide_[static_cast<std::size_t>(l)], u = t - W + 1;
+    if (u <= 0) return 0;  // (a capacity smaller than 2 W bounds t below N, so u <= 0 for N <= W)
+    const index_t s = N - W + 1;
+    return u / s * s;
+  }
+
+  /// The slot of position p in layer l's buffer while the newest position is t.
+  index_t slot_of(index_t l, index_t t, index_t p) const { return sinks_ + p - base(l, t); }
+
+  /// Before a step: for every row fed and every layer, moves the keys still visible to the front
+  /// when the row's base advances at this position, copies the sinks that left the window in front
+  /// of it, and records the position's slot (slot_) and the first slot its query reads (lo_).
+  void make_room() {
+    const std::size_t L = k_.size();
+    if (slot_.size() != L) {
+      slot_.assign(L, std::vector<index_t>(static_cast<std::size_t>(B_)));
+      lo_ = rel_ = slot_;
+    }
+    const ModelConfig& c = m_->config();
+    for (std::size_t l = 0; l < L; ++l) {
+      const index_t li = static_cast<index_t>(l);
+      for (std::size_t i = 0; i < rows_.size(); ++i) {
+        const index_t b = rows_[i], t = tpos_[lock_ ? 0 : i], nb = base(li, t);
+        const index_t ob = t > 0 ? base(li, t - 1) : 0;
+        if (nb != ob) {
+          // Positions nb..t-1 move from slots sinks+nb-ob.. to sinks.. (disjoint: nb - ob > keys - 1).
+          for (Tensor<T, 4, D>* cache : {&k_[l], &v_[l]}) {
+            const auto row = cache->slice(0, b, b + 1);
+            row.slice(1, sinks_, sinks_ + t - nb) =
+                TensorView<const T, 4, D>(row.slice(1, sinks_ + nb - ob, sinks_ + t - ob));
+          }
+        }
+        // The window starts at ws; sinks below it go into the slots just before ws's (keys of
+        // positions < ws, which no later query reads, or the reserved first `sinks` slots).
+        const index_t ws = t - std::min(t, c.window(li)), ns = std::min(sinks_, ws);
+        const index_t lo = slot_of(li, t, ws) - ns;
+        if (ns > 0) {
+          for (std::size_t kv = 0; kv < 2; ++kv) {
+            auto& cache = kv == 0 ? k_[l] : v_[l];
+            auto& store = kv == 0 ? sk_[l] : sv_[l];
+            cache.slice(0, b, b + 1).slice(1, lo, lo + ns) = store.view().slice(0, b, b + 1).slice(1, 0, ns);
+          }
+        }
+        if (i < tpos_.size()) {
+          slot_[l][i] = slot_of(li, t, t), lo_[l][i] = lo;
+          rel_[l][i] = slot_[l][i] - lo;  // the query's index among the keys it reads
+        }
+      }
+    }
+  }
+
   /// Shared by both prefill overloads: validates, resets and feeds the prompts.
   const Tensor<T, 2, D>& prefill_rows(const std::vector<std::span<const index_t>>& prompts, PrefillMode mode) {
     const ModelConfig& c = m_->config();
@@ -252,7 +343,8 @@ class Decoder {
     for (std::size_t b = 0; b < prompts.size(); ++b) {
       const index_t P = static_cast<index_t>(prompts[b].size());
       check(P >= 1, "decoder", "the prompt of row ", b, " is empty");
-      check(P <= cap_, "decoder", "the prompt of row ", b, " has ", P, " tokens, more than the cache capacity ", cap_);
+      check(cap_ == 0 || P <= cap_, "decoder", "the prompt of row ", b, " has ", P,
+            " tokens, more than the decoder's capacity ", cap_);
       for (index_t tok : prompts[b])
         check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ",
               c.vocab_size, ")");
@@ -260,6 +352,14 @@ class Decoder {
     }
     check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "decoder",
           "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes);
+    if (sinks_ > 0 && mode.kind != PrefillMode::Kind::Exact) {  // the parallel passes attend without sinks
+      index_t shortest = c.window(0);
+      for (index_t l = 1; l < c.n_layer; ++l) shortest = std::min(shortest, c.window(l));
+      for (std::size_t b = 0; b < prompts.size(); ++b)
+        check(static_cast<index_t>(prompts[b].size()) <= shortest + 1, "decoder", "the prompt of row ", b, " has ",
+              prompts[b].size(), " tokens: with attention sinks a ", mode.name(),
+              " prefill takes at most the shortest window + 1 = ", shortest + 1, " (use exact prefill)");
+    }
     reset();
     mode_ = mode;
     if (mode.kind == PrefillMode::Kind::Exact) {  // token by token; rows drop out when their prompt ends
@@ -295,9 +395,15 @@ class Decoder {
                 ids_host.data() + b * P);
     const Tensor<index_t, 2, D> ids = sched_detail::on_device<D>(std::move(ids_host));
     const PrefillState<T, D> st = interleaved_prefill(*m_, ids, S);
-    for (std::size_t l = 0; l < k_.size(); ++l) {
-      k_[l].slice(0, b0, b0 + nb).slice(1, 0, P) = st.k[l];
-      v_[l].slice(0, b0, b0 + nb).slice(1, 0, P) = st.v[l];
+    for (std::size_t l = 0; l < k_.size(); ++l) {  // positions base..P-1 into their slots
+      const index_t lo = base(static_cast<index_t>(l), P - 1);
+      k_[l].slice(0, b0, b0 + nb).slice(1, sinks_, sinks_ + P - lo) = st.k[l].view().slice(1, lo, P);
+      v_[l].slice(0, b0, b0 + nb).slice(1, sinks_, sinks_ + P - lo) = st.v[l].view().slice(1, lo, P);
+      if (sinks_ > 0) {  // the first positions, kept aside
+        const index_t ns = std::min(sinks_, P);
+        sk_[l].slice(0, b0, b0 + nb).slice(1, 0, ns) = st.k[l].view().slice(1, 0, ns);
+        sv_[l].slice(0, b0, b0 + nb).slice(1, 0, ns) = st.v[l].view().slice(1, 0, ns);
+      }
     }
     if constexpr (V::recurrent) {  // the ring holds s_p of the last k prompt positions
       const index_t k = c.mem_offset;
@@ -332,7 +438,9 @@ class Decoder {
       const index_t b = row(i), tok = tokens[static_cast<std::size_t>(i)];
       check(b >= 0 && b < B_ && (i == 0 || b > row(i - 1)), "decoder", "rows must be ascending and in [0, ", B_, ")");
       const index_t t = pos_[static_cast<std::size_t>(b)];
-      check(t < cap_, "decoder", "context full: position ", t, " of row ", b, " is past the cache capacity ", cap_);
+      check(cap_ == 0 || t < cap_, "decoder", "context full: position ", t, " of row ", b,
+            " is past the decoder's capacity ", cap_, " (capacity 0: no limit)");
+      check(t < (index_t{1} << 40), "decoder", "position ", t, " of row ", b, " is past 2^40");
       check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ", c.vocab_size,
             ")");
       rows_.push_back(b), tpos_.push_back(t);
@@ -341,6 +449,7 @@ class Decoder {
     if (lock_) tpos_.resize(1);  // one query position for the whole batch
     const index_t nq = static_cast<index_t>(tpos_.size());
     const bool use_memory = V::recurrent && !zero_memory();
+    make_room();
     if constexpr (graphs_supported) {
       if (use_graphs_ && lock_) {
         graph_step(tokens, use_memory);
@@ -356,8 +465,9 @@ class Decoder {
     Tensor<index_t, 2> ids_host(lock_ ? Shape<2>{B_, 1} : Shape<2>{1, n}, uninitialized);
     std::copy(tokens.begin(), tokens.end(), ids_host.data());
     const Tensor<index_t, 2, D> ids = sched_detail::on_device<D>(std::move(ids_host));
-    // Query positions and their RoPE rows (computed as RopeTable::make does).
-    DeviceTraits<D>::copy_from_host(qpos_.data(), tpos_.data(), static_cast<std::size_t>(nq) * sizeof(index_t));
+    // Query slots per layer and the RoPE rows of the positions (computed as RopeTable::make does).
+    for (std::size_t l = 0; l < qpos_.size(); ++l)
+      DeviceTraits<D>::copy_from_host(qpos_[l].data(), rel_[l].data(), static_cast<std::size_t>(nq) * sizeof(index_t));
     {
       auto [cs, sn] = cpu::rope_tables<T>(TensorView<const index_t, 1>(tpos_.data(), Shape<1>{nq}), c.head_dim(),
                                           c.rope_bf16_tables);
@@ -430,8 +540,8 @@ class Decoder {
     if constexpr (graphs_supported) {
       const ModelConfig& c = m_->config();
       const index_t t = tpos_[0];
-      if (!gwpos_) {  // the graph's input buffers: allocated once, refilled in place
-        gwpos_ = std::make_unique<IndexList<D>>(std::vector<index_t>{t});
+      if (gwpos_.empty()) {  // the graph's input buffers: allocated once, refilled in place
+        for (const auto& sl : slot_) gwpos_.push_back(std::make_unique<IndexList<D>>(std::vector<index_t>{sl[0]}));
         gids_ = Tensor<index_t, 2, D>(Shape<2>{B_, 1}, uninitialized);
         gcos_ = std::make_shared<Tensor<T, 2, D>>(Shape<2>{1, c.head_dim() / 2});
         gsin_ = std::make_shared<Tensor<T, 2, D>>(Shape<2>{1, c.head_dim() / 2});
@@ -443,7 +553,7 @@ class Decoder {
           gmask_host_.assign(static_cast<std::size_t>(B_), T(0));
         }
       } else {
-        gwpos_->assign(std::span<const index_t>(&t, 1));
+        for (std::size_t l = 0; l < gwpos_.size(); ++l) gwpos_[l]->assign(std::span<const index_t>(slot_[l].data(), 1));
       }
       if constexpr (V::recurrent) {
         if (use_memory) {  // m~_t = s_{t-k} per row (0 before k, or across a BOS with reset_at_bos)
@@ -478,7 +588,7 @@ class Decoder {
     }
   }
 
-  /// What the graph records: the forward of the B tokens in gids_ at position gwpos_ (no wait for
+  /// What the graph records: the forward of the B tokens in gids_ in cache slots gwpos_ (no wait for
   /// the device, every temporary freed before it returns).
   void graph_body(bool use_memory) {
     const ModelConfig& c = m_->config();
@@ -489,12 +599,13 @@ class Decoder {
       const ModelConfig& cc = m_->config();
       auto& kc = k_[static_cast<std::size_t>(l)];
       auto& vc = v_[static_cast<std::size_t>(l)];
-      kc.view().gather(1, *gwpos_) = k.value();  // row t of every row's cache, t read on the device
-      vc.view().gather(1, *gwpos_) = v.value();
+      const IndexList<D>& at = *gwpos_[static_cast<std::size_t>(l)];
+      kc.view().gather(1, at) = k.value();  // slot t of every row's cache, t read on the device
+      vc.view().gather(1, at) = v.value();
       Tensor<T, 4, D> out(q.shape(), uninitialized);
       Tensor<T, 3, D> lse(Shape<3>{B_, cc.n_head, 1}, uninitialized);
       NnBackend<D>::template attention_forward<T>(q.value().view(), TensorView<const T, 4, D>(kc.view()),
-                                                  TensorView<const T, 4, D>(vc.view()), gwpos_->tensor().view(),
+                                                  TensorView<const T, 4, D>(vc.view()), at.tensor().view(),
                                                   cc.window(l), T(1) / std::sqrt(static_cast<T>(cc.head_dim())),
                                                   out.view(), lse.view(), /*qpos_checked=*/true);  // t < Tmax
       return ad::constant(std::move(out));
@@ -523,45 +634,60 @@ class Decoder {
     auto& vc = v_[static_cast<std::size_t>(l)];
     const T scale = T(1) / std::sqrt(static_cast<T>(c.head_dim()));
     Tensor<T, 4, D> out(q.shape(), uninitialized);
-    const auto upto = [](Tensor<T, 4, D>& cache, index_t b0, index_t b1, index_t t) {
-      return TensorView<const T, 4, D>(cache.slice(0, b0, b1).slice(1, 0, t + 1));
+    // The keys a query reads: slots lo..t, all visible (the window, after any sinks in front).
+    const auto keys = [](Tensor<T, 4, D>& cache, index_t b0, index_t b1, index_t lo, index_t t) {
+      return TensorView<const T, 4, D>(cache.slice(0, b0, b1).slice(1, lo, t + 1));
     };
-    if (lock_) {  // (B, 1): every row at position t
-      const index_t t = tpos_[0];
+    const std::size_t ls = static_cast<std::size_t>(l);
+    const auto &slot = slot_[ls], &lo = lo_[ls];
+    const auto& qpos = qpos_[ls];
+    const auto keep_sink = [&](index_t b0, index_t b1, index_t pos, index_t j) {  // the first positions
+      if (pos >= sinks_) return;
+      sk_[ls].slice(0, b0, b1).slice(1, pos, pos + 1) = k.value().view().slice(1, j, j + 1);
+      sv_[ls].slice(0, b0, b1).slice(1, pos, pos + 1) = v.value().view().slice(1, j, j + 1);
+    };
+    if (lock_) {  // (B, 1): every row at position tpos_[0], in slot t
+      const index_t t = slot[0];
       kc.slice(1, t, t + 1) = k.value();
       vc.slice(1, t, t + 1) = v.value();
+      keep_sink(0, B_, tpos_[0], 0);
       Tensor<T, 3, D> lse(Shape<3>{B_, c.n_head, 1}, uninitialized);
-      NnBackend<D>::template attention_forward<T>(q.value().view(), upto(kc, 0, B_, t), upto(vc, 0, B_, t),
-                                                  qpos_.view().slice(0, 0, 1), c.window(l), scale, out.view(),
-                                                  lse.view(), /*qpos_checked=*/true);  // t < Tk = t + 1
-    } else {  // (1, n): token i is row rows_[i] at position tpos_[i]
+      NnBackend<D>::template attention_forward<T>(q.value().view(), keys(kc, 0, B_, lo[0], t), keys(vc, 0, B_, lo[0], t),
+                                                  qpos.view().slice(0, 0, 1), t - lo[0], scale, out.view(),
+                                                  lse.view(), /*qpos_checked=*/true);  // the last key
+    } else {  // (1, n): token i is row rows_[i] at position tpos_[i], in slot slot[i]
       Tensor<T, 3, D> lse(Shape<3>{1, c.n_head, 1}, uninitialized);
       for (std::size_t i = 0; i < rows_.size(); ++i) {
-        const index_t b = rows_[i], t = tpos_[i], j = static_cast<index_t>(i);
+        const index_t b = rows_[i], t = slot[i], j = static_cast<index_t>(i);
         kc.slice(0, b, b + 1).slice(1, t, t + 1) = k.value().view().slice(1, j, j + 1);
         vc.slice(0, b, b + 1).slice(1, t, t + 1) = v.value().view().slice(1, j, j + 1);
-        NnBackend<D>::template attention_forward<T>(q.value().view().slice(1, j, j + 1), upto(kc, b, b + 1, t),
-                                                    upto(vc, b, b + 1, t), qpos_.view().slice(0, j, j + 1),
-                                                    c.window(l), scale, out.view().slice(1, j, j + 1), lse.view(),
-                                                    /*qpos_checked=*/true);  // t < Tk = t + 1
+        keep_sink(b, b + 1, tpos_[i], j);
+        NnBackend<D>::template attention_forward<T>(q.value().view().slice(1, j, j + 1), keys(kc, b, b + 1, lo[i], t),
+                                                    keys(vc, b, b + 1, lo[i], t), qpos.view().slice(0, j, j + 1),
+                                                    t - lo[i], scale, out.view().slice(1, j, j + 1), lse.view(),
+                                                    /*qpos_checked=*/true);  // the last key
       }
     }
     return ad::constant(std::move(out));
   }
 
   const Model* m_;
-  index_t B_, cap_;
+  index_t B_, cap_, sinks_;
   std::vector<index_t> pos_;  // per row: the position of its next token
   PrefillMode mode_;
-  std::vector<Tensor<T, 4, D>> k_, v_;  // per layer (B, Tmax, Hkv, Dh)
+  std::vector<Tensor<T, 4, D>> k_, v_;  // per layer (B, slots_[l], Hkv, Dh)
+  std::vector<Tensor<T, 4, D>> sk_, sv_;  // per layer (B, sinks, Hkv, Dh): the first positions' K/V
+  std::vector<index_t> keys_, slide_, slots_;  // per layer: window + 1; the window's slots; all slots
   Tensor<T, 2, D> logits_;
   Tensor<T, 3, D> ring_;         // (k, B, d) source states, slot t % k
   Tensor<index_t, 2> ring_tok_;  // (k, B) their tokens (host)
   // Per step (kept to allocate nothing): the tape, RoPE rows, query positions, rows fed.
   std::unique_ptr<ad::Graph> graph_;
   std::shared_ptr<Tensor<T, 2, D>> cos_, sin_;  // (nq, Dh/2)
-  Tensor<index_t, 1, D> qpos_;                  // (B): the first nq entries are this step's
+  std::vector<Tensor<index_t, 1, D>> qpos_;     // per layer (B): the slots of this step's nq queries
   std::vector<index_t> rows_, tpos_;            // rows fed and their positions (lockstep: one position)
+  std::vector<std::vector<index_t>> slot_, lo_, rel_;  // per layer: the slots of tpos_, the first
+                                                      // slot each query reads, slot - lo
   bool lock_ = false;
   // Graphs (use_graphs): the recorded step and its input buffers (ids, position, RoPE row).
   struct NoGraph {
@@ -572,7 +698,8 @@ class Decoder {
   bool use_graphs_ = false, graph_warm_ = false;
   index_t graph_replays_ = 0;
   std::unique_ptr<StepGraphT> step_graph_;
-  std::unique_ptr<IndexList<D>> gwpos_, gslot_r_, gslot_w_;  // position; ring slots read / written
+  std::vector<std::unique_ptr<IndexList<D>>> gwpos_;       // per layer: the cache slot of the position
+  std::unique_ptr<IndexList<D>> gslot_r_, gslot_w_;          // ring slots read / written
   Tensor<index_t, 2, D> gids_;
   Tensor<T, 3, D> gmask_;             // (1, B, 1): 1 where the row reads a state
   std::vector<T> gmask_host_;
@@ -583,7 +710,7 @@ class Decoder {
 };
 
 template <class V, class T, Device D>
-Decoder(const Model<V, T, D>&, index_t = 1, index_t = 0) -> Decoder<V, T, D>;
+Decoder(const Model<V, T, D>&, index_t = 1, index_t = 0, index_t = 0) -> Decoder<V, T, D>;
 
 struct SamplerOptions {
   double temperature = 1.0;  // 0: greedy (argmax, ties to the lowest id)
@@ -592,8 +719,17 @@ struct SamplerOptions {
   std::uint64_t seed = 0;
 };
 
+/// The sampler's counter for row `row` at position `t`: row * 2^40 + t, unique per (row, position)
+/// for any length a decoder reaches (positions < 2^40, rows < 2^24); row 0's is t.
+inline std::uint64_t sample_counter(index_t row, index_t t) {
+  check(row >= 0 && row < (index_t{1} << 24) && t >= 0 && t < (index_t{1} << 40), "sample",
+        "counter for row ", row, " at position ", t, " outside rows [0, 2^24) x positions [0, 2^40)");
+  return (static_cast<std::uint64_t>(row) << 40) | static_cast<std::uint64_t>(t);
+}
+
 /// Picks the next token from logits (V) per spec §6. `counter` selects the uniform draw of lrt's
-/// Philox stream (key = seed): pass row * Tmax + t so that every backend draws the same number.
+/// Philox stream (key = seed): pass sample_counter(row, t) so that every backend draws the same
+/// number and no two (row, position) pairs share one.
 template <class T>
 index_t sample_token(std::span<const T> logits, const SamplerOptions& o, std::uint64_t counter) {
   const index_t V = static_cast<index_t>(logits.size());

@@ -123,15 +123,16 @@ BpbResult evaluate_bpb(const GPT<T, D>& m, const Batches& batches) {
   return evaluate_bpb(m, batches, default_token_bytes(m.config(), "evaluate_bpb"));
 }
 
-/// Sequential-mode bits per byte: the exact recurrence, one decode step per position (spec §7,
-/// the deployment number); each row starts from zero memory and an empty cache.
-template <class V, class T, Device D, class Batches>
-BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches, const TokenBytes& token_bytes) {
-  detail::check_token_bytes(token_bytes, m.config(), "evaluate_sequential");
-  BpbResult r;
+namespace detail {
+/// Feeds every batch row token by token through a decoder (zero memory and an empty cache at
+/// the start of each batch) and calls f(t, nats, bytes) for each target at position t that stands
+/// for bytes > 0.
+template <class V, class T, Device D, class Batches, class F>
+void sequential_scores(const Model<V, T, D>& m, const Batches& batches, const TokenBytes& token_bytes, const F& f,
+                       index_t sinks = 0) {
   for (const auto& b : batches) {
     const index_t B = b.inputs.shape()[0], Tt = b.inputs.shape()[1];
-    Decoder dec(m, B, m.config().sequence_len);
+    Decoder dec(m, B, 0, sinks);  // no length limit: rows may be longer than sequence_len
     std::vector<index_t> tok(static_cast<std::size_t>(B));
     for (index_t t = 0; t < Tt; ++t) {
       for (index_t bb = 0; bb < B; ++bb) tok[static_cast<std::size_t>(bb)] = b.inputs(bb, t);
@@ -142,13 +143,46 @@ BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches, c
         double mx = -1e300, z = 0;
         for (index_t v = 0; v < lg.shape()[1]; ++v) mx = std::max(mx, static_cast<double>(lg(bb, v)));
         for (index_t v = 0; v < lg.shape()[1]; ++v) z += std::exp(static_cast<double>(lg(bb, v)) - mx);
-        r.nats += mx + std::log(z) - static_cast<double>(lg(bb, y));
-        r.bytes += nb, r.tokens += 1;
+        f(t, mx + std::log(z) - static_cast<double>(lg(bb, y)), nb);
       }
     }
   }
+}
+}  // namespace detail
+
+/// Sequential-mode bits per byte: the exact recurrence, one decode step per position (spec §7,
+/// the deployment number); each row starts from zero memory and an empty cache. Rows may be
+/// longer than sequence_len (the decoder's cache is a window, see decode.hpp).
+template <class V, class T, Device D, class Batches>
+BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches, const TokenBytes& token_bytes) {
+  detail::check_token_bytes(token_bytes, m.config(), "evaluate_sequential");
+  BpbResult r;
+  detail::sequential_scores(m, batches, token_bytes, [&](index_t, double nats, index_t nb) {
+    r.nats += nats, r.bytes += nb, r.tokens += 1;
+  });
   return r;
 }
+
+/// The same split by position: element i covers the targets at positions [i * width, (i + 1) *
+/// width) of the rows (width 0: the model's sequence_len), e.g. rows of 4T scored in four bands
+/// to see what happens past the training context; `sinks` attention sinks in the decoder (see
+/// decode.hpp; 0: none).
+template <class V, class T, Device D, class Batches>
+std::vector<BpbResult> evaluate_sequential_by_position(const Model<V, T, D>& m, const Batches& batches,
+                                                       const TokenBytes& token_bytes, index_t width = 0,
+                                                       index_t sinks = 0) {
+  detail::check_token_bytes(token_bytes, m.config(), "evaluate_sequential_by_position");
+  check(width >= 0, "evaluate_sequential_by_position", "band width must be >= 0, got ", width);
+  if (width == 0) width = m.config().sequence_len;
+  std::vector<BpbResult> r;
+  detail::sequential_scores(m, batches, token_bytes, [&](index_t t, double nats, index_t nb) {
+    const std::size_t i = static_cast<std::size_t>(t / width);
+    if (r.size() <= i) r.resize(i + 1);
+    r[i].nats += nats, r[i].bytes += nb, r[i].tokens += 1;
+  }, sinks);
+  return r;
+}
+
 /// The same with the byte tokenizer's table: byte-vocabulary configs only (default_token_bytes).
 template <class V, class T, Device D, class Batches>
 BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {

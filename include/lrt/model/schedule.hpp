@@ -64,14 +64,18 @@ void check_schedule_options(const ScheduleOptions& o) {
 
 /// The loss of schedule Sched (a type of schedules/) on inputs/targets (B, T), with its passes and
 /// its compute in token-forwards. A model without memory runs the Standard pass whatever Sched.
+/// T <= sequence_len while gradients are recorded; longer inputs are scored without gradients
+/// (under ad::NoGrad), e.g. Exact over a whole long text as the reference for decoding past T.
 template <TrainingSchedule Sched, class V, class T, Device D>
 ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids,
                                    const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o = {}) {
   const ModelConfig& c = m.config();
   const index_t Tt = ids.shape()[1];
   check(tg.shape() == ids.shape(), "schedule", "inputs ", ids.shape(), " vs targets ", tg.shape());
-  check(Tt >= 1 && Tt <= c.sequence_len, "schedule", "sequence length ", Tt, " outside [1, sequence_len = ",
-        c.sequence_len, "]");
+  check(Tt >= 1, "schedule", "empty sequence ", ids.shape());
+  check(Tt <= c.sequence_len || !ad::grad_enabled(), "schedule", "sequence length ", Tt,
+        " exceeds sequence_len = ", c.sequence_len, " (longer inputs are allowed only without gradients, "
+        "under ad::NoGrad: the windows and RoPE carry on, as in decoding)");
   check_schedule_options<Sched, V>(o);
   ScheduleResult<T, D> r;
   if constexpr (V::recurrent) r = Sched::run(m, ids, tg, o);
