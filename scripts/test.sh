@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Set up and run every test: packages (scripts/setup.sh), the default preset (unit,
 # compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests and the CUDA
-# emulator programs again under AddressSanitizer + UBSan (the `asan` preset).
+# emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
+# libFuzzer target (clang) for a bounded time over a corpus kept between runs.
 #
 # Environment:
 #   LRT_SKIP_ASAN=1   skip the sanitizer build and run
+#   LRT_SKIP_FUZZ=1   skip the fuzzing phase
+#   LRT_FUZZ_SECONDS  time for the fuzz target (default 60)
+#   LRT_FUZZ_CORPUS   its working corpus (default $HOME/.cache/lrt-fuzz, outside the clone;
+#                     seeded from tests/fuzz/corpus)
 #   LRT_JOBS=N        parallel build/test jobs (default 2)
 #   CCACHE_DIR        compiler cache (default $HOME/.cache/lrt-ccache, outside the clone)
 set -euo pipefail
@@ -38,7 +43,8 @@ report() {
 trap report EXIT
 
 echo "== setup"
-bash "$root/scripts/setup.sh" </dev/null
+if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" </dev/null
+else bash "$root/scripts/setup.sh" --fuzz </dev/null; fi
 phase setup
 
 # nvcc: use PATH, else the usual toolkit location; CMake finds it through CUDACXX.
@@ -90,6 +96,32 @@ else
       "$root/build-asan/bin/$prog" </dev/null
   done
   phase "asan test"
+fi
+
+if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then
+  echo "== fuzz: skipped (LRT_SKIP_FUZZ=1)"
+else
+  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers (tests/fuzz, clang + libFuzzer)"
+  cmake -G Ninja -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DLRT_BUILD_FUZZERS=ON -DLRT_BUILD_EXAMPLES=OFF -DLRT_BUILD_BENCH=OFF -DLRT_ENABLE_CUDA=OFF >/dev/null </dev/null
+  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors -j "$jobs" </dev/null
+  corpus="${LRT_FUZZ_CORPUS:-${HOME:-/root}/.cache/lrt-fuzz}/safetensors"
+  mkdir -p "$corpus"
+  cp -n "$root"/tests/fuzz/corpus/* "$corpus"/
+  echo "corpus $corpus: $(ls "$corpus" | wc -l) inputs"
+  fuzz_rc=0
+  "$root/build-fuzz/bin/lrt_fuzz_safetensors" -max_total_time="${LRT_FUZZ_SECONDS:-60}" -max_len=4096 \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/build-fuzz/" "$corpus" \
+    </dev/null >"$root/build-fuzz/fuzz.log" 2>&1 || fuzz_rc=$?
+  grep -E "^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|Done )" "$root/build-fuzz/fuzz.log" || true
+  # libFuzzer exits non-zero on a crash, a sanitizer report, a leak or a timeout (the input is
+  # written to build-fuzz/crash-*, leak-*, timeout-* or oom-*).
+  if [ "$fuzz_rc" -ne 0 ]; then
+    tail -n 60 "$root/build-fuzz/fuzz.log" >&2
+    echo "== fuzz: FAILED (exit $fuzz_rc); the input is in $root/build-fuzz" >&2
+    exit 1
+  fi
+  phase fuzz
 fi
 
 if command -v ccache >/dev/null 2>&1; then
