@@ -63,4 +63,14 @@ run("compute budget 4096 token-forwards.* -> 4 steps" "${BIN}/lrt-train" --varia
 run("val_bpb_parallel: [0-9.]+ \\(pass0=[0-9.]+ pass1=[0-9.]+ pass2=[0-9.]+\\)\nval_bpb_sequential: [0-9.]+\nval_bpb: [0-9.]+\n$"
     "${BIN}/lrt-eval" --checkpoint "${WORK_DIR}/lrt/model.safetensors" --data "${WORK_DIR}/corpus.txt" --eval-tokens 256)
 run("^Line" "${BIN}/lrt-generate" --checkpoint "${WORK_DIR}/lrt/model.safetensors" --prompt "Line" --max-new-tokens 10)
+# --checkpoint also takes the run directory: the same numbers as its model.safetensors.
+run("val_bpb: [0-9.]+\n$" "${BIN}/lrt-eval" --checkpoint "${WORK_DIR}/lrt" --data "${WORK_DIR}/corpus.txt" --eval-tokens 256)
+string(REGEX MATCH "val_bpb: [0-9.]+" by_dir "${last_output}")
+run("val_bpb: [0-9.]+\n$" "${BIN}/lrt-eval" --checkpoint "${WORK_DIR}/lrt/model.safetensors" --data "${WORK_DIR}/corpus.txt"
+    --eval-tokens 256)
+string(REGEX MATCH "val_bpb: [0-9.]+" by_file "${last_output}")
+if(NOT by_dir STREQUAL by_file)
+  message(FATAL_ERROR "lrt-eval on the run directory gave '${by_dir}', on its model.safetensors '${by_file}'")
+endif()
+run("^Line" "${BIN}/lrt-generate" --checkpoint "${WORK_DIR}/lrt" --prompt "Line" --max-new-tokens 10)
 message(STATUS "tools end to end: ok")

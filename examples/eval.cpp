@@ -7,7 +7,8 @@
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-eval", "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it).");
-  a.option("checkpoint", "FILE", "model.safetensors written by lrt-train (or release weights with --config)", "", true)
+  a.option("checkpoint", "FILE", "model.safetensors written by lrt-train, or its --out directory (or release "
+                                 "weights with --config)", "", true)
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus", "", true)
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .option("mode", "MODE", "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes)")
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
     tool::require_path(a.str("data"), "--data");
-    const auto r = lrt::st::Reader::open(a.str("checkpoint"));
+    const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
     const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
     return tool::find_entry(c.schedule.structure, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);
   });

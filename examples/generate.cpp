@@ -6,7 +6,8 @@
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-generate", "Continues a prompt with a trained model, printing bytes as they come.");
-  a.option("checkpoint", "FILE", "model.safetensors written by lrt-train (or release weights with --config)", "", true)
+  a.option("checkpoint", "FILE", "model.safetensors written by lrt-train, or its --out directory (or release "
+                                 "weights with --config)", "", true)
       .option("prompt", "TEXT", "text to continue (a BOS token is put in front)", "")
       .option("prompt-file", "FILE", "read the prompt from FILE ('-': standard input) instead of --prompt")
       .option("max-new-tokens", "N",
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     if (a.has("prompt") && a.has("prompt-file")) throw tool::UsageError("give --prompt or --prompt-file, not both");
     tool::apply_threads(a);
     tool::prefill_mode(a);
-    const auto r = lrt::st::Reader::open(a.str("checkpoint"));
+    const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
     const auto [cfg, variant, schedule] = tool::checkpoint_model(a, r);
     return tool::find_entry(variant, schedule).generate(a, r, cfg);
   });

@@ -92,6 +92,16 @@ std::string display_name() {
   return lrt::variant_name<V>();
 }
 
+/// --checkpoint: a safetensors file, or a directory lrt-train wrote (its latest complete
+/// checkpoint, as --resume finds it: DIR/latest, else the newest step directory).
+inline std::string checkpoint_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return path;
+  const lrt::CheckpointLocation at = lrt::find_checkpoint(path);
+  if (!at.note.empty()) std::fprintf(stderr, "warning: %s\n", at.note.c_str());
+  return at.model_path();
+}
+
 /// A checkpoint's config and how it was trained: (variant, schedule) and the schedule's options
 /// (kv_refresh, MultiRefine's detach and loss weights), from --config when given (the release's
 /// model_config: use_interleaved / use_multi_refine and their fields), else from the file's metadata.
