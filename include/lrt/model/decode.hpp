@@ -684,7 +684,7 @@ class Decoder {
   // Per step (kept to allocate nothing): the tape, RoPE rows, query positions, rows fed.
   std::unique_ptr<ad::Graph> graph_;
   std::shared_ptr<Tensor<T, 2, D>> cos_, sin_;  // (nq, Dh/2)
-  std::vector<Tensor<index_t, 1, D>> qpos_;     // per layer (B): the slots of this step's nq queries
+  std::vector<Tensor<index_t, 1, D>> qpos_;     // per layer (B): rel_ on the device (eager steps)
   std::vector<index_t> rows_, tpos_;            // rows fed and their positions (lockstep: one position)
   std::vector<std::vector<index_t>> slot_, lo_, rel_;  // per layer: the slots of tpos_, the first
                                                       // slot each query reads, slot - lo
