@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Set up and run every test: packages (scripts/setup.sh), the default preset (unit,
-# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests and the CUDA
-# emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
+# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests again and the CUDA
+# emulator programs under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
 # libFuzzer target (clang) for a bounded time over a corpus kept between runs.
 #
 # Environment:
-#   LRT_SKIP_ASAN=1   skip the sanitizer build and run
+#   LRT_SKIP_ASAN=1   skip the sanitizer build and run (the emulator programs then run in the
+#                     optimized build)
 #   LRT_SKIP_FUZZ=1   skip the fuzzing phase
 #   LRT_FUZZ_SECONDS  time for the fuzz target (default 60)
 #   LRT_FUZZ_CORPUS   its working corpus (default $HOME/.cache/lrt-fuzz, outside the clone;
@@ -54,8 +55,12 @@ fi
 
 if command -v ccache >/dev/null 2>&1; then ccache -z >/dev/null 2>&1 || true; fi
 
-echo "== configure (preset default)"
-cmake --preset default </dev/null
+# The CUDA emulator programs (unit.cuda_emu*) are built once: in the sanitizer build, which runs
+# them, unless that build is skipped.
+emu_tests=OFF
+if [ "${LRT_SKIP_ASAN:-0}" = 1 ]; then emu_tests=ON; fi
+echo "== configure (preset default, LRT_EMU_TESTS=$emu_tests)"
+cmake --preset default -DLRT_EMU_TESTS=$emu_tests </dev/null
 phase configure
 # What CMake decided (check_language(CUDA) compiles a probe, so a broken nvcc counts as none).
 cuda_compiler="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null | head -n1)"
@@ -81,20 +86,8 @@ else
   echo "== build lrt_tests and the CUDA emulator programs (preset asan, -j$jobs)"
   cmake --build --preset asan -j "$jobs" </dev/null
   phase "asan build"
-  echo "== unit tests under ASan+UBSan"
-  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
-  UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-    "$root/build-asan/bin/lrt_tests" </dev/null
-  echo "== CUDA kernels on the CPU emulator under ASan+UBSan"
-  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
-  UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-    "$root/build-asan/bin/lrt_cuda_emu_tests" </dev/null
-  echo "== the CUDA test programs (tensor layer, model layer: graphs, bf16, GEMM attention) on the emulator under ASan+UBSan"
-  for prog in lrt_cuda_on_emu lrt_model_on_emu; do
-    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
-    UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-      "$root/build-asan/bin/$prog" </dev/null
-  done
+  echo "== unit tests and the CUDA emulator programs (tensor layer, model layer: graphs, bf16, GEMM attention) under ASan+UBSan (-j$jobs)"
+  ctest --preset asan -j "$jobs" </dev/null
   phase "asan test"
 fi
 

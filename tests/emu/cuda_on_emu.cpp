@@ -1,7 +1,7 @@
 // tests/emu/cuda_on_emu.cpp: tests/cuda/test_cuda.cu (the tensor layer on lrt::cuda::Device:
 // every conformance body, the stream, cuBLAS handle, error messages and caching allocator),
 // compiled by the host compiler and run on the CPU emulator of tests/emu/fake. See
-// model_on_emu.cpp; cases the emulator cannot stand for are excluded in tests/CMakeLists.txt.
+// model_on_emu.cpp.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 

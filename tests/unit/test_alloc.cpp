@@ -4,6 +4,8 @@
 #include <new>
 
 #include "test_util.hpp"
+#include <lrt/autodiff.hpp>
+#include <lrt/model/decode.hpp>
 
 namespace {
 std::atomic<long long> g_news{0};
@@ -54,6 +56,8 @@ void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace test_alloc {
 
 using lrt::Shape;
 using lrt::Tensor;
@@ -126,8 +130,6 @@ TEST_CASE("the CPU caching allocator reuses blocks: a repeated loop stops alloca
   CHECK(lrt::cpu::memory_stats().cached == 0);
 }
 
-#include <lrt/autodiff.hpp>
-
 TEST_CASE("autodiff: after the first step a training step allocates nothing; backward frees activations") {
   namespace ad = lrt::ad;
   const index_t B = 2, T = 16, C = 32, H = 2, Dh = 16, V = 40;
@@ -185,8 +187,6 @@ TEST_CASE("autodiff: after the first step a training step allocates nothing; bac
   CHECK(after_backward < after_forward / 3);
 }
 
-#include <lrt/model/decode.hpp>
-
 namespace {
 /// Heap allocations of `steps` decode steps after a prefill and `warm` warm-up steps, on a tiny
 /// float model of variant V with two rows: prompts of equal lengths (the lockstep path) or not
@@ -236,3 +236,5 @@ TEST_CASE("decoder: after start-up a decode step allocates nothing (lockstep and
     CHECK(decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::exact(), 2, 80, 8).second == 0);
   }
 }
+
+}  // namespace test_alloc

@@ -16,6 +16,8 @@
 #include <limits>
 #include <utility>
 
+namespace test_attention_kernel {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -583,3 +585,5 @@ TEST_CASE("attention rejects invalid inputs with clear messages") {
         lrt::Error);
   }
 }
+
+}  // namespace test_attention_kernel

@@ -5,6 +5,8 @@
 
 #include "test_util.hpp"
 
+namespace test_autodiff_engine {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -161,3 +163,5 @@ TEST_CASE("a backward rule that produces a gradient of the wrong shape is a clea
   CHECK_THROWS_WITH_AS(ad::backward(ad::sum(y)),
                        "[backward] gradient of shape (3, 2) does not match the shape (2, 3) of 'param'", lrt::Error);
 }
+
+}  // namespace test_autodiff_engine

@@ -6,6 +6,8 @@
 
 #include "test_util.hpp"
 
+namespace test_autodiff_nn {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -381,3 +383,5 @@ TEST_CASE("a two-layer attention + MLP network, gradient-checked end to end") {
   expect_grad("net/w2_1", model, w2[1]);
   expect_grad("net/head", model, head);
 }
+
+}  // namespace test_autodiff_nn

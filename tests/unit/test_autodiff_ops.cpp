@@ -7,6 +7,8 @@
 
 #include "test_util.hpp"
 
+namespace test_autodiff_ops {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -135,3 +137,5 @@ TEST_CASE("reshape, slice, concat, gather and scatter of time rows") {
   expect_grad("scatter/buf", fs, x);
   expect_grad("scatter/fresh", fs, y);
 }
+
+}  // namespace test_autodiff_ops

@@ -21,6 +21,8 @@
 
 #include "test_util.hpp"
 
+namespace test_config_facts {
+
 using namespace lrt_test;
 using lrt::index_t;
 using lrt::Shape;
@@ -464,3 +466,5 @@ TEST_CASE("config facts: bos_id and logit_softcap in the config JSON; old JSON l
   v.logit_softcap = std::nan("");
   CHECK(contains(invalid(v), "logit_softcap"));
 }
+
+}  // namespace test_config_facts

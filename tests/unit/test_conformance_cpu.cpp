@@ -5,4 +5,8 @@
 
 #include "../cuda/conformance.hpp"
 
+namespace test_conformance_cpu {
+
 LRT_CONFORMANCE_TEST_CASES(lrt::cpu::Device, "conformance cpu")
+
+}  // namespace test_conformance_cpu

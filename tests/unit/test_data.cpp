@@ -23,6 +23,8 @@
 
 #include <lrt/data.hpp>
 
+namespace test_data {
+
 namespace fs = std::filesystem;
 using lrt::index_t;
 using namespace lrt::data;
@@ -615,3 +617,5 @@ TEST_CASE("scoring_batches: every byte a target once, the last row padded, nothi
   CHECK(contains(error_of([&] { scoring_batches({}, 4, 2, 10); }), "no text to score"));
   CHECK(contains(error_of([&] { scoring_batches(docs, 0, 2, 10); }), "need T >= 1"));
 }
+
+}  // namespace test_data

@@ -8,6 +8,8 @@
 
 #include "test_util.hpp"
 
+namespace test_decode {
+
 using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
@@ -305,3 +307,5 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
   CHECK_THROWS_WITH_AS(dec.step(tok), doctest::Contains("position 8 of row 0 is past the decoder's capacity 8"), lrt::Error);
   CHECK_THROWS_WITH_AS(dec.position(2), doctest::Contains("row 2"), lrt::Error);
 }
+
+}  // namespace test_decode

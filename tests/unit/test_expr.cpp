@@ -1,6 +1,8 @@
 // Elementwise and broadcast expressions against straightforward double-precision loops.
 #include "test_util.hpp"
 
+namespace test_expr {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -278,3 +280,5 @@ TEST_CASE("iota and fill") {
   auto full = Tensor<int, 1>::full(Shape<1>{4}, 7);
   CHECK(lrt::sum(full) == 28);
 }
+
+}  // namespace test_expr

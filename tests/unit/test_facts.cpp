@@ -11,6 +11,8 @@
 
 #include "test_util.hpp"
 
+namespace test_facts {
+
 using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
@@ -289,3 +291,5 @@ TEST_CASE("schedules: a schedule type from outside the library runs through sche
   CHECK(off.passes[1].logits.numel() == 0);
   CHECK(off.loss.value()() == a.loss.value()());
 }
+
+}  // namespace test_facts

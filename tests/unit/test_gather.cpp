@@ -1,6 +1,8 @@
 // Gather/scatter along an axis by index lists (the interleaved schedule's position subsets).
 #include "test_util.hpp"
 
+namespace test_gather {
+
 using namespace lrt_test;
 using lrt::IndexList;
 using lrt::Shape;
@@ -80,3 +82,5 @@ TEST_CASE("index list errors") {
   Tensor<float, 2> g = buf.gather(0, none);
   CHECK(g.shape() == Shape<2>{0, 2});
 }
+
+}  // namespace test_gather

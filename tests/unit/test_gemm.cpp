@@ -2,6 +2,8 @@
 // Checked against a naive triple loop in double.
 #include "test_util.hpp"
 
+namespace test_gemm {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -182,3 +184,5 @@ TEST_CASE_TEMPLATE("single-row gemm (decode's matrix-vector path) matches a naiv
       }
     }
 }
+
+}  // namespace test_gemm

@@ -17,6 +17,8 @@
 
 #include <lrt/io.hpp>
 
+namespace test_io {
+
 namespace fs = std::filesystem;
 namespace json = lrt::json;
 namespace st = lrt::st;
@@ -908,3 +910,5 @@ TEST_CASE("safetensors corpus: each validation rule has its own message") {
   const st::Reader r = st::Reader::from_bytes(good[4], "g");
   CHECK(r.names() == std::vector<std::string>{"b", "a"});  // header order
 }
+
+}  // namespace test_io

@@ -16,6 +16,8 @@
 
 #include "test_util.hpp"
 
+namespace test_lrt {
+
 using namespace lrt_test;
 using lrt::index_t;
 using lrt::Shape;
@@ -966,3 +968,5 @@ TEST_CASE("lrt eval: sequential bpb == parallel merged bpb of Interleaved<S >= T
   CHECK(std::abs(std0.merged.bpb() - seq.bpb()) > 1e-6);
   CHECK(par.passes.size() == 9);
 }
+
+}  // namespace test_lrt

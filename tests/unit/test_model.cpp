@@ -9,6 +9,8 @@
 
 #include "test_util.hpp"
 
+namespace test_model {
+
 using namespace lrt_test;
 using lrt::index_t;
 using lrt::Shape;
@@ -191,3 +193,5 @@ TEST_CASE("sampler: greedy, top-k, top-p, temperature, determinism") {
   o.top_p = 0;
   CHECK_THROWS_WITH_AS(lrt::sample_token<float>(lg, o, 0), doctest::Contains("top_p"), lrt::Error);
 }
+
+}  // namespace test_model

@@ -15,6 +15,8 @@
 #include <lrt/autodiff.hpp>
 #include <lrt/optim.hpp>
 
+namespace test_optim {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -682,3 +684,5 @@ TEST_CASE("optimizer state: save/load continues bit-identically; bad state is re
   CHECK(same_bits(m1.q.w, m3.q.w));
   CHECK(same_bits(m1.emb.w, m3.emb.w));
 }
+
+}  // namespace test_optim

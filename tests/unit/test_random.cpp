@@ -1,6 +1,8 @@
 // Philox4x32-10 known answers, uniform/normal statistics, and stream positions (seed, offset).
 #include "test_util.hpp"
 
+namespace test_random {
+
 using namespace lrt_test;
 using lrt::Philox;
 using lrt::Shape;
@@ -77,3 +79,5 @@ TEST_CASE("Generator draws consecutive stream segments and resumes from its offs
   CHECK(equal(c1.view(), c2.view()));
   CHECK(g.offset() == 22 + 8);  // normal draws round up to whole Philox blocks
 }
+
+}  // namespace test_random

@@ -1,6 +1,8 @@
 // Reductions (sum, mean, max, min, argmax, argmin) over an axis and over all elements.
 #include "test_util.hpp"
 
+namespace test_reduce {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -119,3 +121,5 @@ TEST_CASE("float sums are pairwise: long sums stay accurate") {
   auto cs = lrt::sum(y, 0);
   CHECK(std::abs(double(cs(1)) - double(0.1f) * double(index_t{1} << 18)) / (0.1 * double(index_t{1} << 18)) < 1e-6);
 }
+
+}  // namespace test_reduce

@@ -2,6 +2,8 @@
 // transpose/reshape/unsqueeze, device copies, their errors; fmt formatting of shapes and tensors.
 #include "test_util.hpp"
 
+namespace test_tensor {
+
 using namespace lrt_test;
 using lrt::Shape;
 using lrt::Tensor;
@@ -154,3 +156,5 @@ TEST_CASE("lrt::check builds '[op] message' errors") {
     CHECK(std::string(base.what()).size() > 0);
   }
 }
+
+}  // namespace test_tensor

@@ -4,6 +4,8 @@
 
 #include "test_util.hpp"
 
+namespace test_thread_pool {
+
 using lrt::index_t;
 using lrt::ThreadPool;
 
@@ -67,3 +69,5 @@ TEST_CASE("the global pool is sized from LRT_NUM_THREADS or the physical cores")
   }
   CHECK(lrt::detail::physical_cores() >= 1);
 }
+
+}  // namespace test_thread_pool

@@ -15,6 +15,8 @@
 
 #include "test_util.hpp"
 
+namespace test_train {
+
 using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
@@ -435,3 +437,5 @@ TEST_CASE("eval: bits per byte = nats / (ln 2 * bytes), BOS targets count zero b
   CHECK(r.bytes == r.tokens);
   CHECK(r.bpb() == doctest::Approx(std::log(257.0) / std::numbers::ln2).epsilon(0.002));
 }
+
+}  // namespace test_train

@@ -28,7 +28,9 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define LRT_RESTRICT __restrict__
 #define LRT_ALWAYS_INLINE inline __attribute__((always_inline))
+#define LRT_COLD __attribute__((cold, noinline))
 #else
+#define LRT_COLD
 #define LRT_RESTRICT
 #define LRT_ALWAYS_INLINE inline
 #endif

@@ -47,10 +47,20 @@ std::string str_cat(const A& a, const Rest&... rest) {
 }
 }  // namespace detail
 
+namespace detail {
+/// check's throwing half, out of line and cold: the inlined test stays one branch, and the
+/// optimizer knows that the failing path ends there (in a large translation unit GCC may
+/// otherwise leave check itself out of line and then warn about the indices it guards).
+template <class... Parts>
+[[noreturn]] LRT_COLD void fail_check(const char* op, const Parts&... parts) {
+  throw Error(op, str_cat(parts...));
+}
+}  // namespace detail
+
 /// Throws lrt::Error("[op] " + concatenated parts) unless cond holds.
 template <class... Parts>
-inline void check(bool cond, const char* op, const Parts&... parts) {
-  if (!cond) [[unlikely]] throw Error(op, detail::str_cat(parts...));
+LRT_ALWAYS_INLINE void check(bool cond, const char* op, const Parts&... parts) {
+  if (!cond) [[unlikely]] detail::fail_check(op, parts...);
 }
 
 }  // namespace v0
