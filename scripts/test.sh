@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Set up and run every test: packages (scripts/setup.sh), the default preset (unit,
-# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests again and the CUDA
-# emulator programs under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
+# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests and the CUDA
+# emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
 # libFuzzer target (clang) for a bounded time over a corpus kept between runs.
 #
 # Environment:
-#   LRT_SKIP_ASAN=1   skip the sanitizer build and run (the emulator programs then run in the
-#                     optimized build)
+#   LRT_SKIP_ASAN=1   skip the sanitizer build and run
 #   LRT_SKIP_FUZZ=1   skip the fuzzing phase
 #   LRT_FUZZ_SECONDS  time for the fuzz target (default 60)
 #   LRT_FUZZ_CORPUS   its working corpus (default $HOME/.cache/lrt-fuzz, outside the clone;
@@ -55,12 +54,8 @@ fi
 
 if command -v ccache >/dev/null 2>&1; then ccache -z >/dev/null 2>&1 || true; fi
 
-# The CUDA emulator programs (unit.cuda_emu*) are built once: in the sanitizer build, which runs
-# them, unless that build is skipped.
-emu_tests=OFF
-if [ "${LRT_SKIP_ASAN:-0}" = 1 ]; then emu_tests=ON; fi
-echo "== configure (preset default, LRT_EMU_TESTS=$emu_tests)"
-cmake --preset default -DLRT_EMU_TESTS=$emu_tests </dev/null
+echo "== configure (preset default)"
+cmake --preset default </dev/null
 phase configure
 # What CMake decided (check_language(CUDA) compiles a probe, so a broken nvcc counts as none).
 cuda_compiler="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null | head -n1)"
