@@ -20,7 +20,7 @@ brown="$(bash "$root/scripts/get_corpus.sh" </dev/null | tail -n 1)"
 # The `release` preset (-march=native): the programs run 1.4-1.5x faster than the default build
 # on the reference machine (Eigen's AVX-512 GEMM; see README, CPU performance).
 # Only the two (variant, schedule) pairs trained below are compiled (LRT_TOOL_PAIRS): the first build
-# takes minutes, not the quarter of an hour all twelve take. -DLRT_TOOL_PAIRS=all builds every pair.
+# takes about 2 minutes (all twelve: about 3). -DLRT_TOOL_PAIRS=all builds every pair.
 cmake --preset release -DLRT_TOOL_PAIRS="${LRT_TOOL_PAIRS:-baseline;lrt_interleaved2}" </dev/null
 cmake --build build-release --target lrt-train lrt-eval lrt-generate -j "${LRT_JOBS:-2}" </dev/null
 bin=build-release/bin
