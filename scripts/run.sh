@@ -3,7 +3,7 @@
 # LRT (variant `lrt`, Interleaved<2>) and the tiny baseline on Brown at matched compute (the same
 # number of token-forwards: LRT sees half the tokens), print both validation bits per byte in
 # sequential mode (the exact recurrence, as deployed), and sample a paragraph from the LRT.
-#   LRT_BUDGET_FORWARDS  compute per model in token-forwards (default 2e6: ~3 min each here)
+#   LRT_BUDGET_FORWARDS  compute per model in token-forwards (default 2e6: 3-6 min each on the reference machine)
 #   LRT_RUN_DIR          output folder (default runs): runs/lrt, runs/baseline
 #   LRT_TOOL_PAIRS       registry pairs to build (default "baseline;lrt_interleaved2"; "all": every one)
 # Extra arguments go to both lrt-train runs (e.g. --preset small).
