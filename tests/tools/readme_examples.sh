@@ -33,7 +33,9 @@ export LRT_NUM_THREADS=1
 } > block.sh
 echo "running README.md's example block ($(printf '%s\n' "$body" | grep -c 'lrt-') commands):"
 printf '%s\n' "$body" | sed 's/^/  | /'
-bash block.sh > out.txt 2> err.txt || { tail -n 20 out.txt err.txt; fail "the README's block failed (exit $?)"; }
+rc=0
+bash block.sh > out.txt 2> err.txt || rc=$?
+[ $rc -eq 0 ] || { tail -n 20 out.txt err.txt; fail "the README's block failed (exit $rc)"; }
 cat out.txt
 grep -q '^val_bpb: [0-9]' out.txt || fail "no 'val_bpb: X' line from lrt-train or lrt-eval"
 grep -q '^{.*"split":"all".*"val_bpb":[0-9]' out.txt || fail "no JSON line from lrt-eval --split all --json"
