@@ -1,8 +1,9 @@
 // lrt-bench-gpu: training and decoding throughput of lrt on one NVIDIA GPU (LRT-SPEC §10).
 //   1. R_ref: cuBLAS bf16 GEMM (fp32 accumulate) on 8192^3, and fp32 SGEMM on the same shape (the
 //      ceiling of lrt's fp32 path); the HBM bandwidth of a large device-to-device copy.
-//   2. training: forward + backward (+ the optimizer step unless --no-optim) of preset d12 (or
-//      --preset) at batch --batch, random tokens, float32 weights and activations, matmuls in each
+//   2. training: lrt::Trainer steps (forward + backward + the AdamW/Muon update, or without the
+//      update with --no-optim) of preset d12 (or --preset) at batch --batch, random tokens,
+//      float32 weights and activations, matmuls in each
 //      precision of --precision (default bf16; a list like fp32,bf16 runs each):
 //      baseline/Standard and lrt/Interleaved<2>.
 //      MFU = F x pass factor x tokens/s / R_ref (and / 989 TFLOP/s, the vendor's dense bf16 peak).
@@ -27,7 +28,7 @@
 #include <vector>
 
 #include <lrt/cuda.hpp>
-#include <lrt/train/optimizer_groups.hpp>
+#include <lrt/train/trainer.hpp>
 
 using lrt::index_t;
 namespace ad = lrt::ad;
@@ -176,12 +177,13 @@ double copy_bandwidth(index_t mib) {
   return 2.0 * double(bytes) / s;
 }
 
-lrt::Tensor<index_t, 2, G> random_ids(index_t B, index_t T, index_t V, std::uint64_t seed) {
+/// n rows of T + 1 uniform random token ids in [0, V) (V <= 65536).
+lrt::data::TokenRows random_rows(index_t n, index_t T, index_t V, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<index_t> dist(0, V - 1);
-  lrt::Tensor<index_t, 2> x(lrt::Shape<2>{B, T});
-  for (index_t i = 0; i < B * T; ++i) x.data()[i] = dist(rng);
-  return lrt::to<G>(x);
+  std::vector<std::uint16_t> tok(static_cast<std::size_t>(n * (T + 1)));
+  for (auto& t : tok) t = static_cast<std::uint16_t>(dist(rng));
+  return lrt::data::TokenRows::from_tokens(std::move(tok), static_cast<int>(T));
 }
 
 /// Prints the `top` slowest operations of one profiled step and the time per category.
@@ -235,27 +237,22 @@ struct TrainRow {
   std::function<void()> profile;  // prints the profile (with --profile), after the table row
 };
 
-/// Forward + backward of schedule Sched on variant V, fp32: seconds per step (median of steps).
+/// Training steps of schedule Sched on variant V through lrt::Trainer (fp32 weights, AdamW and
+/// Muon as the Trainer builds them from the parameter roster): seconds per step (median of steps).
+/// Without the optimizer (--no-optim): forward + backward of the step's batch only.
 template <class V, class Sched>
 TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B, index_t steps, bool with_optim,
                    index_t profile = 0) {
+  lrt::check(c.vocab_size <= 65536, "lrt-bench-gpu", "vocab_size ", c.vocab_size, " does not fit 16-bit token ids");
   lrt::Model<V, float, G> m(c, 1);
-  const index_t T = c.sequence_len;
-  const auto ids = random_ids(B, T, c.vocab_size, 7), tg = random_ids(B, T, c.vocab_size, 8);
-  // The release's optimizer split (spec §8), from the model's parameter roster, as the Trainer builds it.
+  const index_t T = c.sequence_len, total = steps + 2;  // + warm-up, + the profiled step
   lrt::TrainOptions topts;
   topts.batch_rows = B;
-  std::unique_ptr<lrt::Optimizers> opt;
-  if (with_optim) opt = lrt::make_optimizers(m, topts, B * T);
+  topts.steps = total;
+  lrt::Trainer<V, Sched, float, G> tr(m, random_rows(B * total, T, c.vocab_size, 7), topts);
   auto step = [&] {
-    ad::Graph g;
-    m.zero_grad();
-    auto r = lrt::schedule_loss<Sched>(m, ids, tg);
-    ad::backward(r.loss);
-    if (with_optim) {
-      opt->adamw.step(1.f);
-      opt->muon.step(1.f, 0.95f, 0.f);
-    }
+    if (with_optim) (void)tr.train_step();
+    else (void)tr.time_step_without_update();
   };
   step();  // warm-up: allocator cache, cuBLAS heuristics
   lrt::cuda::synchronize();

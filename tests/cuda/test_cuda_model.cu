@@ -3,7 +3,8 @@
 // the GPU and compares: the fused ops and their gradients, the whole model's logits, loss and
 // every parameter's gradient for the baseline and the LRT variants, the schedules, and the LRT
 // invariants (decode == Exact, Interleaved<S >= T> == Exact) checked on the GPU itself. The
-// optimizers' cases come from optim_cases.hpp.
+// optimizers' cases come from optim_cases.hpp; the Trainer's (the same training run on both
+// devices, and checkpoints that move between them) are at the end.
 // Tolerances: double runs differ only in summation order (1e-9 relative to the scale); float
 // runs get 2e-4 relative (many reductions of length <= a few hundred).
 // Without a GPU the binary reports its cases as compiled and skipped and exits 0
@@ -11,14 +12,18 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <lrt/cuda.hpp>
+#include <lrt/train/trainer.hpp>
 
 #include "optim_cases.hpp"
 
@@ -557,6 +562,177 @@ TEST_CASE("cuda model: decoding past the training context (eager and from a grap
   const auto standard = merged_logits<lrt::Exact>(bc, ids_h);
   check_close(decode_logits(bg, ids, true), standard, 1e-10, "baseline past T: gpu graph vs cpu");
 }
+
+// ------------------------------------------------------------------ the Trainer on the GPU
+
+namespace train_case {
+
+/// Deterministic byte documents (words from a small vocabulary, varied lengths).
+std::vector<lrt::data::Document> docs(int n) {
+  static const char* words[] = {"the", "model", "keeps", "a", "memory", "of", "each", "token", "and", "its",
+                                "state", "moves", "on", "to", "next", "layer", "in", "time", "."};
+  std::vector<lrt::data::Document> out;
+  std::uint64_t x = 12345;
+  for (int d = 0; d < n; ++d) {
+    lrt::data::Document doc;
+    doc.name = "doc" + std::to_string(d);
+    const int len = 6 + d % 17;
+    for (int w = 0; w < len; ++w) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      doc.text += std::string(w ? " " : "") + words[(x >> 33) % (sizeof words / sizeof *words)];
+    }
+    out.push_back(std::move(doc));
+  }
+  return out;
+}
+
+lrt::ModelConfig cfg() {
+  auto c = small_cfg(8);
+  c.n_layer = 2;
+  c.vocab_size = 257;  // the byte tokenizer's (BOS 256)
+  return c;
+}
+
+/// Two rows a step, in micro-batches of micro_rows (1: accumulation over two).
+lrt::TrainOptions opts(index_t micro_rows = 1) {
+  lrt::TrainOptions o;
+  o.batch_rows = 2, o.micro_rows = micro_rows, o.steps = 8, o.seed = 3;
+  return o;
+}
+
+/// A fresh directory under the system's temporary directory, removed by the destructor.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& tag) {
+    path = (std::filesystem::temp_directory_path() / ("lrt-cuda-trainer-" + tag + "-" + std::to_string(::getpid())))
+               .string();
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::string file_bytes(const std::string& path) { return lrt::read_file(path, "test"); }
+
+/// Every parameter of a model (any device) on the host, in visiting order.
+template <class M>
+std::vector<std::vector<double>> weights(const M& m) {
+  std::vector<std::vector<double>> out;
+  m.for_each_param([&](auto& p) { out.push_back(host(p.value())); });
+  return out;
+}
+
+/// Losses of a few steps within float rounding of the other device's (relative 2e-4).
+void check_losses(const std::vector<double>& a, const std::vector<double>& b, const std::string& what) {
+  check_close(a, b, 2e-4, what);
+}
+
+template <class Tr>
+std::vector<double> run_steps(Tr& tr, int n) {
+  std::vector<double> l;
+  for (int i = 0; i < n; ++i) l.push_back(tr.train_step().loss);
+  return l;
+}
+
+/// The CPU Trainer and the GPU Trainer from the same weights: the same losses within rounding,
+/// the same bits per byte; a GPU checkpoint resumes on the CPU and a CPU checkpoint on the GPU,
+/// both exactly (the resumed trainer saves the same bytes), and the runs continue together.
+template <class V, class Sched>
+void trainer_on_both(const char* what) {
+  INFO(std::string(what));
+  const auto c = cfg();
+  const auto rows = lrt::data::TokenRows::build(docs(80), static_cast<int>(c.sequence_len));
+  const auto val = lrt::data::validation_batches(rows, 2, 32);
+  // Random weights: the release's init zeroes the output projections, and the final RMSNorm then
+  // makes the loss invariant to the residual and x0 lambdas, whose gradients are rounding noise
+  // (~1e-10) that AdamW (eps 1e-10) turns into full steps of either sign on either device.
+  lrt::Model<V, float, C> mc(c, 7);
+  std::uint64_t seed = 500;
+  mc.for_each_param([&](auto& p) { p.value() = lrt::uniform<float>(p.shape(), ++seed, 0, -0.4f, 0.4f); });
+  lrt::Model<V, float, G> mg(c, 8);  // another init: the weights come from the CPU's file
+  const TempDir init("init");
+  std::filesystem::create_directories(init.path);
+  lrt::save_model(mc, init.path + "/model.safetensors", 0);
+  lrt::load_weights(mg, lrt::st::Reader::open(init.path + "/model.safetensors"));
+  const auto w0 = weights(mc), w0g = weights(mg);
+  REQUIRE(w0.size() == w0g.size());
+  for (std::size_t i = 0; i < w0.size(); ++i) REQUIRE(w0[i] == w0g[i]);  // loaded exactly
+
+  lrt::Trainer<V, Sched, float, C> tc(mc, rows, opts());
+  lrt::Trainer<V, Sched, float, G> tg(mg, rows, opts());
+  check_losses(run_steps(tg, 2), run_steps(tc, 2), "losses of steps 0-1 (gpu vs cpu)");
+  const double bpb_c = tc.evaluate(val).bpb(), bpb_g = tg.evaluate(val).bpb();
+  INFO("bits per byte: cpu " << bpb_c << ", gpu " << bpb_g << "; batches " << val.size());
+  CHECK(std::abs(bpb_g - bpb_c) <= 2e-4 * bpb_c);
+
+  // GPU -> CPU: the CPU trainer resumes the GPU's checkpoint and saves it again byte for byte.
+  const TempDir dg("gpu"), dg2("gpu-again"), dc("cpu"), dc2("cpu-again");
+  const std::string sg = tg.save(dg.path);
+  lrt::Model<V, float, C> mc2(c, 99);
+  lrt::Trainer<V, Sched, float, C> tc2(mc2, rows, opts());
+  tc2.resume(dg.path);
+  CHECK(tc2.step() == 2);
+  const std::string sg2 = tc2.save(dg2.path);
+  CHECK(file_bytes(sg2 + "/model.safetensors") == file_bytes(sg + "/model.safetensors"));
+  CHECK(file_bytes(sg2 + "/optim.safetensors") == file_bytes(sg + "/optim.safetensors"));
+
+  // CPU -> GPU, the same way.
+  const std::string sc = tc.save(dc.path);
+  lrt::Model<V, float, G> mg2(c, 99);
+  lrt::Trainer<V, Sched, float, G> tg2(mg2, rows, opts());
+  tg2.resume(dc.path);
+  CHECK(tg2.step() == 2);
+  CHECK(weights(mg2) == weights(mc));
+  const std::string sc2 = tg2.save(dc2.path);
+  CHECK(file_bytes(sc2 + "/model.safetensors") == file_bytes(sc + "/model.safetensors"));
+  CHECK(file_bytes(sc2 + "/optim.safetensors") == file_bytes(sc + "/optim.safetensors"));
+
+  // Each resumed run goes on as the run it came from (the data cursor and optimizer state moved).
+  check_losses(run_steps(tc2, 2), run_steps(tg, 2), "steps 2-3: cpu resumed from the gpu vs the gpu");
+  check_losses(run_steps(tg2, 2), run_steps(tc, 2), "steps 2-3: gpu resumed from the cpu vs the cpu");
+}
+
+}  // namespace train_case
+
+TEST_CASE("cuda trainer: the same run as the CPU's, and checkpoints that resume across devices") {
+  train_case::trainer_on_both<vs::Baseline, lrt::Standard>("baseline / standard");
+  train_case::trainer_on_both<vs::Lrt, lrt::Interleaved<2>>("lrt / interleaved:2");
+}
+
+#if defined(LRT_CUDA_EMULATOR)
+/// Host waits (syncs, copies back) of one Trainer step at micro_rows rows per micro-batch (2 rows a step).
+template <class V, class Sched>
+std::pair<std::uint64_t, std::uint64_t> trainer_waits(index_t micro_rows) {
+  const auto c = train_case::cfg();
+  const auto rows = lrt::data::TokenRows::build(train_case::docs(80), static_cast<int>(c.sequence_len));
+  lrt::Model<V, float, G> m(c, 7);
+  lrt::Trainer<V, Sched, float, G> tr(m, rows, train_case::opts(micro_rows));
+  tr.train_step();  // warm-up
+  const auto s0 = lrt_cuda_emu::stream_syncs, c0 = lrt_cuda_emu::device_to_host_copies;
+  tr.train_step();
+  return {lrt_cuda_emu::stream_syncs - s0, lrt_cuda_emu::device_to_host_copies - c0};
+}
+
+TEST_CASE("cuda trainer (emulator): a step waits for the GPU once, plus what each micro-batch's forward reads") {
+  for (int v = 0; v < 2; ++v) {
+    const auto w = [&](index_t micro) {
+      return v == 0 ? trainer_waits<vs::Baseline, lrt::Standard>(micro)
+                    : trainer_waits<vs::Lrt, lrt::Interleaved<2>>(micro);
+    };
+    const auto one = w(2), two = w(1);  // one and two micro-batches a step
+    MESSAGE(std::string(v == 0 ? "baseline" : "lrt interleaved:2")
+            << ": syncs / copies back per step with 1 and 2 micro-batches: " << one.first << " / " << one.second
+            << ", " << two.first << " / " << two.second);
+    // A part per micro-batch (its ids go up; what its forward and backward read comes back) and
+    // one copy back a step (the losses, before the update); nothing from the optimizers.
+    const auto per_sync = two.first - one.first, per_copy = two.second - one.second;
+    CHECK(one.first - per_sync == 1);
+    CHECK(one.second - per_copy == 1);
+  }
+}
+#endif
 
 int main(int argc, char** argv) {
   const std::size_t n = doctest::detail::getRegisteredTests().size();

@@ -53,6 +53,7 @@ struct DeviceTraits {
   static void copy_from_host(void* dst, const void* src, std::size_t bytes);
   static void copy_to_host(void* dst, const void* src, std::size_t bytes);
   static void copy_within(void* dst, const void* src, std::size_t bytes);
+  static void synchronize();  // returns when the work queued on the device is done
 };
 
 /// Loops over expressions on a device. Specialised by each backend.

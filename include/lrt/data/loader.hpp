@@ -124,6 +124,24 @@ class TokenRows {
     return r;
   }
 
+  /// Rows of T + 1 tokens cut from `tokens` in order (ids already tokenized, e.g. synthetic ones
+  /// for a benchmark); a partial last row is dropped. Byte counts are those of the kept tokens.
+  static TokenRows from_tokens(std::vector<std::uint16_t> tokens, int T) {
+    check(T >= 1, "data", "TokenRows::from_tokens: T must be >= 1, got ", T);
+    const std::size_t L = static_cast<std::size_t>(T) + 1;
+    check(tokens.size() >= L, "data", "TokenRows::from_tokens: ", tokens.size(), " tokens, fewer than one row of ",
+          L);
+    TokenRows r;
+    r.len_ = T + 1;
+    r.source_bytes_ = tokens.size();
+    tokens.resize(tokens.size() / L * L);
+    r.tokens_ = std::move(tokens);
+    r.rows_ = static_cast<index_t>(r.tokens_.size() / L);
+    r.total_bytes_ = r.tokens_.size();
+    r.dropped_bytes_ = r.source_bytes_ - r.total_bytes_;
+    return r;
+  }
+
   /// Number of rows.
   index_t rows() const noexcept { return rows_; }
   /// Tokens per row, T + 1.

@@ -155,12 +155,13 @@ inline ModelConfig config_from_json(const json::Value& in, const json::Value* lr
 
 /// Writes the model's weights (float32, or bfloat16 with `dtype`) and metadata to `path`
 /// atomically. `extra` adds metadata strings; its "schedule" (schedule_spec's spelling), with the
-/// schedule options `options`, also sets the release's schedule fields of model_config.
+/// schedule options `options`, also sets the release's schedule fields of model_config. A model on
+/// a device the host cannot read is copied to the host one parameter at a time: the file is the
+/// same whatever the device.
 template <class V, class T, Device D>
 void save_model(const Model<V, T, D>& m, const std::string& path, std::int64_t step,
                 const std::vector<std::pair<std::string, std::string>>& extra = {}, st::DType dtype = st::DType::F32,
                 const ScheduleOptions& options = {}) {
-  static_assert(D::host_accessible, "save_model writes host tensors (copy the model to the CPU first)");
   std::string schedule;
   for (const auto& [k, v] : extra)
     if (k == "schedule") schedule = v;
@@ -168,9 +169,14 @@ void save_model(const Model<V, T, D>& m, const std::string& path, std::int64_t s
   std::vector<float> buf;
   m.for_each_param([&](auto& p) {
     const auto& v = p.value();
-    buf.assign(v.data(), v.data() + v.numel());  // float32 (or float64 rounded) values
     std::vector<std::int64_t> shape;
     for (int i = 0; i < std::remove_cvref_t<decltype(v.shape())>::rank; ++i) shape.push_back(v.shape()[i]);
+    if constexpr (D::host_accessible) {
+      buf.assign(v.data(), v.data() + v.numel());  // float32 (or float64 rounded) values
+    } else {
+      const auto h = lrt::to<cpu::Device>(v);
+      buf.assign(h.data(), h.data() + h.numel());
+    }
     w.add_f32(p.name(), buf, std::move(shape), dtype);
   });
   w.set_metadata("format", "pt");
@@ -194,22 +200,32 @@ inline ModelConfig read_model_config(const st::Reader& r) {
   return config_from_json(j, lj ? &*lj : nullptr, "'" + r.label() + "'");
 }
 
-/// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes.
+/// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes. A
+/// model on a device the host cannot read is filled through a host copy of each tensor.
 template <class V, class T, Device D>
 void load_weights(const Model<V, T, D>& m, const st::Reader& r) {
-  static_assert(D::host_accessible, "load_weights fills host tensors");
   std::vector<std::string> names;
   m.for_each_param([&](auto& p) { names.push_back(p.name()); });
   r.expect_names(names);
   m.for_each_param([&](auto& p) {
     auto& v = p.value();
+    using Shp = std::remove_cvref_t<decltype(v.shape())>;
     std::vector<std::int64_t> shape;
-    for (int i = 0; i < std::remove_cvref_t<decltype(v.shape())>::rank; ++i) shape.push_back(v.shape()[i]);
-    if constexpr (std::is_same_v<T, float>) {
-      r.read_f32(p.name(), std::span<float>(v.data(), static_cast<std::size_t>(v.numel())), shape);
+    for (int i = 0; i < Shp::rank; ++i) shape.push_back(v.shape()[i]);
+    auto fill = [&](auto& host) {  // host: a host tensor of v's type and shape
+      if constexpr (std::is_same_v<T, float>) {
+        r.read_f32(p.name(), std::span<float>(host.data(), static_cast<std::size_t>(host.numel())), shape);
+      } else {
+        const auto vals = r.read_f64(p.name(), shape);
+        std::copy(vals.begin(), vals.end(), host.data());
+      }
+    };
+    if constexpr (D::host_accessible) {
+      fill(v);
     } else {
-      const auto vals = r.read_f64(p.name(), shape);
-      std::copy(vals.begin(), vals.end(), v.data());
+      Tensor<T, Shp::rank, cpu::Device> h(v.shape(), uninitialized);
+      fill(h);
+      if (h.bytes() > 0) DeviceTraits<D>::copy_from_host(v.data(), h.data(), h.bytes());
     }
   });
 }

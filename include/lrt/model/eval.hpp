@@ -44,6 +44,14 @@ inline TokenBytes default_token_bytes(const ModelConfig& c, const char* op = "to
 }
 
 namespace detail {
+/// t on device D: t itself when it is there already, else a copy (a batch of host ids for a model
+/// on a GPU).
+template <Device D, class U, int R, Device Dt>
+decltype(auto) on_device(const Tensor<U, R, Dt>& t) {
+  if constexpr (std::is_same_v<D, Dt>) return (t);
+  else return lrt::to<D>(t);
+}
+
 /// The table must cover the model's vocabulary and count no negative bytes.
 inline void check_token_bytes(const TokenBytes& tb, const ModelConfig& c, const char* op) {
   check(tb.size() >= c.vocab_size, op, "the token-bytes table has ", tb.size(),
@@ -84,19 +92,22 @@ ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, c
   for (const auto& b : batches) {
     ad::Graph g;
     ad::NoGrad ng;
-    const auto s = schedule_loss<Sched>(m, b.inputs, b.targets, o);
+    const auto s = schedule_loss<Sched>(m, detail::on_device<D>(b.inputs), detail::on_device<D>(b.targets), o);
     const index_t B = b.targets.shape()[0], Tt = b.targets.shape()[1];
     if (r.passes.size() < s.passes.size()) r.passes.resize(s.passes.size());
     std::vector<std::pair<double, index_t>> last(static_cast<std::size_t>(B * Tt), {0.0, 0});  // nats, bytes
     for (std::size_t p = 0; p < s.passes.size(); ++p) {
       const auto& pr = s.passes[p];
       const index_t n = static_cast<index_t>(pr.positions.size());
-      accumulate_bpb(r.passes[p], pr.per_token, pr.targets.view(), token_bytes);
+      // Scores and targets on the host (one copy each per pass from a GPU).
+      const auto& per_token = detail::on_device<cpu::Device>(pr.per_token);
+      const auto& targets = detail::on_device<cpu::Device>(pr.targets);
+      accumulate_bpb(r.passes[p], per_token, targets.view(), token_bytes);
       for (index_t bb = 0; bb < B; ++bb)
         for (index_t i = 0; i < n; ++i) {
-          const index_t flat = bb * n + i, nb = token_bytes(pr.targets(flat));
+          const index_t flat = bb * n + i, nb = token_bytes(targets(flat));
           last[static_cast<std::size_t>(bb * Tt + pr.positions[static_cast<std::size_t>(i)])] = {
-              nb > 0 ? static_cast<double>(pr.per_token(flat)) : 0.0, nb};
+              nb > 0 ? static_cast<double>(per_token(flat)) : 0.0, nb};
         }
     }
     for (const auto& [nats, nb] : last)
@@ -136,7 +147,7 @@ void sequential_scores(const Model<V, T, D>& m, const Batches& batches, const To
     std::vector<index_t> tok(static_cast<std::size_t>(B));
     for (index_t t = 0; t < Tt; ++t) {
       for (index_t bb = 0; bb < B; ++bb) tok[static_cast<std::size_t>(bb)] = b.inputs(bb, t);
-      const auto& lg = dec.step(tok);  // (B, V) soft-capped
+      const auto& lg = on_device<cpu::Device>(dec.step(tok));  // (B, V) soft-capped, on the host
       for (index_t bb = 0; bb < B; ++bb) {
         const index_t y = b.targets(bb, t), nb = token_bytes(y);
         if (nb <= 0) continue;

@@ -1,7 +1,14 @@
-// lrt/train/trainer.hpp: the training loop of spec §8 for the baseline: AdamW groups and Muon
-// with the release's learning rates and scalings, the warm-down LR schedule, Muon momentum and
-// weight-decay schedules, gradient accumulation to a target batch in tokens, evaluation in bits
-// per byte, and crash-safe checkpoints that resume bit for bit (same LRT_NUM_THREADS).
+// lrt/train/trainer.hpp: the training loop of spec §8, for any variant and schedule, on the CPU
+// or on a GPU (Trainer<V, Sched, float, D>): AdamW groups and Muon with the release's learning
+// rates and scalings, the warm-down LR schedule, Muon momentum and weight-decay schedules,
+// gradient accumulation to a target batch in tokens, evaluation in bits per byte, and crash-safe
+// checkpoints that resume bit for bit (same LRT_NUM_THREADS).
+//
+// The same checkpoint files whatever the device: a model on a GPU is saved and loaded through
+// the host, so a run trained on a GPU resumes on the CPU and the other way round. On a GPU a step
+// waits for the device once, to read its micro-batches' losses back (plus what the model's
+// forward itself reads: see the emulator test "trainer on the GPU"); the optimizer update is
+// queued behind it and finishes during the next step.
 //
 // A checkpoint is a directory holding model.safetensors (weights + config) and optim.safetensors
 // (optimizer moments, step, horizon, data cursor), plus whatever files the caller adds (lrt-train:
@@ -246,12 +253,19 @@ struct StepStats {
   float lr_multiplier = 1;
 };
 
-/// Trains a Model<V, float> on the CPU from token rows with schedule Sched (spec §4).
-template <class V = variants::Baseline, class Sched = default_schedule<V>>
+/// Trains a Model<V, T, D> from token rows with schedule Sched (spec §4): on the CPU
+/// (D = cpu::Device) or on a device with optimizer support (lrt::cuda::Device, through
+/// <lrt/cuda.hpp>). The optimizers keep float32 state, so T is float.
+template <class V = variants::Baseline, class Sched = default_schedule<V>, class T = float, Device D = cpu::Device>
 class Trainer {
+  static_assert(std::is_same_v<T, float>,
+                "lrt::Trainer: the optimizers (AdamW, Muon) hold float32 parameters and state; train a "
+                "Model<V, float, D>");
+
  public:
-  using model_type = Model<V, float>;
+  using model_type = Model<V, T, D>;
   using schedule = Sched;
+  using device = D;
 
   Trainer(model_type& model, const data::TokenRows& rows, TrainOptions o)
       : m_(&model), o_(std::move(o)), T_(model.config().sequence_len) {
@@ -293,16 +307,28 @@ class Trainer {
     const index_t accum = accumulation();
     const float inv = 1.f / static_cast<float>(accum);
     double loss = 0;
+    [[maybe_unused]] Tensor<T, 1, D> losses;  // on a device: the micro-batches' losses, read once
+    if constexpr (!D::host_accessible) losses = Tensor<T, 1, D>(Shape<1>{accum}, uninitialized);
     for (index_t a = 0; a < accum; ++a) {
       const data::Batch b = loader_->next();
       ad::Graph g;
-      const auto ce = schedule_loss<Sched>(*m_, b.inputs, b.targets, sched_opts_);
+      const auto ce = schedule_loss<Sched>(*m_, detail::on_device<D>(b.inputs), detail::on_device<D>(b.targets),
+                                           sched_opts_);
       forwards_ += ce.token_forwards;
-      const float l = ce.loss.value()();
-      check(std::isfinite(l), "train", "the loss became ", l, " at step ", step_,
-            " (diverged: lower the learning rates)");
-      loss += static_cast<double>(l) / static_cast<double>(accum);
-      ad::backward(ce.loss, Tensor<float, 0>::full(Shape<0>{}, inv));  // loss / accum
+      if constexpr (D::host_accessible) {
+        check_loss(ce.loss.value()());
+        loss += static_cast<double>(ce.loss.value()()) / static_cast<double>(accum);
+      } else {  // kept on the device (backward frees the value); no wait here
+        DeviceTraits<D>::copy_within(losses.data() + a, ce.loss.value().data(), sizeof(T));
+      }
+      ad::backward(ce.loss, Tensor<T, 0, D>::full(Shape<0>{}, inv));  // loss / accum
+    }
+    if constexpr (!D::host_accessible) {  // the step's one wait: before the update, so a diverged
+      const Tensor<T, 1, cpu::Device> h = lrt::to<cpu::Device>(losses);  // loss changes nothing
+      for (index_t a = 0; a < accum; ++a) {
+        check_loss(h(a));
+        loss += static_cast<double>(h(a)) / static_cast<double>(accum);
+      }
     }
     StepStats s;
     s.step = step_;
@@ -321,19 +347,31 @@ class Trainer {
   }
 
   /// Forward and backward of one micro-batch without an update or moving the data cursor (for
-  /// timing a step before the horizon is known). Returns seconds for a whole step.
+  /// timing a step before the horizon is known). Returns seconds for a whole step (waiting for
+  /// the device at the end).
   double time_step_without_update() {
     const data::LoaderState st = loader_->state();
     const auto t0 = std::chrono::steady_clock::now();
     const data::Batch b = loader_->next();
     {
       ad::Graph g;
-      ad::backward(schedule_loss<Sched>(*m_, b.inputs, b.targets, sched_opts_).loss);
+      ad::backward(
+          schedule_loss<Sched>(*m_, detail::on_device<D>(b.inputs), detail::on_device<D>(b.targets), sched_opts_)
+              .loss);
     }
     m_->zero_grad();
+    DeviceTraits<D>::synchronize();
     loader_->set_state(st);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
            static_cast<double>(accumulation());
+  }
+
+  /// Parallel-mode bits per byte of the model on `batches` (each with host .inputs and .targets,
+  /// e.g. data::validation_batches) with this trainer's schedule and schedule options: every
+  /// position scored by the last pass that computed it (evaluate_parallel's `merged`).
+  template <class Batches>
+  BpbResult evaluate(const Batches& batches) const {
+    return evaluate_parallel<Sched>(*m_, batches, sched_opts_).merged;
   }
 
   /// How many step directories save() keeps (the newest; at least 1).
@@ -461,6 +499,11 @@ class Trainer {
   }
 
  private:
+  void check_loss(T l) const {
+    check(std::isfinite(l), "train", "the loss became ", l, " at step ", step_,
+          " (diverged: lower the learning rates)");
+  }
+
   /// optim.safetensors: the optimizers' buffers and counters, step, horizon, data cursor, options.
   void write_optimizer_state(const std::string& path) const {
     std::vector<optim::NamedBuffer> bufs;
@@ -494,8 +537,8 @@ class Trainer {
   int keep_ = default_keep_checkpoints;
 };
 
-template <class V>
-Trainer(Model<V, float>&, const data::TokenRows&, TrainOptions) -> Trainer<V, default_schedule<V>>;
+template <class V, class T, Device D>
+Trainer(Model<V, T, D>&, const data::TokenRows&, TrainOptions) -> Trainer<V, default_schedule<V>, T, D>;
 
 }  // namespace v0
 }  // namespace lrt

@@ -29,6 +29,7 @@ struct DeviceTraits<cpu::Device> {
   static void copy_within(void* dst, const void* src, std::size_t bytes) {
     std::memcpy(dst, src, bytes);
   }
+  static void synchronize() noexcept {}  // the CPU's work is done when its call returns
 };
 
 template <>

@@ -370,6 +370,7 @@ struct DeviceTraits<cuda::Device> {
         std::string("cudaMemcpyAsync(") + std::to_string(bytes) + " bytes, device to device)");
     mark.done("copy device to device");
   }
+  static void synchronize() { cuda::synchronize(); }
 
  private:
   static void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
