@@ -249,7 +249,8 @@ TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B
   lrt::TrainOptions topts;
   topts.batch_rows = B;
   topts.steps = total;
-  lrt::Trainer<V, Sched, float, G> tr(m, random_rows(B * total, T, c.vocab_size, 7), topts);
+  const auto rows = random_rows(B * total, T, c.vocab_size, 7);  // the Trainer reads them in place
+  lrt::Trainer<V, Sched, float, G> tr(m, rows, topts);
   auto step = [&] {
     if (with_optim) (void)tr.train_step();
     else (void)tr.time_step_without_update();
@@ -273,8 +274,8 @@ TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B
   if (profile > 0) {
     lrt::cuda::Profiler prof;
     step();
-    const auto rows = prof.stop();
-    r.profile = [name, rows, span = prof.span_ms(), step_s = r.step_s, profile] {
+    const auto prof_rows = prof.stop();
+    r.profile = [name, rows = prof_rows, span = prof.span_ms(), step_s = r.step_s, profile] {
       print_profile(name, rows, span, step_s, profile);
     };
   }

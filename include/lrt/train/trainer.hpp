@@ -253,7 +253,8 @@ struct StepStats {
   float lr_multiplier = 1;
 };
 
-/// Trains a Model<V, T, D> from token rows with schedule Sched (spec §4): on the CPU
+/// Trains a Model<V, T, D> from token rows (kept by reference: they must outlive the trainer)
+/// with schedule Sched (spec §4): on the CPU
 /// (D = cpu::Device) or on a device with optimizer support (lrt::cuda::Device, through
 /// <lrt/cuda.hpp>). The optimizers keep float32 state, so T is float.
 template <class V = variants::Baseline, class Sched = default_schedule<V>, class T = float, Device D = cpu::Device>
@@ -280,6 +281,8 @@ class Trainer {
     loader_ = std::make_unique<data::Loader>(rows, static_cast<int>(o_.micro_rows), o_.seed);
     opt_ = make_optimizers(*m_, o_, tokens_per_step());
   }
+  /// The trainer reads `rows` in place for its whole life: a temporary would dangle.
+  Trainer(model_type&, const data::TokenRows&&, TrainOptions) = delete;
 
   const TrainOptions& options() const noexcept { return o_; }
   std::int64_t step() const noexcept { return step_; }

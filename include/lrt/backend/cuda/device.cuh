@@ -381,7 +381,21 @@ struct DeviceTraits<cuda::Device> {
                              std::string("cudaMemcpyAsync(") + std::to_string(bytes) +
                                  " bytes, " + dir + ")");
     if (mark.recording()) mark.done(std::string("copy ") + dir);
+    // From pageable host memory (lrt's host tensors, std::vector) cudaMemcpyAsync has read the
+    // source when it returns (the driver stages it), so an upload need not wait for the device;
+    // from page-locked or managed memory the copy runs later, and the caller's buffer is waited for.
+    if (kind == cudaMemcpyHostToDevice && !page_locked(src)) return;
     cuda::synchronize();
+  }
+  /// Whether p is host memory the GPU reads asynchronously (page-locked, registered or managed);
+  /// when the runtime cannot tell, true (then the copy waits, as it always did).
+  static bool page_locked(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      (void)cudaGetLastError();  // clear the sticky-free error state of this query
+      return true;
+    }
+    return a.type != cudaMemoryTypeUnregistered;
   }
 };
 
