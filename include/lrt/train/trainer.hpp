@@ -6,9 +6,10 @@
 //
 // The same checkpoint files whatever the device: a model on a GPU is saved and loaded through
 // the host, so a run trained on a GPU resumes on the CPU and the other way round. On a GPU a step
-// waits for the device once, to read its micro-batches' losses back (plus what the model's
-// forward itself reads: see the emulator test "trainer on the GPU"); the optimizer update is
-// queued behind it and finishes during the next step.
+// waits for the device once, to read its micro-batches' losses back, plus what each
+// micro-batch's forward reads back (the emulator test "cuda trainer (emulator): a step waits for
+// the GPU once" counts both); the optimizer update is queued behind it and finishes during the
+// next step.
 //
 // A checkpoint is a directory holding model.safetensors (weights + config) and optim.safetensors
 // (optimizer moments, step, horizon, data cursor), plus whatever files the caller adds (lrt-train:
