@@ -31,7 +31,7 @@
 // Build by hand (the CMake target is lrt-bench-elementwise):
 //   g++ -std=c++20 -O3 -DNDEBUG -Iinclude -I/usr/include/eigen3 bench/elementwise.cpp
 //       -lfmt -lpthread
-#include <lrt/lrt.hpp>
+#include <lrt/tensor.hpp>
 
 #include "bench_util.hpp"
 

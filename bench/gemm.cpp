@@ -35,7 +35,7 @@
 //       bench/gemm.cpp -lfmt -lopenblas -lpthread
 // Without -DLRT_USE_OPENBLAS=1 lrt uses Eigen; add -DLRT_BENCH_HAVE_CBLAS=1 -lopenblas to keep
 // the cblas column.
-#include <lrt/lrt.hpp>
+#include <lrt/tensor.hpp>
 
 #include "bench_util.hpp"
 

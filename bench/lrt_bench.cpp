@@ -86,7 +86,7 @@ extern "C" char* openblas_get_corename(void);
 
 #include <lrt/lrt.hpp>
 #include <lrt/model/decode.hpp>
-#include <lrt/model/schedule.hpp>
+#include <lrt/model/training_schedule.hpp>
 #include <lrt/train/trainer.hpp>
 
 #include <Eigen/Core>

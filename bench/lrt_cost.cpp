@@ -19,7 +19,7 @@
 
 #include <lrt/lrt.hpp>
 #include <lrt/model/decode.hpp>
-#include <lrt/model/schedule.hpp>
+#include <lrt/model/training_schedule.hpp>
 
 #include "bench_util.hpp"
 

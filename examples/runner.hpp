@@ -22,7 +22,7 @@
 #include <lrt/data.hpp>
 #include <lrt/model/checkpoint.hpp>
 #include <lrt/model/decode.hpp>
-#include <lrt/model/eval.hpp>
+#include <lrt/train/eval.hpp>
 #include <lrt/train/trainer.hpp>
 
 #include "tool_util.hpp"

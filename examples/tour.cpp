@@ -1,9 +1,9 @@
-// lrt-tour: a short tour of the tensor layer (the main job until the model exists).
+// lrt-tour: a short tour of the tensor layer: tensors, fused expressions, GEMM, reductions.
 // Prints what each step computes; exits non-zero if a self-check fails.
 #include <chrono>
 #include <cstdio>
 
-#include <lrt/lrt.hpp>
+#include <lrt/tensor.hpp>
 
 using lrt::Shape;
 using lrt::Tensor;

@@ -12,9 +12,9 @@
 //   auto r = lrt::schedule_loss<lrt::Interleaved<2>>(m, ids, targets);  // ids, targets on G
 //
 // It also brings the whole CPU side except fmt formatting (the CPU backend with Eigen, autodiff,
-// the models, schedules, decoder, optimizers), so host and device tensors work side by side and a
-// test can run the same body on both. fmt stays in <lrt/lrt.hpp>, which nvcc cannot take (fmt 9
-// under nvcc 13 is a hard error); define EIGEN_NO_CUDA (the lrt::cuda target does) so that Eigen
+// the models, schedules, decoder, optimizers, the Trainer, data and I/O), so host and device
+// tensors work side by side and a test can run the same body on both. fmt stays in
+// <lrt/tensor.hpp> (and so <lrt/lrt.hpp>), which nvcc cannot take (fmt 9 under nvcc 13 is a hard error); define EIGEN_NO_CUDA (the lrt::cuda target does) so that Eigen
 // stays a host-only library here.
 #pragma once
 
@@ -37,13 +37,12 @@
 #include "backend/cuda/nn.cuh"
 
 #include "autodiff.hpp"
-#include "model/decode.hpp"
-#include "model/gpt.hpp"
-#include "model/schedule.hpp"
-#include "optim/adamw.hpp"
-#include "optim/muon.hpp"
-#include "optim/schedule.hpp"
-
-#include "backend/cuda/optim.cuh"
+#include "io.hpp"
+#include "data.hpp"
+#include "optim.hpp"
+#include "optim/cuda.cuh"
+#include "model.hpp"
+#include "decode.hpp"
+#include "train.hpp"
 
 #endif

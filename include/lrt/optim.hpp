@@ -1,5 +1,6 @@
-// lrt/optim.hpp: the optimizers and schedules of LRT-SPEC §8 (CPU): AdamW, Muon (Polar Express),
-// the LR / momentum / weight-decay schedules, and format-free state I/O (NamedBuffer).
+// lrt/optim.hpp: the optimizers and learning-rate schedules of LRT-SPEC §8: AdamW, Muon (Polar
+// Express) on the CPU and, through a device table (DeviceOpsOf; optim/cuda.cuh), on a GPU, the LR /
+// momentum / weight-decay schedules (optim/lr_schedule.hpp), and format-free state I/O (NamedBuffer).
 //
 //   lrt::optim::AdamW adam;
 //   adam.add_group({"lm_head", 0.004f, 0.8f, 0.95f, 1e-10f, 0.f, {lrt::optim::ParamRef::of(head)}});
@@ -17,4 +18,4 @@
 #include "optim/adamw.hpp"
 #include "optim/muon.hpp"
 #include "optim/param_ref.hpp"
-#include "optim/schedule.hpp"
+#include "optim/lr_schedule.hpp"

@@ -1,5 +1,5 @@
 // expect-error: is the matrix transpose
-#include <lrt/lrt.hpp>
+#include <lrt/tensor.hpp>
 int main() {
   lrt::Tensor<float, 3> a(lrt::Shape<3>{1, 2, 3});
   auto t = a.t();

@@ -1,6 +1,6 @@
 // tests/cuda/optim_cases.hpp: AdamW and Muon on lrt::cuda::Device against the very same
 // optimizers on the CPU (doctest cases, no main). Included by a CUDA test TU that already has
-// <lrt/cuda.hpp>, lrt/backend/cuda/optim.cuh, the CPU backend (Eigen GEMM) and doctest.
+// <lrt/cuda.hpp>, lrt/optim/cuda.cuh, the CPU backend (Eigen GEMM) and doctest.
 //
 // Every case builds each parameter twice, on the CPU and on the GPU, from the same host tensor
 // (lrt's counter-based generators, copied host -> device, so the two start bit-identical), gives
@@ -23,10 +23,10 @@
 #include <vector>
 
 #include <lrt/autodiff/graph.hpp>
-#include <lrt/backend/cuda/optim.cuh>
+#include <lrt/optim/cuda.cuh>
 #include <lrt/optim/adamw.hpp>
 #include <lrt/optim/muon.hpp>
-#include <lrt/optim/schedule.hpp>
+#include <lrt/optim/lr_schedule.hpp>
 
 namespace lrt_cuda_optim_test {
 

@@ -9,7 +9,7 @@
 // Covered: every member of NnBackend<cuda::Device> for float and double (strided, transposed and
 // padded views, in-place row kernels and RoPE, GQA, subset queries, windows 0 / small / huge,
 // head dims 8..256, KV-cache slices, empty shapes, the error messages); the optimizers of
-// backend/cuda/optim.cuh (AdamW, Muon, polar_express, state save/load: the GPU cases of
+// optim/cuda.cuh (AdamW, Muon, polar_express, state save/load: the GPU cases of
 // tests/cuda/optim_cases.hpp, plus bit-identity of AdamW) with cuBLAS emulated by plain loops;
 // GEMM through backend/cuda/gemm.cuh; the elementwise executor; the launch check; and the
 // emulator's own semantics (indices, barriers, shuffles).
@@ -40,9 +40,9 @@
 #include <lrt/autodiff/graph.hpp>
 #include <lrt/optim/adamw.hpp>
 #include <lrt/optim/muon.hpp>
-#include <lrt/optim/schedule.hpp>
+#include <lrt/optim/lr_schedule.hpp>
 
-#include <lrt/backend/cuda/optim.cuh>
+#include <lrt/optim/cuda.cuh>
 
 #include <algorithm>
 #include <cmath>

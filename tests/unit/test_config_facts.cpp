@@ -9,7 +9,7 @@
 #include <lrt/data/tokenizer.hpp>
 #include <lrt/model/checkpoint.hpp>
 #include <lrt/model/decode.hpp>
-#include <lrt/model/eval.hpp>
+#include <lrt/train/eval.hpp>
 
 #include <cmath>
 #include <filesystem>

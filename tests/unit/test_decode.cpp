@@ -4,7 +4,7 @@
 // different prompt lengths decoded together == each row decoded alone; interleaved_prefill shares
 // the Interleaved<S> schedule's passes; argument errors.
 #include <lrt/model/decode.hpp>
-#include <lrt/model/schedule.hpp>
+#include <lrt/model/training_schedule.hpp>
 
 #include "test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <lrt/autodiff/grad_check.hpp>
 #include <lrt/model/decode.hpp>
 #include <lrt/model/checkpoint.hpp>
-#include <lrt/model/eval.hpp>
-#include <lrt/model/schedule.hpp>
+#include <lrt/train/eval.hpp>
+#include <lrt/model/training_schedule.hpp>
 
 #include <filesystem>
 #include <numeric>

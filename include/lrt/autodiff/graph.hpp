@@ -23,7 +23,14 @@
 #include <utility>
 #include <vector>
 
-#include "../core.hpp"
+#include "../backend/cpu/device.hpp"  // the host: values read back, the default device
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../tensor/assign.hpp"
+#include "../tensor/expr.hpp"
+#include "../tensor/tensor.hpp"
 
 namespace lrt {
 inline namespace v0 {

@@ -17,38 +17,12 @@ inline namespace v0 {
 namespace ad {
 
 namespace detail {
-template <class T, int R, class D>
-auto as_rows(const Tensor<T, R, D>& t) {  // (..., C) -> (N, C)
+/// (..., C) -> (N, C); a view of const or mutable elements, as t is.
+template <class Tn>
+auto as_rows(Tn& t) {
+  constexpr int R = std::remove_cvref_t<Tn>::rank;
   const index_t C = R > 0 ? t.shape()[R - 1] : 1;
   return t.view().template reshape<2>(Shape<2>{t.numel() / std::max<index_t>(C, 1), C});
-}
-template <class T, int R, class D>
-auto as_rows(Tensor<T, R, D>& t) {
-  const index_t C = R > 0 ? t.shape()[R - 1] : 1;
-  return t.view().template reshape<2>(Shape<2>{t.numel() / std::max<index_t>(C, 1), C});
-}
-/// t itself when the host can read D's memory, else a host copy.
-template <class T, int R, class D>
-decltype(auto) host_readable(const Tensor<T, R, D>& t) {
-  if constexpr (D::host_accessible) {
-    return (t);
-  } else {
-    return to<cpu::Device>(t);
-  }
-}
-/// The value of a rank-0 tensor on the host.
-template <class T, class D>
-T scalar_value(const Tensor<T, 0, D>& t) {
-  return *host_readable(t).data();
-}
-/// Element i of a rank-1 tensor on the host.
-template <class T, class D>
-T element_value(const Tensor<T, 1, D>& t, index_t i) {
-  if constexpr (D::host_accessible) {
-    return t(i);
-  } else {
-    return *to<cpu::Device>(t.view().slice(0, i, i + 1)).data();
-  }
 }
 }  // namespace detail
 
@@ -252,7 +226,7 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
   Tensor<T, 1, D> per(Shape<1>{N}, uninitialized), lse(Shape<1>{N}, uninitialized);
   index_t count = 0;
   {
-    const auto& th = detail::host_readable(targets);
+    const auto& th = lrt::host_readable(targets);
     for (index_t i = 0; i < N; ++i) {
       const index_t t = th(i);
       if constexpr (!D::host_accessible)  // the CPU kernel checks targets itself

@@ -6,7 +6,10 @@
 // Not here: the transformer's fused ops (nn.hpp).
 #pragma once
 
-#include "../cpu.hpp"
+#include "../tensor/gather.hpp"
+#include "../tensor/linalg.hpp"
+#include "../tensor/random.hpp"
+#include "../tensor/reduce.hpp"
 #include "graph.hpp"
 
 namespace lrt {

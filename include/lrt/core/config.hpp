@@ -13,10 +13,8 @@
 // evaluators, shape maths, the RNG. Everything else is host-only.
 #if defined(__CUDACC__)
 #define LRT_HD __host__ __device__
-#define LRT_DEVICE_COMPILER 1
 #else
 #define LRT_HD
-#define LRT_DEVICE_COMPILER 0
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -26,12 +24,10 @@
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#define LRT_RESTRICT __restrict__
 #define LRT_ALWAYS_INLINE inline __attribute__((always_inline))
 #define LRT_COLD __attribute__((cold, noinline))
 #else
 #define LRT_COLD
-#define LRT_RESTRICT
 #define LRT_ALWAYS_INLINE inline
 #endif
 

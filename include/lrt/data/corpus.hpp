@@ -1,7 +1,7 @@
 // lrt/data/corpus.hpp: loads training text from disk and splits it into train / validation
 // (load_corpus), or reads all of it unsplit (load_documents, for scoring a given text).
 //
-//   lrt::data::Corpus c = lrt::data::load_corpus(std::getenv("HOME") + "/.cache/lrt-data/brown");
+//   lrt::data::Corpus c = lrt::data::load_corpus(std::string(std::getenv("HOME")) + "/.cache/lrt-data/brown");
 //   // c.kind == "brown", c.train.size() == 475, c.val.size() == 25
 //
 // Interpretations [O] (our choices; spec §7 fixes only the Brown split):

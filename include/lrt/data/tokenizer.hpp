@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../model/token_bytes.hpp"
+#include "token_bytes.hpp"
 
 namespace lrt {
 inline namespace v0 {

@@ -1,7 +1,8 @@
 // lrt/model/checkpoint.hpp: model configs as JSON (the release's GPTConfig field names plus
 // lrt's own) and model weights as safetensors with the release's parameter names (spec §9).
-// `__metadata__` holds strings only: model_config (JSON), lrt_config (JSON), variant, step,
-// tokenizer. Loading checks every tensor's presence, name and shape and names the file and the
+// `__metadata__` holds strings only: format ("pt", as PyTorch writes it), model_config (JSON),
+// lrt_config (JSON), variant, step, tokenizer, and the caller's extra keys (the Trainer adds
+// "schedule"). Loading checks every tensor's presence, name and shape and names the file and the
 // tensor in its errors.
 #pragma once
 
@@ -11,9 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "../io.hpp"
+#include "../io/file.hpp"
+#include "../io/json.hpp"
+#include "../io/safetensors.hpp"
 #include "gpt.hpp"
-#include "schedule.hpp"
+#include "training_schedule.hpp"
 #include "variant_structure.hpp"
 
 namespace lrt {

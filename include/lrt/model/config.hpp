@@ -1,7 +1,7 @@
 // lrt/model/config.hpp: the runtime configuration of a model (sizes, window pattern, value-
 // embedding layout, gate width) and the named presets of LRT-SPEC §10. Field names follow the
 // official release's GPTConfig so that configs and checkpoints interchange with it.
-// Not here: the structural (compile-time) variant choices (model/gpt.hpp) and JSON (config_json.hpp).
+// Not here: the structural (compile-time) variant choices (model/gpt.hpp) and JSON (model/checkpoint.hpp).
 #pragma once
 
 #include <cmath>

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "gpt.hpp"
-#include "schedule.hpp"
+#include "training_schedule.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -393,7 +393,7 @@ class Decoder {
     for (index_t b = 0; b < nb; ++b)
       std::copy(prompts[static_cast<std::size_t>(b0 + b)].begin(), prompts[static_cast<std::size_t>(b0 + b)].end(),
                 ids_host.data() + b * P);
-    const Tensor<index_t, 2, D> ids = sched_detail::on_device<D>(std::move(ids_host));
+    const Tensor<index_t, 2, D> ids = lrt::on_device<D>(std::move(ids_host));
     const PrefillState<T, D> st = interleaved_prefill(*m_, ids, S);
     for (std::size_t l = 0; l < k_.size(); ++l) {  // positions base..P-1 into their slots
       const index_t lo = base(static_cast<index_t>(l), P - 1);
@@ -464,7 +464,7 @@ class Decoder {
     // Token ids: (B, 1) in lockstep, else (1, n).
     Tensor<index_t, 2> ids_host(lock_ ? Shape<2>{B_, 1} : Shape<2>{1, n}, uninitialized);
     std::copy(tokens.begin(), tokens.end(), ids_host.data());
-    const Tensor<index_t, 2, D> ids = sched_detail::on_device<D>(std::move(ids_host));
+    const Tensor<index_t, 2, D> ids = lrt::on_device<D>(std::move(ids_host));
     // Query slots per layer and the RoPE rows of the positions (computed as RopeTable::make does).
     for (std::size_t l = 0; l < qpos_.size(); ++l)
       DeviceTraits<D>::copy_from_host(qpos_[l].data(), rel_[l].data(), static_cast<std::size_t>(nq) * sizeof(index_t));

@@ -1,5 +1,5 @@
-// lrt/model/gpt.hpp: the nanochat-style GPT backbone of LRT-SPEC §2 (the None baseline):
-// parameters with the release's names and shapes, its initialisation, the differentiable forward
+// lrt/model/gpt.hpp: the model of LRT-SPEC §2-3 for every variant (Variant, variants::*,
+// Model<V, T, D>): the nanochat-style GPT backbone and the LRT memory wiring; parameters with the release's names and shapes, its initialisation, the differentiable forward
 // and the loss. The forward of one block is written once and reused by every code path (training,
 // evaluation, KV-cache decoding): the caller passes how a layer attends (all positions at once, or
 // one new position against a cache).
@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "../autodiff.hpp"
+#include "../autodiff/graph.hpp"
+#include "../autodiff/nn.hpp"
+#include "../autodiff/ops.hpp"
 #include "config.hpp"
 
 namespace lrt {
@@ -161,7 +163,7 @@ inline std::string_view to_string(ParamRole r) {
 constexpr bool in_matmul(ParamRole r) { return r == ParamRole::Unembedding || r == ParamRole::Matrix; }
 
 /// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
-/// device D. Variants::Baseline is the plain GPT (GPT<T, D> below).
+/// device D. variants::Baseline is the plain GPT (GPT<T, D> below).
 template <class V = variants::Baseline, class T = float, Device D = cpu::Device>
 class Model {
  public:

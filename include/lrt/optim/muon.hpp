@@ -20,7 +20,8 @@
 // size(-2) >= size(-1), else `mean(dim=-2)`, and the only reading compatible with the stated
 // shapes n_out x 1 / 1 x n_in. The reduced axis is thus always the shorter one.
 //
-// GEMMs go through lrt::gemm (fixed row blocks, so thread-count independent); sums are in double
+// GEMMs go through lrt::gemm, and the symmetric Gram products through cpu::detail::gemm1 on one
+// triangle (fixed row blocks, so thread-count independent); sums are in double
 // in a fixed order; everything else is elementwise. step() allocates nothing: the scratch is
 // sized when parameters are added. A matrix without a gradient this step keeps W and its state.
 // State I/O: "muon.<param>.momentum" (rows, cols), "muon.<param>.second_moment" (rows, 1) or

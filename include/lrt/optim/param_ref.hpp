@@ -13,7 +13,7 @@
 // parameter: value() and grad() return device pointers, the optimizer keeps its state in that
 // device's memory, and every update runs through the table (nothing is copied to the host except
 // by save()). A backend provides its table by specialising DeviceOpsOf<D> (the CUDA one is in
-// lrt/backend/cuda/optim.cuh), which is what makes ParamRef::of accept its parameters.
+// lrt/optim/cuda.cuh), which is what makes ParamRef::of accept its parameters.
 #pragma once
 
 #include <cstddef>
@@ -84,7 +84,7 @@ template <class D>
 struct DeviceOpsOf {
   static_assert(lrt::detail::always_false<D>,
                 "no optimizer support for parameters on this device: for lrt::cuda::Device include "
-                "lrt/backend/cuda/optim.cuh (nvcc)");
+                "lrt/optim/cuda.cuh (nvcc)");
 };
 template <>
 struct DeviceOpsOf<cpu::Device> {

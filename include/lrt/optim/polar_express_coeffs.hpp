@@ -1,6 +1,6 @@
 // lrt/optim/polar_express_coeffs.hpp: the Polar Express coefficients of LRT-SPEC §8 and the check
 // of its arguments, shared by the CPU Muon (muon.hpp) and the device ones
-// (backend/cuda/optim.cuh). No Eigen, no fmt: nvcc takes it.
+// (optim/cuda.cuh). No Eigen, no fmt: nvcc takes it.
 #pragma once
 
 #include "../core/error.hpp"

@@ -62,11 +62,6 @@ auto as_view(V&& x) {
   return x.view();
 }
 
-template <class T, int R, class D>
-void check_same_matmul(const Shape<R>& a, const Shape<R>& b, const char* op) {
-  check(a[R - 1] == b[R - 2], op, "inner dims differ: ", a, " vs ", b);
-}
-
 }  // namespace detail
 
 /// C = alpha * A * B + beta * C. A (M, K), B (K, N), C (M, N); any of them may be a transposed

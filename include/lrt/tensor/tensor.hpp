@@ -231,5 +231,34 @@ Tensor<T, R, D2> to(const Tensor<T, R, D>& t) {
   return to<D2>(t.view());
 }
 
+/// t on device D2 without a copy when it is there already: t itself (a reference), else to<D2>(t).
+/// For a batch of host ids fed to a model on a GPU, or results read back on the host.
+template <Device D2, class T, int R, Device D>
+decltype(auto) on_device(const Tensor<T, R, D>& t) {
+  if constexpr (std::is_same_v<D, D2>) {
+    return (t);
+  } else {
+    return to<D2>(t);
+  }
+}
+/// The same for a tensor given up by the caller: moved when it is on D2 already.
+template <Device D2, class T, int R, Device D>
+Tensor<T, R, D2> on_device(Tensor<T, R, D>&& t) {
+  if constexpr (std::is_same_v<D, D2>) {
+    return std::move(t);
+  } else {
+    return to<D2>(t);
+  }
+}
+/// t where the host can read it: t itself when D's memory is host-accessible, else a host copy.
+template <class T, int R, Device D>
+decltype(auto) host_readable(const Tensor<T, R, D>& t) {
+  if constexpr (D::host_accessible) {
+    return (t);
+  } else {
+    return to<cpu::Device>(t);
+  }
+}
+
 }  // namespace v0
 }  // namespace lrt

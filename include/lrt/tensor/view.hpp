@@ -26,11 +26,6 @@ template <class T, int R, Device D, Expression E>
 void assign(const TensorView<T, R, D>& dst, const E& e, const char* op = "assign");
 
 namespace detail {
-template <class V>
-inline constexpr bool is_view_of_const = std::is_const_v<typename V::element_type>;
-}  // namespace detail
-
-namespace detail {
 /// The view operations, written once for any element constness U.
 struct ViewFns {
   template <class U, int R, class D>

@@ -12,7 +12,7 @@
 #include "../optim/adamw.hpp"
 #include "../optim/muon.hpp"
 #include "../optim/param_ref.hpp"
-#include "../optim/schedule.hpp"
+#include "../optim/lr_schedule.hpp"
 
 namespace lrt {
 inline namespace v0 {

@@ -46,12 +46,19 @@
 #include <utility>
 #include <vector>
 
-#include "../data.hpp"
-#include "../io.hpp"
+#include "../data/corpus.hpp"
+#include "../data/loader.hpp"
+#include "../data/tokenizer.hpp"
+#include "../io/file.hpp"
+#include "../io/json.hpp"
+#include "../io/safetensors.hpp"
 #include "../model/checkpoint.hpp"
-#include "../model/eval.hpp"
-#include "../model/schedule.hpp"
-#include "../optim.hpp"
+#include "../model/training_schedule.hpp"
+#include "../optim/adamw.hpp"
+#include "../optim/lr_schedule.hpp"
+#include "../optim/muon.hpp"
+#include "../optim/param_ref.hpp"
+#include "eval.hpp"
 #include "optimizer_groups.hpp"
 
 namespace lrt {
@@ -316,7 +323,7 @@ class Trainer {
     for (index_t a = 0; a < accum; ++a) {
       const data::Batch b = loader_->next();
       ad::Graph g;
-      const auto ce = schedule_loss<Sched>(*m_, detail::on_device<D>(b.inputs), detail::on_device<D>(b.targets),
+      const auto ce = schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets),
                                            sched_opts_);
       forwards_ += ce.token_forwards;
       if constexpr (D::host_accessible) {
@@ -360,7 +367,7 @@ class Trainer {
     {
       ad::Graph g;
       ad::backward(
-          schedule_loss<Sched>(*m_, detail::on_device<D>(b.inputs), detail::on_device<D>(b.targets), sched_opts_)
+          schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets), sched_opts_)
               .loss);
     }
     m_->zero_grad();

@@ -1,4 +1,4 @@
-// lrt/model/schedules/multirefine.hpp: MultiRefine<K> (spec §4.3), the release's use_multi_refine:
+// lrt/model/training_schedules/multirefine.hpp: MultiRefine<K> (spec §4.3), the release's use_multi_refine:
 // a zero-memory pass, then K full passes each reading the previous pass's source states; the
 // loss is the weighted mean of the K + 1 passes. Takes loss_weights (K + 1) and detach.
 #pragma once

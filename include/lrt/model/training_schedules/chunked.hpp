@@ -1,9 +1,9 @@
-// lrt/model/schedules/chunked.hpp: Chunked<C> (spec §4.4), the interleaved machinery with C
+// lrt/model/training_schedules/chunked.hpp: Chunked<C> (spec §4.4), the interleaved machinery with C
 // contiguous chunks instead of strided subsets. Takes zero_interior_memory (positions whose
 // source p - k lies inside their own chunk read zero memory instead of the stale state).
 #pragma once
 
-#include "common.hpp"
+#include "interleaved.hpp"  // subset_passes
 
 namespace lrt {
 inline namespace v0 {

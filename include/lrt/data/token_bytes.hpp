@@ -1,6 +1,6 @@
-// lrt/model/token_bytes.hpp: how many raw bytes each token id stands for (spec §7), the
+// lrt/data/token_bytes.hpp: how many raw bytes each token id stands for (spec §7), the
 // denominator of bits per byte. A tokenizer supplies the table (lrt::data::ByteTokenizer::
-// token_bytes_table() for the byte vocabulary); the evaluation (model/eval.hpp) takes it.
+// token_bytes_table() for the byte vocabulary); the evaluation (train/eval.hpp) takes it.
 //
 //   lrt::TokenBytes tb{{1, 1, 2, 0}};   // ids 0, 1: one byte; id 2: two bytes; id 3: a special
 //   tb(2) == 2, tb(3) == 0, tb(-1) == 0, tb(7) == 0

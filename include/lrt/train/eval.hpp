@@ -1,4 +1,4 @@
-// lrt/model/eval.hpp: validation bits per byte (spec §7):
+// lrt/train/eval.hpp: validation bits per byte (spec §7):
 // bpb = sum of nats / (ln 2 * sum of bytes) over target tokens, where a token stands for
 // token_bytes(id) raw bytes, from the tokenizer's table (lrt::TokenBytes; the byte tokenizer's:
 // 1 for ids 0-255, 0 for BOS); targets with 0 bytes (specials, ignored -1) carry no nats.
@@ -11,9 +11,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "decode.hpp"
-#include "schedule.hpp"
-#include "token_bytes.hpp"
+#include "../model/decode.hpp"
+#include "../model/training_schedule.hpp"
+#include "../data/token_bytes.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -44,14 +44,6 @@ inline TokenBytes default_token_bytes(const ModelConfig& c, const char* op = "to
 }
 
 namespace detail {
-/// t on device D: t itself when it is there already, else a copy (a batch of host ids for a model
-/// on a GPU).
-template <Device D, class U, int R, Device Dt>
-decltype(auto) on_device(const Tensor<U, R, Dt>& t) {
-  if constexpr (std::is_same_v<D, Dt>) return (t);
-  else return lrt::to<D>(t);
-}
-
 /// The table must cover the model's vocabulary and count no negative bytes.
 inline void check_token_bytes(const TokenBytes& tb, const ModelConfig& c, const char* op) {
   check(tb.size() >= c.vocab_size, op, "the token-bytes table has ", tb.size(),
@@ -92,7 +84,7 @@ ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, c
   for (const auto& b : batches) {
     ad::Graph g;
     ad::NoGrad ng;
-    const auto s = schedule_loss<Sched>(m, detail::on_device<D>(b.inputs), detail::on_device<D>(b.targets), o);
+    const auto s = schedule_loss<Sched>(m, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets), o);
     const index_t B = b.targets.shape()[0], Tt = b.targets.shape()[1];
     if (r.passes.size() < s.passes.size()) r.passes.resize(s.passes.size());
     std::vector<std::pair<double, index_t>> last(static_cast<std::size_t>(B * Tt), {0.0, 0});  // nats, bytes
@@ -100,8 +92,8 @@ ParallelBpb evaluate_parallel(const Model<V, T, D>& m, const Batches& batches, c
       const auto& pr = s.passes[p];
       const index_t n = static_cast<index_t>(pr.positions.size());
       // Scores and targets on the host (one copy each per pass from a GPU).
-      const auto& per_token = detail::on_device<cpu::Device>(pr.per_token);
-      const auto& targets = detail::on_device<cpu::Device>(pr.targets);
+      const auto& per_token = lrt::on_device<cpu::Device>(pr.per_token);
+      const auto& targets = lrt::on_device<cpu::Device>(pr.targets);
       accumulate_bpb(r.passes[p], per_token, targets.view(), token_bytes);
       for (index_t bb = 0; bb < B; ++bb)
         for (index_t i = 0; i < n; ++i) {
@@ -147,7 +139,7 @@ void sequential_scores(const Model<V, T, D>& m, const Batches& batches, const To
     std::vector<index_t> tok(static_cast<std::size_t>(B));
     for (index_t t = 0; t < Tt; ++t) {
       for (index_t bb = 0; bb < B; ++bb) tok[static_cast<std::size_t>(bb)] = b.inputs(bb, t);
-      const auto& lg = on_device<cpu::Device>(dec.step(tok));  // (B, V) soft-capped, on the host
+      const auto& lg = lrt::on_device<cpu::Device>(dec.step(tok));  // (B, V) soft-capped, on the host
       for (index_t bb = 0; bb < B; ++bb) {
         const index_t y = b.targets(bb, t), nb = token_bytes(y);
         if (nb <= 0) continue;

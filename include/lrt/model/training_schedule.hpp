@@ -1,20 +1,21 @@
-// lrt/model/schedule.hpp: the training schedules of spec §4 and the differentiable loss each
-// computes for a batch: Standard, Interleaved<S>, MultiRefine<K>, Chunked<C> and Exact (token by
-// token with backprop through time, the ground truth), one type each in model/schedules/, which
-// carries its own facts (spelling, pass factor, options, passes: the TrainingSchedule concept of
-// schedules/common.hpp). Here: what every schedule is asked through (schedule_spec, pass_factor,
-// check_schedule_options, schedule_loss), the natural schedule of a variant and the interleaved
-// prefill of a prompt. Adding a schedule: one new type in one file of schedules/ plus its include
-// below (and, for the tools, one line in examples/registry/).
-// Not here: the learning-rate schedules of training (optim/schedule.hpp).
+// lrt/model/training_schedule.hpp: the training schedules of spec §4 and the differentiable loss
+// each computes for a batch: Standard, Interleaved<S>, MultiRefine<K>, Chunked<C> and Exact (token
+// by token with backprop through time, the ground truth), one type each in
+// model/training_schedules/, which carries its own facts (spelling, pass factor, options, passes:
+// the TrainingSchedule concept of training_schedules/common.hpp). Here: what every schedule is
+// asked through (schedule_spec, pass_factor, check_schedule_options, schedule_loss) and the
+// natural schedule of a variant. The interleaved prefill of a prompt lives with Interleaved<S>
+// (training_schedules/interleaved.hpp). Adding a schedule: one new type in one file of
+// training_schedules/ plus its include below (and, for the tools, one line in examples/registry/).
+// Not here: the learning-rate schedules of training (optim/lr_schedule.hpp).
 #pragma once
 
-#include "schedules/common.hpp"
-#include "schedules/standard.hpp"
-#include "schedules/interleaved.hpp"
-#include "schedules/multirefine.hpp"
-#include "schedules/chunked.hpp"
-#include "schedules/exact.hpp"
+#include "training_schedules/common.hpp"
+#include "training_schedules/standard.hpp"
+#include "training_schedules/interleaved.hpp"
+#include "training_schedules/multirefine.hpp"
+#include "training_schedules/chunked.hpp"
+#include "training_schedules/exact.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -62,7 +63,7 @@ void check_schedule_options(const ScheduleOptions& o) {
   Sched::check_options(o);
 }
 
-/// The loss of schedule Sched (a type of schedules/) on inputs/targets (B, T), with its passes and
+/// The loss of schedule Sched (a type of training_schedules/) on inputs/targets (B, T), with its passes and
 /// its compute in token-forwards. A model without memory runs the Standard pass whatever Sched.
 /// T <= sequence_len while gradients are recorded; longer inputs are scored without gradients
 /// (under ad::NoGrad), e.g. Exact over a whole long text as the reference for decoding past T.
@@ -84,37 +85,6 @@ ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t
   return r;
 }
 
-/// Interleaved prefill (spec §6): pass 0 and S refinement passes of §4.2 over a prompt ids (B, P),
-/// without gradients, sharing subset_passes with the Interleaved<S> schedule. Returns what a
-/// KV-cache decoder continues from: the final per-layer K/V buffers, the source states and the
-/// logits after the last prompt token (from the last pass that computed it). S is clamped to P; S >= P
-/// makes every position exact (spec §5c); S = 0 runs pass 0 alone (the zero-memory forward), as
-/// does any S for a model without memory.
-template <class V, class T, Device D>
-PrefillState<T, D> interleaved_prefill(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids, index_t S) {
-  const index_t P = ids.shape()[1];
-  check(ids.shape()[0] >= 1 && P >= 1, "prefill", "empty prompt ", ids.shape());
-  check(S >= 0, "prefill", "the number of refinement passes must be >= 0, got ", S);
-  std::vector<std::vector<index_t>> subsets;
-  if constexpr (V::recurrent) {  // a model without memory has nothing to refine
-    const index_t n = std::min(S, P);
-    subsets.resize(static_cast<std::size_t>(n));
-    for (index_t p = 0; n > 0 && p < P; ++p) subsets[static_cast<std::size_t>(p % n)].push_back(p);
-  }
-  PrefillState<T, D> st;
-  ad::Graph graph;
-  ad::NoGrad no_grad;
-  // Every pass keeps its logits; the final buffers are collected into st.
-  const ScheduleResult<T, D> r =
-      sched_detail::subset_passes<Model<V, T, D>, T, D>(m, ids, ids, subsets, false, false, {true, &st});
-  for (auto it = r.passes.rbegin(); it != r.passes.rend(); ++it)
-    for (std::size_t i = 0; i < it->positions.size(); ++i)
-      if (it->positions[i] == P - 1) {
-        st.logits = Tensor<T, 2, D>(it->logits.view().select(1, static_cast<index_t>(i)));
-        return st;
-      }
-  throw Error("prefill", "no pass computed the last prompt position");  // unreachable: pass 0 covers all
-}
 
 }  // namespace v0
 }  // namespace lrt

@@ -1,4 +1,5 @@
-// lrt/optim/schedule.hpp: the training schedules of LRT-SPEC §8, for step it in 0..N-1.
+// lrt/optim/lr_schedule.hpp: the learning-rate, momentum and weight-decay schedules of LRT-SPEC §8,
+// for step it in 0..N-1 (the training schedules of spec §4 are model/training_schedule.hpp).
 //   lr_multiplier      1 for it <= N - W, then (N - it) / W, W = round(warmdown_frac N)
 //   muon_momentum      0.85 + 0.10 min(it / 300, 1)
 //   muon_weight_decay  base (1 - it / N), base = release_muon_weight_decay(L) = 0.2 (12 / L)^2,

@@ -1,4 +1,4 @@
-// lrt/model/schedules/standard.hpp: Standard (spec §4.1), one pass over all positions with zero
+// lrt/model/training_schedules/standard.hpp: Standard (spec §4.1), one pass over all positions with zero
 // memory: the baseline's training, and the smallest example of a schedule type (common.hpp's
 // TrainingSchedule). A model without memory runs this pass whatever its schedule.
 #pragma once

@@ -1,4 +1,4 @@
-// lrt/model/schedules/exact.hpp: Exact (spec §4.5), the ground truth: token by token, position t
+// lrt/model/training_schedules/exact.hpp: Exact (spec §4.5), the ground truth: token by token, position t
 // reads the exact state of t - k and attends to the K/V of positions <= t computed at their own
 // steps; gradients flow through the whole chain (backprop through time). O(T) passes: for tests.
 #pragma once
@@ -42,11 +42,11 @@ struct Exact {
       if (t >= k) {
         mem = states[static_cast<std::size_t>(t - k)];
         if (c.reset_at_bos) {
-          const auto& ids_h = ad::detail::host_readable(ids);
+          const auto& ids_h = lrt::host_readable(ids);
           Tensor<T, 3> mask(Shape<3>{B, 1, 1});
           for (index_t b = 0; b < B; ++b)
             mask(b, 0, 0) = sched_detail::bos_cut(ids_h, b, t, k, c.bos()) ? T(0) : T(1);
-          mem = mem * ad::constant(sched_detail::on_device<D>(std::move(mask)));
+          mem = mem * ad::constant(lrt::on_device<D>(std::move(mask)));
         }
       }
       const Tensor<index_t, 2, D> ids_t = sched_detail::columns(ids, P), tg_t = sched_detail::columns(tg, P);

@@ -1,4 +1,4 @@
-// lrt/backend/cuda/optim.cuh: AdamW and Muon for parameters on lrt::cuda::Device.
+// lrt/optim/cuda.cuh: AdamW and Muon for parameters on lrt::cuda::Device.
 //
 // With this header, optim::ParamRef::of(ad::Param<float, R, cuda::Device>&) gives a handle whose
 // `device` is the CUDA table below: AdamW and Muon then keep that parameter's state in device
@@ -12,7 +12,8 @@
 // - Muon: Nesterov momentum fused with the first pass of ||U||_F^2 (fp64 block partials, a
 //   fixed number of blocks that depends only on the size), a one-block pass that combines them
 //   in a fixed tree into the normaliser 1.02 ||U||_F + 1e-6, the division, five Polar Express
-//   iterations in fp32 through lrt::gemm (cuBLAS, full FP32 math mode) with the CPU's
+//   iterations in fp32 through lrt::gemm (cuBLAS, at the process's float GEMM precision: see
+//   backend/cuda/gemm.cuh) with the CPU's
 //   coefficients and transposition rule, per-row / per-column fp64 sums of squares (one thread
 //   per output, in the CPU's order), a one-block kernel for the second moment and the rescaling
 //   (fixed tree), and the cautious-weight-decay update. No atomics: every step is deterministic
@@ -29,14 +30,14 @@
 #include <type_traits>
 #include <utility>
 
-#include "../../optim/param_ref.hpp"
-#include "../../optim/polar_express_coeffs.hpp"
-#include "../../tensor/linalg.hpp"
-#include "check.cuh"
-#include "device.cuh"
-#include "executor.cuh"
-#include "gemm.cuh"
-#include "launch.cuh"
+#include "param_ref.hpp"
+#include "polar_express_coeffs.hpp"
+#include "../tensor/linalg.hpp"
+#include "../backend/cuda/check.cuh"
+#include "../backend/cuda/device.cuh"
+#include "../backend/cuda/executor.cuh"
+#include "../backend/cuda/gemm.cuh"
+#include "../backend/cuda/launch.cuh"
 
 namespace lrt {
 inline namespace v0 {
@@ -282,7 +283,8 @@ inline void normalise_async(index_t n, const float* g, float* buf, float* x, flo
 
 /// `steps` Polar Express iterations on X (rows x cols, device, row-major) held in x; xn, a and b
 /// are scratch (rows*cols, s*s, s*s floats). The CPU's detail::polar_express_iterations with
-/// device views: cuBLAS GEMMs and stream-ordered copies. Returns the buffer with the result.
+/// device views, except that the Gram products are full cuBLAS GEMMs (the CPU computes one
+/// triangle and mirrors it); stream-ordered copies. Returns the buffer with the result.
 inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, index_t rows,
                                        index_t cols, int steps) {
   using V = TensorView<float, 2, cuda::Device>;

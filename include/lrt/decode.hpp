@@ -1,0 +1,6 @@
+// lrt/decode.hpp: decoding with a KV cache: Decoder<V, T, D> (prefill modes, one forward pass per
+// token, the LRT memory ring, CUDA-graph steps on a GPU) and the sampler (temperature, top-k,
+// top-p). Device-neutral like <lrt/model.hpp>.
+#pragma once
+
+#include "model/decode.hpp"
