@@ -24,6 +24,7 @@
 
 #include "../../tensor/linalg.hpp"
 #include "../nn_backend.hpp"
+#include "../nn_checks.hpp"
 #include "gemm.hpp"
 #include "reduce.hpp"
 
@@ -62,34 +63,19 @@ inline QueryTile query_tile(const std::vector<index_t>& pos, index_t t, index_t 
   return {i0, i1, first_key(pos[i0], window), pos[i1 - 1] + 1};
 }
 
-/// Checks q, k, v, qpos and window, copies qpos into pos and returns the sizes.
+/// Copies qpos into pos, checks the positions and returns the sizes (the shapes are checked
+/// already: lrt::detail::check_attention_forward / _backward).
 // q: (B, Tq, H, Dh)  k, v: (B, Tk, Hkv, Dh)  qpos: (Tq)
 template <class T>
-AttentionDims check_attention(const char* op, const TensorView<const T, 4>& q,
-                              const TensorView<const T, 4>& k, const TensorView<const T, 4>& v,
-                              const TensorView<const index_t, 1>& qpos, index_t window,
-                              std::vector<index_t>& pos) {
+AttentionDims attention_positions(const char* op, const TensorView<const T, 4>& q, const TensorView<const T, 4>& k,
+                                  const TensorView<const index_t, 1>& qpos, std::vector<index_t>& pos) {
   const Shape<4>& qs = q.shape();
   const Shape<4>& ks = k.shape();
-  lrt::detail::check_attention_shapes(op, qs, ks, v.shape(), qpos.shape(), window);
   const AttentionDims d{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
   pos.resize(static_cast<std::size_t>(d.Tq));
   for (index_t i = 0; i < d.Tq; ++i) pos[static_cast<std::size_t>(i)] = qpos(i);
   lrt::detail::check_query_positions(op, pos, ks);
   return d;
-}
-
-/// Checks that tensor `name` has the shape of tensor `like`.
-template <int R>
-void check_same_shape(const char* op, const char* name, const Shape<R>& got, const char* like,
-                      const Shape<R>& want) {
-  check(got == want, op, name, " ", got, " must have the shape of ", like, " ", want);
-}
-
-/// Checks lse: (B, H, Tq).
-inline void check_lse_shape(const char* op, const Shape<3>& got, const AttentionDims& d) {
-  const Shape<3> want{d.B, d.H, d.Tq};
-  check(got == want, op, "lse ", got, " must be (B, H, Tq) = ", want);
 }
 
 /// Runs f(item) for every item in [0, n) on the pool. Item i goes to chunk i mod P (P chunks,
@@ -167,9 +153,9 @@ void attention_forward(TensorView<const T, 4> q, TensorView<const T, 4> k, Tenso
   // so that pool tasks capture the caller's vector, not their own thread's.)
   thread_local std::vector<index_t> pos_storage;
   std::vector<index_t>& pos = pos_storage;
-  const detail::AttentionDims d = detail::check_attention(op, q, k, v, qpos, window, pos);
-  detail::check_same_shape(op, "out", out.shape(), "q", q.shape());
-  detail::check_lse_shape(op, lse.shape(), d);
+  lrt::detail::check_attention_forward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(),
+                                       lse.shape());
+  const detail::AttentionDims d = detail::attention_positions(op, q, k, qpos, pos);
 
   const index_t tiles = d.tiles();
   detail::for_each_item(d.B * d.H * tiles, [&](index_t item) {
@@ -217,13 +203,9 @@ void attention_backward(TensorView<const T, 4> q, TensorView<const T, 4> k,
   // so that pool tasks capture the caller's vector, not their own thread's.)
   thread_local std::vector<index_t> pos_storage;
   std::vector<index_t>& pos = pos_storage;
-  const detail::AttentionDims d = detail::check_attention(op, q, k, v, qpos, window, pos);
-  detail::check_same_shape(op, "out", out.shape(), "q", q.shape());
-  detail::check_lse_shape(op, lse.shape(), d);
-  detail::check_same_shape(op, "dout", dout.shape(), "q", q.shape());
-  detail::check_same_shape(op, "dq", dq.shape(), "q", q.shape());
-  detail::check_same_shape(op, "dk", dk.shape(), "k", k.shape());
-  detail::check_same_shape(op, "dv", dv.shape(), "v", v.shape());
+  lrt::detail::check_attention_backward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(),
+                                        lse.shape(), dout.shape(), dq.shape(), dk.shape(), dv.shape());
+  const detail::AttentionDims d = detail::attention_positions(op, q, k, qpos, pos);
 
   // One task per (b, KV head): it owns that head's dk, dv rows and the dq rows of its query
   // heads, so nothing is shared between tasks and the sums run in a fixed order.

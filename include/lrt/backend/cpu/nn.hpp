@@ -1,6 +1,8 @@
 // lrt/backend/cpu/nn.hpp: CPU kernels of the transformer's fused ops, forward and backward, on
 // row-major views (callers reshape to rows). Used by the autodiff ops and by decoding.
 // Shapes: N rows (B*T tokens), C channels, Dh head dim, V vocabulary.
+// The shape checks are backend/nn_checks.hpp's (shared with the other devices); the kernels here
+// check the ids and targets they read.
 // Not here: attention (attention.hpp), matrix products (gemm.hpp).
 #pragma once
 
@@ -14,22 +16,16 @@
 #include <Eigen/Core>
 
 #include "../../tensor/reduce.hpp"
+#include "../nn_backend.hpp"
+#include "../nn_checks.hpp"
 #include "device.hpp"
 
 namespace lrt {
 inline namespace v0 {
 namespace cpu {
 
-/// RMSNorm epsilon of the spec: fp32 machine epsilon.
-inline constexpr double rmsnorm_eps = 1.1920929e-07;
-
-namespace detail {
-inline void require_rows(bool ok, const char* op, const std::string& what) { check(ok, op, what); }
-template <class T, int R>
-void require_contiguous(const TensorView<T, R, cpu::Device>& v, const char* op, const char* name) {
-  check(v.is_contiguous(), op, name, " of shape ", v.shape(), " must be contiguous");
-}
-}  // namespace detail
+/// RMSNorm epsilon of the spec (lrt::rmsnorm_eps, backend/nn_backend.hpp), under its old name.
+inline constexpr double rmsnorm_eps = lrt::rmsnorm_eps;
 
 /// y = x / sqrt(mean(x^2) + eps) per row; rinv[i] = the row's 1/sqrt(...).
 /// x, y: (N, C)   rinv: (N)
@@ -37,8 +33,7 @@ template <class T>
 void rmsnorm_forward(TensorView<const T, 2> x, TensorView<T, 2> y, TensorView<T, 1> rinv,
                      double eps = rmsnorm_eps) {
   const index_t N = x.shape()[0], C = x.shape()[1];
-  check(y.shape() == x.shape() && rinv.shape()[0] == N, "rmsnorm", "shapes x ", x.shape(),
-        ", y ", y.shape(), ", rinv ", rinv.shape(), " do not match");
+  lrt::detail::check_rmsnorm_forward(x.shape(), y.shape(), rinv.shape());
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       const T* xr = &x(i, 0);
@@ -58,9 +53,7 @@ template <class T>
 void rmsnorm_backward(TensorView<const T, 2> y, TensorView<const T, 1> rinv, TensorView<const T, 2> gy,
                       TensorView<T, 2> gx) {
   const index_t N = y.shape()[0], C = y.shape()[1];
-  check(gy.shape() == y.shape() && gx.shape() == y.shape() && rinv.shape()[0] == N, "rmsnorm_backward",
-        "shapes y ", y.shape(), ", gy ", gy.shape(), ", gx ", gx.shape(),
-        " do not match");
+  lrt::detail::check_rmsnorm_backward(y.shape(), rinv.shape(), gy.shape(), gx.shape());
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       T dot = 0;
@@ -112,9 +105,7 @@ template <class T>
 void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView<const T, 2> sin,
                 TensorView<T, 4> y, bool inverse = false) {
   const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3], half = Dh / 2;
-  check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && y.shape() == x.shape(),
-        "rope", "x ", x.shape(), " needs tables of shape ", Shape<2>{Tt, half}, ", got ",
-        cos.shape(), " and ", sin.shape());
+  lrt::detail::check_rope(x.shape(), cos.shape(), sin.shape(), y.shape());
   const T sg = inverse ? T(-1) : T(1);
   parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
     for (index_t bt = b0; bt < e0; ++bt) {
@@ -138,10 +129,7 @@ template <class T>
 void rope_rmsnorm_forward(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView<const T, 2> sin,
                           TensorView<T, 4> y, TensorView<T, 1> rinv, double eps = rmsnorm_eps) {
   const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3], half = Dh / 2;
-  check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && y.shape() == x.shape() &&
-            rinv.shape()[0] == B * Tt * H,
-        "rope_rmsnorm", "x ", x.shape(), " needs tables of shape ", Shape<2>{Tt, half}, ", y of its shape and rinv (",
-        B * Tt * H, "), got ", cos.shape(), ", ", sin.shape(), ", ", y.shape(), ", ", rinv.shape());
+  lrt::detail::check_rope_rmsnorm_forward(x.shape(), cos.shape(), sin.shape(), y.shape(), rinv.shape());
   parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
     for (index_t bt = b0; bt < e0; ++bt) {
       const index_t bb = bt / Tt, t = bt % Tt;
@@ -169,10 +157,7 @@ template <class T>
 void rope_rmsnorm_backward(TensorView<const T, 4> y, TensorView<const T, 1> rinv, TensorView<const T, 4> gy,
                            TensorView<const T, 2> cos, TensorView<const T, 2> sin, TensorView<T, 4> gx) {
   const index_t B = y.shape()[0], Tt = y.shape()[1], H = y.shape()[2], Dh = y.shape()[3], half = Dh / 2;
-  check(Dh % 2 == 0 && cos.shape() == Shape<2>{Tt, half} && sin.shape() == cos.shape() && gy.shape() == y.shape() &&
-            gx.shape() == y.shape() && rinv.shape()[0] == B * Tt * H,
-        "rope_rmsnorm_backward", "shapes y ", y.shape(), ", gy ", gy.shape(), ", gx ", gx.shape(), ", rinv ",
-        rinv.shape(), ", tables ", cos.shape(), " and ", sin.shape(), " do not match");
+  lrt::detail::check_rope_rmsnorm_backward(y.shape(), rinv.shape(), gy.shape(), cos.shape(), sin.shape(), gx.shape());
   parallel_for(B * Tt, std::max<index_t>(1, 8192 / std::max<index_t>(H * Dh, 1)), [&](index_t b0, index_t e0) {
     for (index_t bt = b0; bt < e0; ++bt) {
       const index_t bb = bt / Tt, t = bt % Tt;
@@ -196,8 +181,7 @@ void rope_rmsnorm_backward(TensorView<const T, 4> y, TensorView<const T, 1> rinv
 template <class T>
 void softmax_forward(TensorView<const T, 2> x, TensorView<T, 2> y) {
   const index_t N = x.shape()[0], C = x.shape()[1];
-  check(y.shape() == x.shape(), "softmax", "shapes ", x.shape(), " and ", y.shape(),
-        " differ");
+  lrt::detail::check_softmax_forward(x.shape(), y.shape());
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       T m = -std::numeric_limits<T>::infinity();
@@ -214,6 +198,7 @@ void softmax_forward(TensorView<const T, 2> x, TensorView<T, 2> y) {
 template <class T>
 void softmax_backward(TensorView<const T, 2> y, TensorView<const T, 2> gy, TensorView<T, 2> gx) {
   const index_t N = y.shape()[0], C = y.shape()[1];
+  lrt::detail::check_softmax_backward(y.shape(), gy.shape(), gx.shape());
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       T dot = 0;
@@ -231,10 +216,7 @@ template <class T>
 void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V,
                           T cap, index_t ignore_index, TensorView<T, 1> loss, TensorView<T, 1> lse) {
   const index_t N = logits.shape()[0];
-  check(V >= 1 && V <= logits.shape()[1], "cross_entropy", "vocab ", V, " out of range for logits ",
-        logits.shape());
-  check(targets.shape()[0] == N && loss.shape()[0] == N && lse.shape()[0] == N, "cross_entropy", "logits ",
-        logits.shape(), " and targets ", targets.shape(), " disagree on rows");
+  lrt::detail::check_softcap_xent_forward(logits.shape(), targets.shape(), V, loss.shape(), lse.shape());
   for (index_t i = 0; i < N; ++i) {
     const index_t t = targets(i);
     check(t == ignore_index || (t >= 0 && t < V), "cross_entropy", "target ", t, " at row ", i,
@@ -282,8 +264,8 @@ void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index
                            T cap, index_t ignore_index, TensorView<const T, 1> lse, TensorView<const T, 1> g,
                            TensorView<T, 2> dlogits) {
   const index_t N = logits.shape()[0], Vp = logits.shape()[1];
-  check(dlogits.shape() == logits.shape(), "cross_entropy_backward", "dlogits ", dlogits.shape(),
-        " vs logits ", logits.shape());
+  lrt::detail::check_softcap_xent_backward(logits.shape(), targets.shape(), V, lse.shape(), g.shape(),
+                                           dlogits.shape());
   parallel_for(N, std::max<index_t>(1, 8192 / Vp), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       const index_t t = targets(i);
@@ -330,8 +312,7 @@ void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index
 template <class T>
 void embedding_forward(TensorView<const index_t, 1> ids, TensorView<const T, 2> table, TensorView<T, 2> out) {
   const index_t N = ids.shape()[0], V = table.shape()[0], C = table.shape()[1];
-  check(out.shape() == Shape<2>{N, C}, "embedding", "output ", out.shape(), " for ", N,
-        " ids and table ", table.shape());
+  lrt::detail::check_embedding_forward(ids.shape(), table.shape(), out.shape());
   for (index_t i = 0; i < N; ++i)
     check(ids(i) >= 0 && ids(i) < V, "embedding", "id ", ids(i), " at position ", i,
           " out of range for table ", table.shape());
@@ -346,8 +327,7 @@ void embedding_forward(TensorView<const index_t, 1> ids, TensorView<const T, 2> 
 template <class T>
 void embedding_backward(TensorView<const index_t, 1> ids, TensorView<const T, 2> gout, TensorView<T, 2> gtable) {
   const index_t N = ids.shape()[0], C = gtable.shape()[1];
-  check(gout.shape() == Shape<2>{N, C}, "embedding_backward", "gradient ", gout.shape(),
-        " for ", N, " ids and table ", gtable.shape());
+  lrt::detail::check_embedding_backward(N, gout.shape(), gtable.shape());
   // Threads own disjoint channel ranges: no races, fixed order per element.
   parallel_for(C, 16, [&](index_t c0, index_t c1) {
     for (index_t i = 0; i < N; ++i)

@@ -89,6 +89,7 @@ struct NnBackend<cpu::Device> {
     cpu::attention_backward<T>(q, k, v, qpos, window, scale, out, lse, dout, dq, dk, dv);
   }
 };
+static_assert(NnKernels<cpu::Device>, "NnBackend<cpu::Device> must provide every kernel of backend/nn_backend.hpp");
 
 }  // namespace v0
 }  // namespace lrt
