@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run every test: packages (scripts/setup.sh), the default preset (unit,
-# compile-fail, package and -- with nvcc -- CUDA tests), then the unit tests and the CUDA
+# compile-fail, package, tree (layering, headers on their own, formatting) and -- with nvcc --
+# CUDA tests), then the unit tests and the CUDA
 # emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
 # libFuzzer target (clang) for a bounded time over a corpus kept between runs.
 #
@@ -43,8 +44,8 @@ report() {
 trap report EXIT
 
 echo "== setup"
-if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" </dev/null
-else bash "$root/scripts/setup.sh" --fuzz </dev/null; fi
+if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format </dev/null
+else bash "$root/scripts/setup.sh" --fuzz --format </dev/null; fi
 phase setup
 
 # nvcc: use PATH, else the usual toolkit location; CMake finds it through CUDACXX.

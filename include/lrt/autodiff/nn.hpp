@@ -7,13 +7,52 @@
 // Shapes: B batch, T time, H heads, Hkv KV heads, Dh head dim, C channels, V vocab, N rows.
 #pragma once
 
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <memory>
+#include <utility>
 
-#include "../backend/cpu/nn_backend.hpp"
+#include "../backend/nn_backend.hpp"
 #include "ops.hpp"
 
 namespace lrt {
 inline namespace v0 {
+
+/// Rounds a float to the nearest bfloat16 (ties to even) and back.
+inline float round_to_bf16(float x) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, nan
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  return std::bit_cast<float>(u);
+}
+
+/// RoPE tables for the given absolute positions: cos, sin of pos * 10000^(-2j/Dh), j < Dh/2,
+/// computed in fp32 (as the release does), optionally rounded to bf16.   -> cos, sin: (P, Dh/2)
+template <class T>
+std::pair<Tensor<T, 2>, Tensor<T, 2>> rope_tables(TensorView<const index_t, 1> positions, index_t Dh,
+                                                  bool bf16_tables = true) {
+  check(Dh > 0 && Dh % 2 == 0, "rope", "head dim must be even and positive, got ", Dh);
+  const index_t P = positions.shape()[0], half = Dh / 2;
+  Tensor<T, 2> cs(Shape<2>{P, half}, uninitialized), sn(Shape<2>{P, half}, uninitialized);
+  for (index_t j = 0; j < half; ++j) {
+    const float inv = 1.0f / std::pow(10000.0f, static_cast<float>(2 * j) / static_cast<float>(Dh));
+    for (index_t p = 0; p < P; ++p) {
+      check(positions(p) >= 0, "rope", "negative position ", positions(p));
+      const float th = static_cast<float>(positions(p)) * inv;
+      float c = std::cos(th), s = std::sin(th);
+      if (bf16_tables) {
+        c = round_to_bf16(c);
+        s = round_to_bf16(s);
+      }
+      cs(p, j) = static_cast<T>(c);
+      sn(p, j) = static_cast<T>(s);
+    }
+  }
+  return {std::move(cs), std::move(sn)};
+}
+
 namespace ad {
 
 namespace detail {
@@ -28,7 +67,7 @@ auto as_rows(Tn& t) {
 
 /// RMSNorm without weights over the last axis: x / sqrt(mean(x^2) + eps), eps = fp32 epsilon.
 template <class T, int R, Device D>
-Var<T, R, D> rmsnorm(const Var<T, R, D>& x, double eps = cpu::rmsnorm_eps) {
+Var<T, R, D> rmsnorm(const Var<T, R, D>& x, double eps = lrt::rmsnorm_eps) {
     Tensor<T, R, D> y(x.shape(), uninitialized);
   const index_t C = x.shape()[R - 1], N = x.shape().numel() / std::max<index_t>(C, 1);
   Tensor<T, 1, D> rinv(Shape<1>{N}, uninitialized);
@@ -55,7 +94,7 @@ struct RopeTable {
       const Tensor<index_t, 1> host = to<cpu::Device>(positions);
       return make(host.view(), Dh, bf16_tables);
     } else {
-      auto [c, s] = cpu::rope_tables<T>(positions, Dh, bf16_tables);
+      auto [c, s] = lrt::rope_tables<T>(positions, Dh, bf16_tables);
       if constexpr (std::is_same_v<D, cpu::Device>) {
         return {std::make_shared<const Tensor<T, 2, D>>(std::move(c)),
                 std::make_shared<const Tensor<T, 2, D>>(std::move(s))};
@@ -96,7 +135,7 @@ Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T, D>& table) {
 /// + QK-norm): on the CPU equal to the two ops bit for bit, with one pass over x and no
 /// intermediate tensor.   x: (B, T, H, Dh)
 template <class T, Device D>
-Var<T, 4, D> rope_rmsnorm(const Var<T, 4, D>& x, const RopeTable<T, D>& table, double eps = cpu::rmsnorm_eps) {
+Var<T, 4, D> rope_rmsnorm(const Var<T, 4, D>& x, const RopeTable<T, D>& table, double eps = lrt::rmsnorm_eps) {
   const Shape<4> s = x.shape();
   check(s[3] > 0 && s[3] % 2 == 0, "rope_rmsnorm", "head dim must be even and positive, got x ", s);
   Tensor<T, 4, D> y(s, uninitialized);

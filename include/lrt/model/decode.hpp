@@ -469,7 +469,7 @@ class Decoder {
     for (std::size_t l = 0; l < qpos_.size(); ++l)
       DeviceTraits<D>::copy_from_host(qpos_[l].data(), rel_[l].data(), static_cast<std::size_t>(nq) * sizeof(index_t));
     {
-      auto [cs, sn] = cpu::rope_tables<T>(TensorView<const index_t, 1>(tpos_.data(), Shape<1>{nq}), c.head_dim(),
+      auto [cs, sn] = lrt::rope_tables<T>(TensorView<const index_t, 1>(tpos_.data(), Shape<1>{nq}), c.head_dim(),
                                           c.rope_bf16_tables);
       if constexpr (std::is_same_v<D, cpu::Device>) {
         *cos_ = std::move(cs), *sin_ = std::move(sn);
@@ -570,7 +570,7 @@ class Decoder {
       }
       if (step_graph_->ready() && graph_memory_ != use_memory) step_graph_->reset();  // the other layout
       DeviceTraits<D>::copy_from_host(gids_.data(), tokens.data(), static_cast<std::size_t>(B_) * sizeof(index_t));
-      auto [cs, sn] = cpu::rope_tables<T>(TensorView<const index_t, 1>(&t, Shape<1>{1}), c.head_dim(), c.rope_bf16_tables);
+      auto [cs, sn] = lrt::rope_tables<T>(TensorView<const index_t, 1>(&t, Shape<1>{1}), c.head_dim(), c.rope_bf16_tables);
       DeviceTraits<D>::copy_from_host(gcos_->data(), cs.data(), static_cast<std::size_t>(cs.numel()) * sizeof(T));
       DeviceTraits<D>::copy_from_host(gsin_->data(), sn.data(), static_cast<std::size_t>(sn.numel()) * sizeof(T));
       if (step_graph_->ready()) {
