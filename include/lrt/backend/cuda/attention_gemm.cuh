@@ -11,7 +11,7 @@
 // process (gemm.cuh): with bf16 or tf32 matmuls the attention's products use the tensor cores too.
 // Memory: one (H, Tq, Tk) buffer forward, two backward (per batch row, reused across rows).
 //
-// Which kernel runs (lrt::cuda::set_attention_kernel): `warp` is nn.cuh's one-warp-per-query
+// Which kernel runs (lrt::cuda::set_attention_kernel): `warp` is attention.cuh's one-warp-per-query
 // kernel (exact FP32, O(T) memory); `gemm` this file; `automatic` (default) takes `gemm` for
 // float when matmuls run in bf16 or tf32, there are at least 16 queries (not for decoding) and the
 // buffers fit in 1 GiB, else `warp`. Both need the
@@ -27,6 +27,7 @@
 #include "executor.cuh"
 #include "gemm.cuh"
 #include "launch.cuh"
+#include "nn_common.cuh"
 
 namespace lrt {
 inline namespace v0 {
