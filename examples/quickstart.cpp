@@ -1,7 +1,5 @@
 // The README's quick start (tests check that the README shows this file verbatim and run it).
-#include <lrt/lrt.hpp>
-#include <lrt/model/decode.hpp>
-#include <lrt/train/trainer.hpp>
+#include <lrt/lrt.hpp>  // the whole library on the CPU
 
 int main() {
   using V = lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared>;  // = lrt::variants::Lrt

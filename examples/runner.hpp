@@ -21,7 +21,7 @@
 #include <lrt/lrt.hpp>
 #include <lrt/data.hpp>
 #include <lrt/model/checkpoint.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 #include <lrt/train/eval.hpp>
 #include <lrt/train/trainer.hpp>
 

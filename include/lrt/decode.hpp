@@ -3,4 +3,6 @@
 // top-p). Device-neutral like <lrt/model.hpp>.
 #pragma once
 
-#include "model/decode.hpp"
+#include "decode/decoder.hpp"
+#include "decode/graph_step.hpp"
+#include "decode/sampler.hpp"

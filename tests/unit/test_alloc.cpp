@@ -5,7 +5,7 @@
 
 #include "test_util.hpp"
 #include <lrt/autodiff.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 
 namespace {
 std::atomic<long long> g_news{0};

@@ -8,7 +8,7 @@
 // and validate()'s limits.
 #include <lrt/data/tokenizer.hpp>
 #include <lrt/model/checkpoint.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 #include <lrt/train/eval.hpp>
 
 #include <cmath>

@@ -3,7 +3,7 @@
 // and every later step), S < P differs; zero prefill == the zero-memory Standard forward; rows of
 // different prompt lengths decoded together == each row decoded alone; interleaved_prefill shares
 // the Interleaved<S> schedule's passes; argument errors.
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 #include <lrt/model/training_schedule.hpp>
 
 #include "test_util.hpp"

@@ -5,7 +5,7 @@
 // Interleaved's kv_refresh (no effect at S = 1 and S >= T, == recomputing the stale rows where the
 // linear patch is exact, finite differences, refusals); the release's schedule fields in checkpoints.
 #include <lrt/autodiff/grad_check.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 #include <lrt/model/checkpoint.hpp>
 #include <lrt/train/eval.hpp>
 #include <lrt/model/training_schedule.hpp>

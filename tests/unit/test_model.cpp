@@ -2,7 +2,7 @@
 // the whole model against finite differences (double), KV-cache decoding against the full
 // forward, the sampler's rules.
 #include <lrt/autodiff/grad_check.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 
 #include <map>
 #include <set>

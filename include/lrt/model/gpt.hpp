@@ -162,6 +162,15 @@ inline std::string_view to_string(ParamRole r) {
 /// Whether a parameter of role r is a weight of a matrix multiply (counts in N_mm).
 constexpr bool in_matmul(ParamRole r) { return r == ParamRole::Unembedding || r == ParamRole::Matrix; }
 
+/// The logits the model hands out for head outputs z (rows, V): tanh(z / softcap) softcap with the
+/// config's logit_softcap (spec §2.4), as the loss sees them. An expression (z is held by value);
+/// the decoder and the schedules' kept logits both use it.
+template <class T, class Z>
+auto capped_logits(const Z& z, const ModelConfig& c) {
+  const T cap = static_cast<T>(c.logit_softcap);
+  return lrt::tanh(z / cap) * cap;
+}
+
 /// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
 /// device D. variants::Baseline is the plain GPT (GPT<T, D> below).
 template <class V = variants::Baseline, class T = float, Device D = cpu::Device>

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "../model/decode.hpp"
+#include "../decode/decoder.hpp"
 #include "../model/training_schedule.hpp"
 #include "../data/token_bytes.hpp"
 

@@ -82,6 +82,24 @@ class CachingAllocator {
     ::operator delete(p, std::align_val_t{alignment});
   }
 
+  /// Gives each size class of the requests unit, 2 unit, ..., count unit bytes `extra` more free
+  /// blocks than it holds now (its free blocks are taken first, then `extra` from the system, and
+  /// all are returned to the cache), so that later requests of those sizes are served without the
+  /// system. The decoder reserves its attention scratch this way.
+  void reserve_free_blocks(std::size_t unit, std::size_t count, std::size_t extra) {
+    std::vector<void*> held;
+    std::size_t prev = 0;
+    for (std::size_t i = 1; i <= count; ++i) {
+      const std::size_t c = size_class(i * unit);
+      if (c == prev) continue;
+      prev = c;
+      const std::size_t sys0 = stats().system_allocs;
+      while (stats().system_allocs - sys0 < extra) held.push_back(allocate(c));
+      for (void* p : held) deallocate(p, c);
+      held.clear();
+    }
+  }
+
   /// Returns every cached block to the system.
   void empty_cache() {
     std::lock_guard<std::mutex> lk(m_);

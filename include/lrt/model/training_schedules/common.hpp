@@ -162,7 +162,7 @@ PassResult<T, D> score(const M& m, const typename M::Var3& h, const Tensor<index
   PassResult<T, D> r{std::move(positions), std::move(ce.per_token), std::move(tg), ce.count, {}};
   if (keep_logits) {
     const index_t V = m.config().vocab_size;
-    r.logits = Tensor<T, 3, D>(lrt::tanh(z.value().slice(2, 0, V) / cap) * cap);
+    r.logits = Tensor<T, 3, D>(capped_logits<T>(z.value().slice(2, 0, V), m.config()));
   }
   return r;
 }
