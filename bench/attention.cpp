@@ -12,9 +12,9 @@
 
 #include "bench_util.hpp"
 
+using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
-using lrt::index_t;
 namespace ad = lrt::ad;
 
 using lrt_bench::median_seconds;
@@ -24,9 +24,12 @@ int main(int argc, char** argv) {
   bool json = false;
   std::vector<index_t> Ts = {128, 256, 512, 1024};
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--quick")) Ts = {128, 256}, reps = 3;
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--quick"))
+      Ts = {128, 256}, reps = 3;
     else {
       fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json]\n", argv[0]);
       return 2;
@@ -34,9 +37,11 @@ int main(int argc, char** argv) {
   }
   const index_t B = 1, H = 4, Dh = 64;
   if (!json)
-    fmt::print("fused causal attention (B={}, H={}, Dh={}, float), {} thread(s), median of {}\n"
-               "{:>5} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>13}\n", B, H, Dh, lrt::num_threads(), reps, "T",
-               "fwd ms", "GFLOP/s", "f+b ms", "GFLOP/s", "peak MiB", "TxT scores MiB");
+    fmt::print(
+        "fused causal attention (B={}, H={}, Dh={}, float), {} thread(s), median of {}\n"
+        "{:>5} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>13}\n",
+        B, H, Dh, lrt::num_threads(), reps, "T", "fwd ms", "GFLOP/s", "f+b ms", "GFLOP/s", "peak MiB",
+        "TxT scores MiB");
   for (const index_t T : Ts) {
     ad::Param<float, 4> q(Tensor<float, 4>(lrt::normal<float>(Shape<4>{B, T, H, Dh}, 1)));
     ad::Param<float, 4> k(Tensor<float, 4>(lrt::normal<float>(Shape<4>{B, T, H, Dh}, 2)));
@@ -45,28 +50,32 @@ int main(int argc, char** argv) {
     const Tensor<float, 4> dy = lrt::normal<float>(Shape<4>{B, T, H, Dh}, 4);
     const double flops_f = 2.0 * 2.0 * double(B * H * Dh) * double(T) * double(T + 1) / 2.0;
     ad::Graph g;
-    const double tf = median_seconds([&] {
-      ad::NoGrad ng;
-      g.clear();
-      (void)ad::attention(q.var(), k.var(), v.var(), pos, T);
-    }, reps);
+    const double tf = median_seconds(
+        [&] {
+          ad::NoGrad ng;
+          g.clear();
+          (void)ad::attention(q.var(), k.var(), v.var(), pos, T);
+        },
+        reps);
     lrt::cpu::reset_peak_memory();
     const std::size_t base = lrt::cpu::memory_stats().in_use;
-    const double tfb = median_seconds([&] {
-      g.clear();
-      auto y = ad::attention(q.var(), k.var(), v.var(), pos, T);
-      ad::backward(y, dy);
-      q.zero_grad();
-      k.zero_grad();
-      v.zero_grad();
-    }, reps);
+    const double tfb = median_seconds(
+        [&] {
+          g.clear();
+          auto y = ad::attention(q.var(), k.var(), v.var(), pos, T);
+          ad::backward(y, dy);
+          q.zero_grad();
+          k.zero_grad();
+          v.zero_grad();
+        },
+        reps);
     const double peak = double(lrt::cpu::memory_stats().peak_in_use - base) / (1 << 20);
     const double scores = double(B * H * T * T * 4) / (1 << 20);
     if (json)
-      fmt::print("{{\"name\":\"attention\",\"T\":{},\"threads\":{},\"fwd_ms\":{:.3f},\"fwd_gflops\":{:.2f},"
-                 "\"fwdbwd_ms\":{:.3f},\"fwdbwd_gflops\":{:.2f},\"peak_mib\":{:.2f},\"score_matrix_mib\":{:.2f}}}\n",
-                 T, lrt::num_threads(), tf * 1e3, flops_f / tf * 1e-9, tfb * 1e3, 3.5 * flops_f / tfb * 1e-9, peak,
-                 scores);
+      fmt::print(
+          "{{\"name\":\"attention\",\"T\":{},\"threads\":{},\"fwd_ms\":{:.3f},\"fwd_gflops\":{:.2f},"
+          "\"fwdbwd_ms\":{:.3f},\"fwdbwd_gflops\":{:.2f},\"peak_mib\":{:.2f},\"score_matrix_mib\":{:.2f}}}\n",
+          T, lrt::num_threads(), tf * 1e3, flops_f / tf * 1e-9, tfb * 1e3, 3.5 * flops_f / tfb * 1e-9, peak, scores);
     else
       fmt::print("{:>5} | {:>9.3f} {:>9.2f} | {:>9.3f} {:>9.2f} | {:>11.2f} {:>13.2f}\n", T, tf * 1e3,
                  flops_f / tf * 1e-9, tfb * 1e3, 3.5 * flops_f / tfb * 1e-9, peak, scores);

@@ -13,9 +13,9 @@
 
 #include "bench_util.hpp"
 
+using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
-using lrt::index_t;
 namespace ad = lrt::ad;
 
 using lrt_bench::median_seconds;
@@ -24,47 +24,58 @@ int main(int argc, char** argv) {
   int reps = 7;
   bool json = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--quick")) reps = 3;
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--quick"))
+      reps = 3;
     else {
       fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json]\n", argv[0]);
       return 2;
     }
   }
   if (!json)
-    fmt::print("linear forward+backward: autodiff vs the same 3 GEMMs, {} thread(s), median of {}\n"
-               "{:>6} {:>5} {:>5} | {:>10} {:>10} | {:>9}\n", lrt::num_threads(), reps, "N", "in", "out",
-               "gemm ms", "autodiff", "overhead");
-  struct S { index_t N, in, out; };
-  const S shapes[] = {{2048, 128, 128}, {2048, 256, 256}, {2048, 256, 1024}, {2048, 1024, 256},
-                      {4096, 512, 512}, {4096, 512, 2048}};
+    fmt::print(
+        "linear forward+backward: autodiff vs the same 3 GEMMs, {} thread(s), median of {}\n"
+        "{:>6} {:>5} {:>5} | {:>10} {:>10} | {:>9}\n",
+        lrt::num_threads(), reps, "N", "in", "out", "gemm ms", "autodiff", "overhead");
+  struct S {
+    index_t N, in, out;
+  };
+  const S shapes[] = {{2048, 128, 128},  {2048, 256, 256}, {2048, 256, 1024},
+                      {2048, 1024, 256}, {4096, 512, 512}, {4096, 512, 2048}};
   for (const S& s : shapes) {
     const Tensor<float, 2> x = lrt::uniform<float>(Shape<2>{s.N, s.in}, 1, 0, -1.f, 1.f);
     const Tensor<float, 2> dy = lrt::uniform<float>(Shape<2>{s.N, s.out}, 2, 0, -1.f, 1.f);
     ad::Param<float, 2> w(Tensor<float, 2>(lrt::uniform<float>(Shape<2>{s.out, s.in}, 3, 0, -0.1f, 0.1f)));
     Tensor<float, 2> y(Shape<2>{s.N, s.out}), dx(Shape<2>{s.N, s.in}), dw(Shape<2>{s.out, s.in});
-    const double t_gemm = median_seconds([&] {
-      lrt::gemm(y, x, w.value().t());
-      lrt::gemm(dx, dy, w.value());
-      lrt::gemm(dw, dy.t(), x);
-    }, reps);
+    const double t_gemm = median_seconds(
+        [&] {
+          lrt::gemm(y, x, w.value().t());
+          lrt::gemm(dx, dy, w.value());
+          lrt::gemm(dw, dy.t(), x);
+        },
+        reps);
     ad::Graph g;
-    const double t_ad = median_seconds([&] {
-      g.clear();
-      w.zero_grad();
-      auto xv = ad::variable(x);  // the input gets a gradient too, like an activation
-      auto yv = ad::linear(xv, w.var());
-      ad::backward(yv, dy);
-    }, reps);
+    const double t_ad = median_seconds(
+        [&] {
+          g.clear();
+          w.zero_grad();
+          auto xv = ad::variable(x);  // the input gets a gradient too, like an activation
+          auto yv = ad::linear(xv, w.var());
+          ad::backward(yv, dy);
+        },
+        reps);
     const double over = t_ad / t_gemm - 1;
     if (json)
-      fmt::print("{{\"name\":\"autodiff_linear\",\"N\":{},\"in\":{},\"out\":{},\"threads\":{},\"gemm_ms\":{:.4f},"
-                 "\"autodiff_ms\":{:.4f},\"overhead\":{:.4f}}}\n", s.N, s.in, s.out, lrt::num_threads(),
-                 t_gemm * 1e3, t_ad * 1e3, over);
+      fmt::print(
+          "{{\"name\":\"autodiff_linear\",\"N\":{},\"in\":{},\"out\":{},\"threads\":{},\"gemm_ms\":{:.4f},"
+          "\"autodiff_ms\":{:.4f},\"overhead\":{:.4f}}}\n",
+          s.N, s.in, s.out, lrt::num_threads(), t_gemm * 1e3, t_ad * 1e3, over);
     else
-      fmt::print("{:>6} {:>5} {:>5} | {:>10.3f} {:>10.3f} | {:>8.1f}%\n", s.N, s.in, s.out, t_gemm * 1e3,
-                 t_ad * 1e3, over * 100);
+      fmt::print("{:>6} {:>5} {:>5} | {:>10.3f} {:>10.3f} | {:>8.1f}%\n", s.N, s.in, s.out, t_gemm * 1e3, t_ad * 1e3,
+                 over * 100);
   }
   return 0;
 }

@@ -51,8 +51,7 @@ class OtherLoad {
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    self = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    self = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
   }
   double busy0_, self0_;
   Clock::time_point t0_;

@@ -117,11 +117,10 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-
 // The STREAM triad, as a plain loop the compiler vectorises (kept out of line so that every
 // call runs the same code).
-[[gnu::noinline]] void triad_loop(float* __restrict d, const float* __restrict a,
-                                  const float* __restrict b, float s, index_t n) {
+[[gnu::noinline]] void triad_loop(float* __restrict d, const float* __restrict a, const float* __restrict b, float s,
+                                  index_t n) {
   for (index_t i = 0; i < n; ++i) d[i] = a[i] + s * b[i];
 }
 
@@ -203,8 +202,7 @@ int main(int argc, char** argv) {
   const char* simd = "sse2";
 #endif
 
-  const std::vector<int> log2n =
-      o.quick ? std::vector<int>{20, 24} : std::vector<int>{20, 21, 22, 23, 24};
+  const std::vector<int> log2n = o.quick ? std::vector<int>{20, 24} : std::vector<int>{20, 21, 22, 23, 24};
   fmt::print(tab,
              "lrt-bench-elementwise: lrt threads {} | build {} | {} reps (median), samples >= {} "
              "ms\nGB/s = (bytes read + bytes written) / time / 1e9; 'vs triad' = GB/s / best of "
@@ -218,9 +216,8 @@ int main(int argc, char** argv) {
         threads, simd, o.reps, o.min_ms, o.quick);
     std::fflush(stdout);
   }
-  fmt::print(tab, "{:>9} {:>8} {:<13} {:<26} {:>4} | {:>8} {:>8} {:>11} {:>8}\n", "n",
-             "MB/array", "kernel", "expression", "B/el", "GB/s", "vs triad", "vs same-thr",
-             "max err");
+  fmt::print(tab, "{:>9} {:>8} {:<13} {:<26} {:>4} | {:>8} {:>8} {:>11} {:>8}\n", "n", "MB/array", "kernel",
+             "expression", "B/el", "GB/s", "vs triad", "vs same-thr", "max err");
   fmt::print(tab, "{:-<100}\n", "");
   std::fflush(tab);
 
@@ -265,16 +262,15 @@ int main(int argc, char** argv) {
                   [&] { return max_err([&](index_t i) { return std::exp(A[i]) * B[i]; }); }});
     ks.push_back({"bias", "D = X + bias (rows 512)", 8, true, [&] { d2 = x2 + bias; },
                   [&] { return max_err([&](index_t i) { return A[i] + BI[i % cols]; }); }});
-    ks.push_back({"transpose", "D = A.t() + B", 12, true, [&] { dt = at + bt; }, [&] {
+    ks.push_back({"transpose", "D = A.t() + B", 12, true, [&] { dt = at + bt; },
+                  [&] {
                     return max_err([&](index_t i) {
                       const index_t r = i / side, q = i % side;  // D (side2, side)
                       return A[q * side2 + r] + B[i];
                     });
                   }});
-    ks.push_back({"triad_ref_1t", "d[i] = a[i] + s * b[i]", 12, false,
-                  [&] { triad_loop(D, A, B, s, n); }, nullptr});
-    ks.push_back({"triad_ref_2t", "same, 2 std::threads", 12, false,
-                  [&] { triad2(D, A, B, s, n); }, nullptr});
+    ks.push_back({"triad_ref_1t", "d[i] = a[i] + s * b[i]", 12, false, [&] { triad_loop(D, A, B, s, n); }, nullptr});
+    ks.push_back({"triad_ref_2t", "same, 2 std::threads", 12, false, [&] { triad2(D, A, B, s, n); }, nullptr});
 
     // Warm-up, correctness, calibration.
     const OtherLoad load;
@@ -286,8 +282,7 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       ks[k].run();
       const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-      iters[k] = std::clamp(static_cast<int>(std::ceil(o.min_ms * 1e-3 / std::max(t, 1e-9))), 1,
-                            100000);
+      iters[k] = std::clamp(static_cast<int>(std::ceil(o.min_ms * 1e-3 / std::max(t, 1e-9))), 1, 100000);
     }
     std::vector<std::vector<double>> ts(ks.size());
     for (int rep = 0; rep < o.reps; ++rep) {
@@ -304,8 +299,7 @@ int main(int argc, char** argv) {
       const double bytes = ks[k].bytes_per_elem * double(n);
       const double gbs = bytes / median(ts[k]) * 1e-9;
       const double best = bytes / *std::min_element(ts[k].begin(), ts[k].end()) * 1e-9;
-      rows_out.push_back(
-          {n, ks[k].name, ks[k].expr, ks[k].lrt, ks[k].bytes_per_elem, iters[k], gbs, best, errs[k]});
+      rows_out.push_back({n, ks[k].name, ks[k].expr, ks[k].lrt, ks[k].bytes_per_elem, iters[k], gbs, best, errs[k]});
       if (!ks[k].lrt) best_triad = std::max(best_triad, gbs);
       if (ks[k].name == (threads == 1 ? "triad_ref_1t" : "triad_ref_2t")) same_triad = gbs;
     }
@@ -318,20 +312,17 @@ int main(int argc, char** argv) {
         fused_ratio = ratio;
         fused_same = same;
       }
-      fmt::print(tab,
-                 "{:>9} {:>8.0f} {:<13} {:<26} {:>4.0f} | {:>8.2f} {:>8.2f} {:>11.2f} {:>8}{}{}\n",
-                 fmt::format("2^{}", lg), double(n) * 4 / (1 << 20), r.name, r.expr,
-                 r.bytes_per_elem, r.gbs, ratio, same,
-                 r.lrt ? fmt::format("{:.1e}", r.err) : std::string("-"),
-                 r.lrt && ratio < 0.7 ? "  <0.70" : "", bad ? "  MISMATCH" : "");
+      fmt::print(tab, "{:>9} {:>8.0f} {:<13} {:<26} {:>4.0f} | {:>8.2f} {:>8.2f} {:>11.2f} {:>8}{}{}\n",
+                 fmt::format("2^{}", lg), double(n) * 4 / (1 << 20), r.name, r.expr, r.bytes_per_elem, r.gbs, ratio,
+                 same, r.lrt ? fmt::format("{:.1e}", r.err) : std::string("-"), r.lrt && ratio < 0.7 ? "  <0.70" : "",
+                 bad ? "  MISMATCH" : "");
       if (o.json) {
         fmt::print(
             "{{\"kind\":\"elementwise\",\"n\":{},\"log2n\":{},\"kernel\":\"{}\",\"expr\":\"{}\","
             "\"lrt\":{},\"threads\":{},\"bytes_per_elem\":{},\"iters\":{},\"gbs\":{:.3f},"
             "\"gbs_best_sample\":{:.3f},\"ratio_vs_best_triad\":{:.4f},\"ratio_vs_same_thread_triad\":{:.4f},"
             "\"max_abs_err\":{}}}\n",
-            n, lg, r.name, r.expr, r.lrt, threads, r.bytes_per_elem, r.iters, r.gbs,
-            r.gbs_best_sample, ratio, same,
+            n, lg, r.name, r.expr, r.lrt, threads, r.bytes_per_elem, r.iters, r.gbs, r.gbs_best_sample, ratio, same,
             r.lrt ? fmt::format("{:.3e}", r.err) : std::string("null"));
       }
     }
@@ -351,7 +342,6 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  fmt::print(tab, "total {:.1f} s\n",
-             std::chrono::duration<double>(Clock::now() - t_start).count());
+  fmt::print(tab, "total {:.1f} s\n", std::chrono::duration<double>(Clock::now() - t_start).count());
   return failures ? 1 : 0;
 }

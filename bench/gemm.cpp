@@ -131,7 +131,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-
 /// One GEMM problem as BLAS sees it: C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n).
 struct Problem {
   std::string name;  // e.g. "mlp_up"
@@ -154,8 +153,7 @@ struct Result {
 
 /// Stored operand: (rows, cols) row-major; op() reads it transposed when trans.
 lrt::Tensor<float, 2> operand(index_t rows, index_t cols, bool trans, std::uint64_t seed) {
-  lrt::Tensor<float, 2> t(trans ? lrt::Shape<2>{cols, rows} : lrt::Shape<2>{rows, cols},
-                          lrt::uninitialized);
+  lrt::Tensor<float, 2> t(trans ? lrt::Shape<2>{cols, rows} : lrt::Shape<2>{rows, cols}, lrt::uninitialized);
   t = lrt::uniform<float>(t.shape(), seed, 0, -1.f, 1.f);
   return t;
 }
@@ -174,27 +172,33 @@ Result run_problem(const Problem& p, const Options& o) {
 
   // lrt: op(A), op(B) as (transposed) views.
   auto run_lrt = [&] {
-    if (p.ta && p.tb) lrt::gemm(C_lrt, A.t(), B.t());
-    else if (p.ta) lrt::gemm(C_lrt, A.t(), B);
-    else if (p.tb) lrt::gemm(C_lrt, A, B.t());
-    else lrt::gemm(C_lrt, A, B);
+    if (p.ta && p.tb)
+      lrt::gemm(C_lrt, A.t(), B.t());
+    else if (p.ta)
+      lrt::gemm(C_lrt, A.t(), B);
+    else if (p.tb)
+      lrt::gemm(C_lrt, A, B.t());
+    else
+      lrt::gemm(C_lrt, A, B);
   };
   // Eigen: Map + noalias product (single thread: no OpenMP in this build).
-  const Eigen::Map<const RowMat> Am(A.data(), A.shape()[0], A.shape()[1]),
-      Bm(B.data(), B.shape()[0], B.shape()[1]);
+  const Eigen::Map<const RowMat> Am(A.data(), A.shape()[0], A.shape()[1]), Bm(B.data(), B.shape()[0], B.shape()[1]);
   Eigen::Map<RowMat> Cm(C_eig.data(), p.m, p.n);
   auto run_eig = [&] {
-    if (p.ta && p.tb) Cm.noalias() = Am.transpose() * Bm.transpose();
-    else if (p.ta) Cm.noalias() = Am.transpose() * Bm;
-    else if (p.tb) Cm.noalias() = Am * Bm.transpose();
-    else Cm.noalias() = Am * Bm;
+    if (p.ta && p.tb)
+      Cm.noalias() = Am.transpose() * Bm.transpose();
+    else if (p.ta)
+      Cm.noalias() = Am.transpose() * Bm;
+    else if (p.tb)
+      Cm.noalias() = Am * Bm.transpose();
+    else
+      Cm.noalias() = Am * Bm;
   };
 #if BENCH_CBLAS
   auto run_blas = [&] {
     cblas_sgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(p.m), static_cast<blasint>(p.n), static_cast<blasint>(p.k),
-                1.f, A.data(), static_cast<blasint>(A.shape()[1]), B.data(),
-                static_cast<blasint>(B.shape()[1]), 0.f, C_blas.data(),
+                static_cast<blasint>(p.m), static_cast<blasint>(p.n), static_cast<blasint>(p.k), 1.f, A.data(),
+                static_cast<blasint>(A.shape()[1]), B.data(), static_cast<blasint>(B.shape()[1]), 0.f, C_blas.data(),
                 static_cast<blasint>(p.n));
   };
 #endif
@@ -207,8 +211,7 @@ Result run_problem(const Problem& p, const Options& o) {
 #endif
   t_lrt = std::min(t_lrt, time_sample(1, run_lrt));
   t_slowest = std::max(t_slowest, t_lrt);
-  const int iters = std::clamp(
-      static_cast<int>(std::ceil(o.min_ms * 1e-3 / std::max(t_lrt, 1e-9))), 1, 100000);
+  const int iters = std::clamp(static_cast<int>(std::ceil(o.min_ms * 1e-3 / std::max(t_lrt, 1e-9))), 1, 100000);
   const int reps = (!o.reps_given && t_slowest > 0.040) ? std::min(o.reps, 3) : o.reps;
 
   Result r;
@@ -249,10 +252,8 @@ Result run_problem(const Problem& p, const Options& o) {
 }
 
 std::vector<Problem> problems(const Options& o) {
-  const std::vector<index_t> tokens = o.quick ? std::vector<index_t>{256, 1024}
-                                              : std::vector<index_t>{256, 1024, 4096};
-  const std::vector<index_t> dims = o.quick ? std::vector<index_t>{128, 512}
-                                            : std::vector<index_t>{128, 256, 384, 512};
+  const std::vector<index_t> tokens = o.quick ? std::vector<index_t>{256, 1024} : std::vector<index_t>{256, 1024, 4096};
+  const std::vector<index_t> dims = o.quick ? std::vector<index_t>{128, 512} : std::vector<index_t>{128, 256, 384, 512};
   struct Layer {
     const char* name;
     int kin, nout;  // multiples of d
@@ -271,9 +272,7 @@ std::vector<Problem> problems(const Options& o) {
   return ps;
 }
 
-std::string op_code(const Problem& p) {
-  return std::string(p.ta ? "T" : "N") + (p.tb ? "T" : "N");
-}
+std::string op_code(const Problem& p) { return std::string(p.ta ? "T" : "N") + (p.tb ? "T" : "N"); }
 
 /// Geometric mean, minimum and count below a threshold of a list of ratios.
 struct Stats {
@@ -323,23 +322,21 @@ int main(int argc, char** argv) {
              "thread) | cblas: {} (core {}, 1 thread)\n"
              "{} shapes, {} reps (median), samples >= {} ms; GFLOP/s = 2*M*N*K / time; "
              "lrt/best: medians, (max): fastest samples; other: CPUs used by other processes\n\n",
-             backend, threads, EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
-             simd, BENCH_CBLAS ? blas_config : std::string("not built in"), blas_core, ps.size(),
-             o.reps, o.min_ms);
+             backend, threads, EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, simd,
+             BENCH_CBLAS ? blas_config : std::string("not built in"), blas_core, ps.size(), o.reps, o.min_ms);
   if (o.json) {
     fmt::print(
         "{{\"kind\":\"config\",\"bench\":\"gemm\",\"backend\":\"{}\",\"threads\":{},"
         "\"eigen_simd\":\"{}\",\"cblas\":{},\"cblas_core\":\"{}\",\"reps\":{},\"min_ms\":{},"
         "\"quick\":{}}}\n",
-        backend, threads, simd, BENCH_CBLAS ? "true" : "false", blas_core, o.reps, o.min_ms,
-        o.quick);
+        backend, threads, simd, BENCH_CBLAS ? "true" : "false", blas_core, o.reps, o.min_ms, o.quick);
     std::fflush(stdout);
   }
   fmt::print(tab,
              "{:<9} {:<4} {:>4} {:>4} | {:>4} {:>4} {:>4} {:<2} | {:>6} {:>6} {:>6} | {:>8} "
              "{:>5} {:>9} | {:>5}\n",
-             "layer", "pass", "tok", "d", "M", "N", "K", "op", "lrt", "eigen", "cblas",
-             "lrt/best", "(max)", "cblas/eig", "other");
+             "layer", "pass", "tok", "d", "M", "N", "K", "op", "lrt", "eigen", "cblas", "lrt/best", "(max)",
+             "cblas/eig", "other");
   fmt::print(tab, "{:-<97}\n", "");
   std::fflush(tab);
 
@@ -354,8 +351,7 @@ int main(int argc, char** argv) {
                "{:<9} {:<4} {:>4} {:>4} | {:>4} {:>4} {:>4} {:<2} | {:>6.1f} {:>6.1f} {:>6} | "
                "{:>8.2f} {:>5.2f} {:>9} | {:>4.2f}{}{}{}\n",
                p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), r.lrt, r.eig,
-               BENCH_CBLAS ? fmt::format("{:.1f}", r.blas) : std::string("-"), r.ratio(),
-               r.ratio_max(),
+               BENCH_CBLAS ? fmt::format("{:.1f}", r.blas) : std::string("-"), r.ratio(), r.ratio_max(),
                BENCH_CBLAS ? fmt::format("{:.2f}", r.blas / r.eig) : std::string("-"), r.other,
                r.other > 0.25 ? "*" : " ", r.ratio() < 0.9 ? "  <0.9" : "",
                bad ? fmt::format("  MISMATCH rel err {:.2e}", r.err) : "");
@@ -368,11 +364,10 @@ int main(int argc, char** argv) {
           "\"gflops_cblas\":{},\"gflops_lrt_max\":{:.3f},\"gflops_eigen_max\":{:.3f},"
           "\"gflops_cblas_max\":{},\"ratio_lrt_vs_best\":{:.4f},\"ratio_lrt_vs_best_max\":{:.4f},"
           "\"other_cpus\":{:.3f},\"rel_err\":{:.3e}}}\n",
-          p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), backend, threads, r.iters,
-          r.reps, r.lrt, r.eig, BENCH_CBLAS ? fmt::format("{:.3f}", r.blas) : std::string("null"),
-          r.lrt_max, r.eig_max,
-          BENCH_CBLAS ? fmt::format("{:.3f}", r.blas_max) : std::string("null"), r.ratio(),
-          r.ratio_max(), r.other, r.err);
+          p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), backend, threads, r.iters, r.reps, r.lrt, r.eig,
+          BENCH_CBLAS ? fmt::format("{:.3f}", r.blas) : std::string("null"), r.lrt_max, r.eig_max,
+          BENCH_CBLAS ? fmt::format("{:.3f}", r.blas_max) : std::string("null"), r.ratio(), r.ratio_max(), r.other,
+          r.err);
       std::fflush(stdout);
     }
   }
@@ -405,16 +400,15 @@ int main(int argc, char** argv) {
              "below 0.90: {} ({})\n"
              "  lrt / {} called directly: geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f}), below "
              "0.90: {} ({})\n",
-             best.n, best.geomean(), best_max.geomean(), best.min, best_max.min, best.below,
-             best_max.below, lrt_on_blas ? "cblas" : "Eigen", own.geomean(), own_max.geomean(),
-             own.min, own_max.min, own.below, own_max.below);
-  fmt::print(tab, "  worst lrt/best: {} {} tok {} d {} ({:.3f})\n", worst->p.name,
-             worst->p.pass, worst->p.tokens, worst->p.d, worst->ratio());
+             best.n, best.geomean(), best_max.geomean(), best.min, best_max.min, best.below, best_max.below,
+             lrt_on_blas ? "cblas" : "Eigen", own.geomean(), own_max.geomean(), own.min, own_max.min, own.below,
+             own_max.below);
+  fmt::print(tab, "  worst lrt/best: {} {} tok {} d {} ({:.3f})\n", worst->p.name, worst->p.pass, worst->p.tokens,
+             worst->p.d, worst->ratio());
   if (BENCH_CBLAS)
-    fmt::print(tab, "  cblas / Eigen:               geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f})\n",
-               be.geomean(), be_max.geomean(), be.min, be_max.min);
-  fmt::print(tab, "  other processes used {:.2f} CPUs on average; {} shapes above 0.25 (*)\n",
-             other, suspect);
+    fmt::print(tab, "  cblas / Eigen:               geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f})\n", be.geomean(),
+               be_max.geomean(), be.min, be_max.min);
+  fmt::print(tab, "  other processes used {:.2f} CPUs on average; {} shapes above 0.25 (*)\n", other, suspect);
   if (mismatches) fmt::print(tab, "{} shapes MISMATCH (rel err >= 1e-4)\n", mismatches);
   fmt::print(tab, "total {:.1f} s\n", secs);
   if (o.json) {
@@ -426,10 +420,9 @@ int main(int argc, char** argv) {
         "\"geomean_ratio_lrt_vs_own_backend\":{:.4f},\"min_ratio_lrt_vs_own_backend\":{:.4f},"
         "\"geomean_cblas_over_eigen\":{},\"other_cpus\":{:.3f},\"suspect_shapes\":{},"
         "\"mismatches\":{},\"seconds\":{:.1f}}}\n",
-        backend, threads, best.n, best.geomean(), best.min, best.below, best_max.geomean(),
-        best_max.min, best_max.below, own.geomean(), own.min,
-        BENCH_CBLAS ? fmt::format("{:.4f}", be.geomean()) : std::string("null"), other, suspect,
-        mismatches, secs);
+        backend, threads, best.n, best.geomean(), best.min, best.below, best_max.geomean(), best_max.min,
+        best_max.below, own.geomean(), own.min, BENCH_CBLAS ? fmt::format("{:.4f}", be.geomean()) : std::string("null"),
+        other, suspect, mismatches, secs);
   }
   return mismatches ? 1 : 0;
 }

@@ -75,12 +75,18 @@ Options parse(int argc, char** argv) {
       }
       return static_cast<index_t>(x);
     };
-    if (a == "--preset") o.preset = next();
-    else if (a == "--batch") o.batch = num(1);
-    else if (a == "--steps") o.steps = num(1);
-    else if (a == "--decode-tokens") o.decode_tokens = num(3);
-    else if (a == "--decode-batch") o.decode_batch = num(1);
-    else if (a == "--seq") o.seq = num(1);
+    if (a == "--preset")
+      o.preset = next();
+    else if (a == "--batch")
+      o.batch = num(1);
+    else if (a == "--steps")
+      o.steps = num(1);
+    else if (a == "--decode-tokens")
+      o.decode_tokens = num(3);
+    else if (a == "--decode-batch")
+      o.decode_batch = num(1);
+    else if (a == "--seq")
+      o.seq = num(1);
     else if (a == "--precision") {
       o.precisions.clear();
       std::string list = next();
@@ -96,18 +102,26 @@ Options parse(int argc, char** argv) {
       }
     } else if (a == "--attention") {
       const std::string k = next();
-      if (k == "auto") lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::automatic);
-      else if (k == "warp") lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::warp);
-      else if (k == "gemm") lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::gemm);
+      if (k == "auto")
+        lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::automatic);
+      else if (k == "warp")
+        lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::warp);
+      else if (k == "gemm")
+        lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::gemm);
       else {
         std::fprintf(stderr, "lrt-bench-gpu: --attention takes auto, warp or gemm, got %s\n", k.c_str());
         std::exit(2);
       }
-    } else if (a == "--profile") o.profile = num(0);
-    else if (a == "--ref-n") o.ref_n = num(1);
-    else if (a == "--copy-mib") o.copy_mib = num(1);
-    else if (a == "--quick") o.quick = true;
-    else if (a == "--no-optim") o.optim = false;
+    } else if (a == "--profile")
+      o.profile = num(0);
+    else if (a == "--ref-n")
+      o.ref_n = num(1);
+    else if (a == "--copy-mib")
+      o.copy_mib = num(1);
+    else if (a == "--quick")
+      o.quick = true;
+    else if (a == "--no-optim")
+      o.optim = false;
     else {
       std::fprintf(stderr, "lrt-bench-gpu: unknown option %s\n", a.c_str());
       std::exit(2);
@@ -147,13 +161,13 @@ double gemm_tflops(index_t n, bool bf16) {
   const int m = static_cast<int>(n);
   auto run = [&] {
     if (bf16) {
-      LRT_CUBLAS_CHECK(cublasGemmEx(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A,
-                                    CUDA_R_16BF, m, B, CUDA_R_16BF, m, &zero, Cm, CUDA_R_32F, m,
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      LRT_CUBLAS_CHECK(cublasGemmEx(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, CUDA_R_16BF,
+                                    m, B, CUDA_R_16BF, m, &zero, Cm, CUDA_R_32F, m, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT));
     } else {
       LRT_CUBLAS_CHECK(cublasSgemm(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one,
-                                   static_cast<float*>(A), m, static_cast<float*>(B), m, &zero,
-                                   static_cast<float*>(Cm), m));
+                                   static_cast<float*>(A), m, static_cast<float*>(B), m, &zero, static_cast<float*>(Cm),
+                                   m));
     }
   };
   const double s = time_gpu(run, 3, 10);
@@ -170,8 +184,8 @@ double copy_bandwidth(index_t mib) {
   LRT_CUDA_CHECK(cudaMalloc(&a, bytes));
   LRT_CUDA_CHECK(cudaMalloc(&b, bytes));
   LRT_CUDA_CHECK(cudaMemset(a, 0, bytes));
-  const double s = time_gpu([&] { LRT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice,
-                                                                 lrt::cuda::stream())); }, 2, 5);
+  const double s = time_gpu(
+      [&] { LRT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, lrt::cuda::stream())); }, 2, 5);
   LRT_CUDA_CHECK(cudaFree(a));
   LRT_CUDA_CHECK(cudaFree(b));
   return 2.0 * double(bytes) / s;
@@ -191,32 +205,43 @@ void print_profile(const std::string& name, const std::vector<lrt::cuda::Profile
                    double step_s, index_t top) {
   double sum = 0;
   for (const auto& r : rows) sum += r.ms;
-  std::printf("  profile of one step of %s: device span %.2f ms, operations %.2f ms (%.0f%% of the span), "
-              "wall step %.2f ms\n", name.c_str(), span_ms, sum, span_ms > 0 ? 100 * sum / span_ms : 0.0,
-              1e3 * step_s);
+  std::printf(
+      "  profile of one step of %s: device span %.2f ms, operations %.2f ms (%.0f%% of the span), "
+      "wall step %.2f ms\n",
+      name.c_str(), span_ms, sum, span_ms > 0 ? 100 * sum / span_ms : 0.0, 1e3 * step_s);
   std::printf("  %-44s %7s %10s %7s %9s\n", "operation", "calls", "ms", "% ops", "TFLOP/s");
   for (std::size_t i = 0; i < rows.size() && static_cast<index_t>(i) < top; ++i) {
     const auto& r = rows[i];
     std::printf("  %-44s %7lld %10.3f %6.1f%% ", r.name.c_str(), static_cast<long long>(r.calls), r.ms,
                 sum > 0 ? 100 * r.ms / sum : 0.0);
-    if (r.flops > 0 && r.ms > 0) std::printf("%9.1f\n", r.flops / (r.ms * 1e9));
-    else std::printf("%9s\n", "-");
+    if (r.flops > 0 && r.ms > 0)
+      std::printf("%9.1f\n", r.flops / (r.ms * 1e9));
+    else
+      std::printf("%9s\n", "-");
   }
-  const char* cats[] = {"gemm", "attention", "elementwise", "reduction", "rmsnorm", "xent", "optimizer",
-                        "copy/memset", "other"};
+  const char* cats[] = {"gemm", "attention", "elementwise", "reduction", "rmsnorm",
+                        "xent", "optimizer", "copy/memset", "other"};
   constexpr int ncat = 9;
   double ms[ncat] = {}, fl = 0;
   for (const auto& r : rows) {
     const std::string& n = r.name;
     int c = ncat - 1;
-    if (n.rfind("gemm ", 0) == 0) c = 0, fl += r.flops;
-    else if (n.find("attention") != std::string::npos) c = 1;
-    else if (n.rfind("elementwise", 0) == 0) c = 2;
-    else if (n.rfind("reduction", 0) == 0) c = 3;
-    else if (n.rfind("rmsnorm", 0) == 0) c = 4;
-    else if (n.find("xent") != std::string::npos) c = 5;
-    else if (n.rfind("Muon", 0) == 0 || n.rfind("AdamW", 0) == 0) c = 6;
-    else if (n.rfind("copy", 0) == 0 || n == "memset") c = 7;
+    if (n.rfind("gemm ", 0) == 0)
+      c = 0, fl += r.flops;
+    else if (n.find("attention") != std::string::npos)
+      c = 1;
+    else if (n.rfind("elementwise", 0) == 0)
+      c = 2;
+    else if (n.rfind("reduction", 0) == 0)
+      c = 3;
+    else if (n.rfind("rmsnorm", 0) == 0)
+      c = 4;
+    else if (n.find("xent") != std::string::npos)
+      c = 5;
+    else if (n.rfind("Muon", 0) == 0 || n.rfind("AdamW", 0) == 0)
+      c = 6;
+    else if (n.rfind("copy", 0) == 0 || n == "memset")
+      c = 7;
     ms[c] += r.ms;
   }
   std::printf("  by category:");
@@ -252,8 +277,10 @@ TrainRow train_row(const std::string& name, const lrt::ModelConfig& c, index_t B
   const auto rows = random_rows(B * total, T, c.vocab_size, 7);  // the Trainer reads them in place
   lrt::Trainer<V, Sched, float, G> tr(m, rows, topts);
   auto step = [&] {
-    if (with_optim) (void)tr.train_step();
-    else (void)tr.time_step_without_update();
+    if (with_optim)
+      (void)tr.train_step();
+    else
+      (void)tr.time_step_without_update();
   };
   step();  // warm-up: allocator cache, cuBLAS heuristics
   lrt::cuda::synchronize();
@@ -341,23 +368,28 @@ int main(int argc, char** argv) {
                 double(prop.totalGlobalMem) / (1 << 30));
     const double r_bf16 = gemm_tflops(o.ref_n, true), r_f32 = gemm_tflops(o.ref_n, false);
     const double bw = copy_bandwidth(o.copy_mib);
-    std::printf("R_ref cuBLAS bf16 GEMM %lld^3: %.1f TFLOP/s; fp32 SGEMM %lld^3: %.1f TFLOP/s; copy bandwidth %.2f TB/s\n",
-                static_cast<long long>(o.ref_n), r_bf16, static_cast<long long>(o.ref_n), r_f32, bw / 1e12);
+    std::printf(
+        "R_ref cuBLAS bf16 GEMM %lld^3: %.1f TFLOP/s; fp32 SGEMM %lld^3: %.1f TFLOP/s; copy bandwidth %.2f TB/s\n",
+        static_cast<long long>(o.ref_n), r_bf16, static_cast<long long>(o.ref_n), r_f32, bw / 1e12);
 
     lrt::ModelConfig c = lrt::preset(o.preset);
     if (o.seq > 0) c.sequence_len = o.seq;
-    std::printf("\ntraining (fp32 weights and activations, matmuls as the row says; forward + backward%s, %s, batch %lld x T %lld, median of %lld steps)\n",
-                o.optim ? " + AdamW/Muon step" : "", o.preset.c_str(), static_cast<long long>(o.batch), static_cast<long long>(c.sequence_len),
-                static_cast<long long>(o.steps));
-    std::printf("%-28s %10s %12s %10s %9s %9s %9s\n", "variant/schedule", "step s", "tokens/s", "TFLOP/s",
-                "MFU bf16", "MFU 989", "of fp32");
+    std::printf(
+        "\ntraining (fp32 weights and activations, matmuls as the row says; forward + backward%s, %s, batch %lld x T "
+        "%lld, median of %lld steps)\n",
+        o.optim ? " + AdamW/Muon step" : "", o.preset.c_str(), static_cast<long long>(o.batch),
+        static_cast<long long>(c.sequence_len), static_cast<long long>(o.steps));
+    std::printf("%-28s %10s %12s %10s %9s %9s %9s\n", "variant/schedule", "step s", "tokens/s", "TFLOP/s", "MFU bf16",
+                "MFU 989", "of fp32");
     for (const auto prec : o.precisions) {
       const lrt::cuda::MatmulPrecisionScope scope(prec);
       const std::string tag = std::string(" [") + lrt::cuda::to_string(prec) + "]";
       std::vector<TrainRow> rows;
-      rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard" + tag, c, o.batch, o.steps, o.optim, o.profile));
+      rows.push_back(train_row<lrt::variants::Baseline, lrt::Standard>("baseline/standard" + tag, c, o.batch, o.steps,
+                                                                       o.optim, o.profile));
       if (!o.quick)
-        rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2" + tag, c, o.batch, o.steps, o.optim, o.profile));
+        rows.push_back(train_row<lrt::variants::Lrt, lrt::Interleaved<2>>("lrt/interleaved:2" + tag, c, o.batch,
+                                                                          o.steps, o.optim, o.profile));
       for (const auto& r : rows) {
         std::printf("%-28s %10.4f %12.0f %10.2f %8.1f%% %8.1f%% %8.1f%%\n", r.name.c_str(), r.step_s, r.tokens_per_s,
                     r.tflops, 100 * r.tflops / r_bf16, 100 * r.tflops / 989.0, 100 * r.tflops / r_f32);
@@ -371,8 +403,10 @@ int main(int argc, char** argv) {
     }
     const lrt::cuda::MatmulPrecisionScope decode_scope(o.precisions.front());
 
-    std::printf("\ndecode (fp32 weights, %s matmuls, one Decoder step per token, %lld tokens; bound = matmul weights read once at %.2f TB/s)\n",
-                lrt::cuda::to_string(o.precisions.front()), static_cast<long long>(o.decode_tokens), bw / 1e12);
+    std::printf(
+        "\ndecode (fp32 weights, %s matmuls, one Decoder step per token, %lld tokens; bound = matmul weights read once "
+        "at %.2f TB/s)\n",
+        lrt::cuda::to_string(o.precisions.front()), static_cast<long long>(o.decode_tokens), bw / 1e12);
     std::printf("%-9s %-8s %-7s %12s %12s %10s %14s\n", "variant", "batch", "graphs", "ms/step", "bound ms", "x bound",
                 "tokens/s");
     auto decode_line = [&](const char* variant, const DecodeRow& r) {

@@ -85,7 +85,7 @@ extern "C" char* openblas_get_corename(void);
 #endif
 
 #include <lrt/lrt.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 #include <lrt/model/training_schedule.hpp>
 #include <lrt/train/trainer.hpp>
 
@@ -197,25 +197,44 @@ Options parse(int argc, char** argv) {
       }
       return x;
     };
-    if (a == "--quick") o.quick = true;
-    else if (a == "--json") o.json = true;
-    else if (a == "--no-train") o.train = false;
-    else if (a == "--no-decode") o.decode = false;
-    else if (a == "--presets") o.presets = parse_list<std::string>(value(), "--presets"), presets_given = true;
-    else if (a == "--variants") o.variants = parse_list<std::string>(value(), "--variants");
-    else if (a == "--threads") o.threads = parse_list<int>(value(), "--threads");
-    else if (a == "--contexts") o.contexts = parse_list<index_t>(value(), "--contexts");
-    else if (a == "--decode-batches") o.batches = parse_list<index_t>(value(), "--decode-batches");
-    else if (a == "--batch-tokens") o.batch_tokens = static_cast<index_t>(number()), tokens_given = true;
-    else if (a == "--reps") o.reps = static_cast<int>(number()), reps_given = true;
-    else if (a == "--config-budget-s") o.config_budget_s = number();
-    else if (a == "--worker") o.worker = value();
-    else if (a == "--preset") o.preset = value();
-    else if (a == "--variant") o.variant = value();
-    else if (a == "--batch") o.batch = static_cast<index_t>(number());
-    else if (a == "--r-ref") o.r_ref = number();
-    else if (a == "--triad") o.triad = number();
-    else if (a == "--help" || a == "-h") usage(0);
+    if (a == "--quick")
+      o.quick = true;
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--no-train")
+      o.train = false;
+    else if (a == "--no-decode")
+      o.decode = false;
+    else if (a == "--presets")
+      o.presets = parse_list<std::string>(value(), "--presets"), presets_given = true;
+    else if (a == "--variants")
+      o.variants = parse_list<std::string>(value(), "--variants");
+    else if (a == "--threads")
+      o.threads = parse_list<int>(value(), "--threads");
+    else if (a == "--contexts")
+      o.contexts = parse_list<index_t>(value(), "--contexts");
+    else if (a == "--decode-batches")
+      o.batches = parse_list<index_t>(value(), "--decode-batches");
+    else if (a == "--batch-tokens")
+      o.batch_tokens = static_cast<index_t>(number()), tokens_given = true;
+    else if (a == "--reps")
+      o.reps = static_cast<int>(number()), reps_given = true;
+    else if (a == "--config-budget-s")
+      o.config_budget_s = number();
+    else if (a == "--worker")
+      o.worker = value();
+    else if (a == "--preset")
+      o.preset = value();
+    else if (a == "--variant")
+      o.variant = value();
+    else if (a == "--batch")
+      o.batch = static_cast<index_t>(number());
+    else if (a == "--r-ref")
+      o.r_ref = number();
+    else if (a == "--triad")
+      o.triad = number();
+    else if (a == "--help" || a == "-h")
+      usage(0);
     else {
       fmt::print(stderr, "lrt-bench: unknown argument '{}'\n", a);
       usage(2);
@@ -282,8 +301,7 @@ GemmRef measure_gemm_ref(int reps, bool with_eigen = true, bool with_blas = true
   (void)with_blas;
 #if BENCH_CBLAS
   auto blas = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, A.data(), n, B.data(),
-                                     n, 0.f, C2.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, A.data(), n, B.data(), n, 0.f, C2.data(), n);
   };
   // Warm-up: at least 0.2 s per library (buffers, page faults, clock ramp-up).
   for (const auto w0 = Clock::now(); with_blas && seconds_since(w0) < 0.2;) blas();
@@ -441,7 +459,8 @@ int train_worker(const Options& o) {
       "{}{{\"name\":\"train\",\"preset\":\"{}\",\"variant\":\"{}\",\"schedule\":\"{}\",\"threads\":{},"
       "\"tokens_per_s\":{},\"mfu\":{},\"batch_rows\":{},\"micro_rows\":{},\"seq_len\":{},\"tokens_per_step\":{},"
       "\"step_s\":{},\"fwd_bwd_s\":{},\"opt_s\":{},\"flops_per_token\":{},\"pass_factor\":{},\"r_ref_gflops\":{},"
-      "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_mib\":{},"
+      "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_"
+      "mib\":{},"
       "\"peak_rss_mib\":{},\"os_threads\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{}}}\n",
       kResultPrefix, o.preset, o.variant, sched, threads, json_number(tps), json_number(F * pf * tps / r_ref), B,
       micro > 0 ? micro : B, T, B * T, json_number(step), json_number(fb), json_number(opt), json_number(F), pf,
@@ -449,8 +468,8 @@ int train_worker(const Options& o) {
       kGemmTimer ? json_number(double(g_sum.ns) * 1e-9 / (t_sum * threads), 4) : std::string("null"),
       kGemmTimer && g_sum.ns > 0 ? json_number(double(g_sum.flops) / double(g_sum.ns), 4) : std::string("null"),
       json_number(tensor_peak, 5), json_number(lrt_bench::proc_status_mib("VmHWM"), 5),
-      json_number(lrt_bench::proc_status_value("Threads")), json_number(warm), reps,
-      json_number(loss), json_number(other, 3));
+      json_number(lrt_bench::proc_status_value("Threads")), json_number(warm), reps, json_number(loss),
+      json_number(other, 3));
   std::fflush(stdout);
   return 0;
 }
@@ -578,8 +597,10 @@ Child spawn(const std::vector<std::string>& args, int threads) {
   char buf[4096];
   for (;;) {
     const ssize_t k = read(fd[0], buf, sizeof buf);
-    if (k > 0) out.append(buf, static_cast<std::size_t>(k));
-    else if (k == 0 || errno != EINTR) break;
+    if (k > 0)
+      out.append(buf, static_cast<std::size_t>(k));
+    else if (k == 0 || errno != EINTR)
+      break;
   }
   close(fd[0]);
   int st = 0;
@@ -591,8 +612,10 @@ Child spawn(const std::vector<std::string>& args, int threads) {
   while (i < out.size()) {
     const std::size_t j = std::min(out.find('\n', i), out.size());
     const std::string line = out.substr(i, j - i);
-    if (line.rfind(kResultPrefix, 0) == 0) c.results.push_back(line.substr(std::strlen(kResultPrefix)));
-    else if (!line.empty()) fmt::print(stderr, "{}\n", line);
+    if (line.rfind(kResultPrefix, 0) == 0)
+      c.results.push_back(line.substr(std::strlen(kResultPrefix)));
+    else if (!line.empty())
+      fmt::print(stderr, "{}\n", line);
     i = j + 1;
   }
   return c;
@@ -627,7 +650,8 @@ struct Report {
   int failures = 0;
 
   void header() {
-    fmt::print(tab, "{:<6} {:<7} {:<8} {:>3} {:<13} {:>9} {:>9} {:>5} {:>5} {:>7} {:>5} {:>4} {:>5} {:>7} {:>8} {:>5}\n",
+    fmt::print(tab,
+               "{:<6} {:<7} {:<8} {:>3} {:<13} {:>9} {:>9} {:>5} {:>5} {:>7} {:>5} {:>4} {:>5} {:>7} {:>8} {:>5}\n",
                "kind", "preset", "variant", "thr", "shape", "tokens/s", "ms/step", "MFU", "MFU*", "bw-frac", "bw*",
                "opt%", "GEMM%", "GEMM GF", "peak MiB", "other");
     fmt::print(tab, "{:-<128}\n", "");
@@ -699,32 +723,36 @@ int run_parent(const Options& o) {
 #endif
   const char* backend = lrt::cpu::gemm_library();
   fmt::print(tab,
-             "lrt-bench: CPU performance (docs/performance.md). lrt GEMM backend {} (SIMD {}); presets {}; variants {}; threads {}\n"
+             "lrt-bench: CPU performance (docs/performance.md). lrt GEMM backend {} (SIMD {}); presets {}; variants "
+             "{}; threads {}\n"
              "R_ref (1024^3 fp32 GEMM, 1 thread, median of {}): Eigen {:.1f}, OpenBLAS {} GFLOP/s -> R_ref {:.1f}\n",
              backend, Eigen::SimdInstructionSetsInUse(), join(o.presets), join(o.variants), join_num(o.threads),
              gemm_reps, g0.eigen, blas, r_ref);
   for (int t : o.threads)
     fmt::print(tab, "STREAM triad, {} thread(s), 3 x {} MiB: {:.1f} GB/s (best of {})\n", t, triad_n * 4 >> 20,
                triad[t], triad_reps);
-  fmt::print(tab,
-             "train: Trainer::train_step (fwd + bwd + AdamW + Muon) at lrt-train's batch, rows(micro-batch rows) x T, median; MFU = F x pass factor x tokens/s / R_ref; "
-             "opt% = optimizer share of the step\n"
-             "decode: median over the c/4 steps ending at context c (* = beyond the preset's sequence_len); "
-             "bw-frac = tokens/s / (triad / bytes per token)\n"
-             "MFU*, bw* = the same against R_ref and triad measured around that configuration (mean of before and "
-             "after: the machine's speed drifts)\n"
-             "GEMM% = share of the pool's thread-time inside lrt's GEMM calls, GEMM GF = its GFLOP/s per thread; peak MiB = "
-             "VmHWM of the configuration's process; other = CPUs used by other processes\n\n");
+  fmt::print(
+      tab,
+      "train: Trainer::train_step (fwd + bwd + AdamW + Muon) at lrt-train's batch, rows(micro-batch rows) x T, median; "
+      "MFU = F x pass factor x tokens/s / R_ref; "
+      "opt% = optimizer share of the step\n"
+      "decode: median over the c/4 steps ending at context c (* = beyond the preset's sequence_len); "
+      "bw-frac = tokens/s / (triad / bytes per token)\n"
+      "MFU*, bw* = the same against R_ref and triad measured around that configuration (mean of before and "
+      "after: the machine's speed drifts)\n"
+      "GEMM% = share of the pool's thread-time inside lrt's GEMM calls, GEMM GF = its GFLOP/s per thread; peak MiB = "
+      "VmHWM of the configuration's process; other = CPUs used by other processes\n\n");
   Report rep{tab, o.json, {}, 0};
   if (o.json) {
-    fmt::print("{{\"name\":\"reference\",\"preset\":null,\"variant\":null,\"threads\":1,\"tokens_per_s\":null,"
-               "\"mfu\":null,\"r_ref_gflops\":{},\"eigen_gflops\":{},\"openblas_gflops\":{},\"lrt_gemm_backend\":\"{}\"}}\n",
-               json_number(r_ref), json_number(g0.eigen), BENCH_CBLAS ? json_number(g0.blas) : std::string("null"),
-               backend);
+    fmt::print(
+        "{{\"name\":\"reference\",\"preset\":null,\"variant\":null,\"threads\":1,\"tokens_per_s\":null,"
+        "\"mfu\":null,\"r_ref_gflops\":{},\"eigen_gflops\":{},\"openblas_gflops\":{},\"lrt_gemm_backend\":\"{}\"}}\n",
+        json_number(r_ref), json_number(g0.eigen), BENCH_CBLAS ? json_number(g0.blas) : std::string("null"), backend);
     for (int t : o.threads)
-      fmt::print("{{\"name\":\"triad\",\"preset\":null,\"variant\":null,\"threads\":{},\"tokens_per_s\":null,"
-                 "\"bandwidth_fraction\":null,\"bandwidth_gbps\":{}}}\n",
-                 t, json_number(triad[t]));
+      fmt::print(
+          "{{\"name\":\"triad\",\"preset\":null,\"variant\":null,\"threads\":{},\"tokens_per_s\":null,"
+          "\"bandwidth_fraction\":null,\"bandwidth_gbps\":{}}}\n",
+          t, json_number(triad[t]));
     std::fflush(stdout);
   }
   rep.header();
@@ -755,10 +783,23 @@ int run_parent(const Options& o) {
     }
   };
   auto common = [&](const std::string& worker, const std::string& p, const std::string& v, int t) {
-    std::vector<std::string> a{"lrt-bench", "--worker", worker, "--preset", p, "--variant", v,
-                               "--r-ref", fmt::format("{:.6g}", r_ref), "--triad", fmt::format("{:.6g}", triad[t]),
-                               "--reps", std::to_string(o.reps), "--config-budget-s", fmt::format("{}", o.config_budget_s),
-                               "--contexts", join_num(o.contexts)};
+    std::vector<std::string> a{"lrt-bench",
+                               "--worker",
+                               worker,
+                               "--preset",
+                               p,
+                               "--variant",
+                               v,
+                               "--r-ref",
+                               fmt::format("{:.6g}", r_ref),
+                               "--triad",
+                               fmt::format("{:.6g}", triad[t]),
+                               "--reps",
+                               std::to_string(o.reps),
+                               "--config-budget-s",
+                               fmt::format("{}", o.config_budget_s),
+                               "--contexts",
+                               join_num(o.contexts)};
     if (o.batch_tokens > 0) a.insert(a.end(), {"--batch-tokens", std::to_string(o.batch_tokens)});
     return a;
   };
@@ -798,8 +839,9 @@ int run_parent(const Options& o) {
       for (const auto& j : rep.rows)
         if (sfield(j, "name") == "train" && field(j, "threads") == t && field(j, "os_threads") > 0)
           lo = std::min(lo, field(j, "os_threads")), hi = std::max(hi, field(j, "os_threads"));
-      if (hi > 0) seen += fmt::format("{}LRT_NUM_THREADS={}: {}", seen.empty() ? "" : ", ", t,
-                                      lo == hi ? fmt::format("{:.0f}", lo) : fmt::format("{:.0f}-{:.0f}", lo, hi));
+      if (hi > 0)
+        seen += fmt::format("{}LRT_NUM_THREADS={}: {}", seen.empty() ? "" : ", ", t,
+                            lo == hi ? fmt::format("{:.0f}", lo) : fmt::format("{:.0f}-{:.0f}", lo, hi));
     }
     if (!seen.empty())
       fmt::print(tab, "OS threads per training process ({} GEMM, single-threaded inside lrt's pool): {}\n",
@@ -812,9 +854,10 @@ int run_parent(const Options& o) {
         const auto* b = rep.find("train", p, "baseline", t);
         const auto* l = rep.find("train", p, "lrt", t);
         if (b && l)
-          line += fmt::format(" | {}T lrt/baseline step time {:.2f}x (fwd+bwd {:.2f}x, FLOP ratio {:.2f}x)", t,
-                              field(*l, "step_s") / field(*b, "step_s"), field(*l, "fwd_bwd_s") / field(*b, "fwd_bwd_s"),
-                              field(*l, "flops_per_token") * field(*l, "pass_factor") / field(*b, "flops_per_token"));
+          line +=
+              fmt::format(" | {}T lrt/baseline step time {:.2f}x (fwd+bwd {:.2f}x, FLOP ratio {:.2f}x)", t,
+                          field(*l, "step_s") / field(*b, "step_s"), field(*l, "fwd_bwd_s") / field(*b, "fwd_bwd_s"),
+                          field(*l, "flops_per_token") * field(*l, "pass_factor") / field(*b, "flops_per_token"));
       }
       if (!line.empty()) fmt::print(tab, "train {:<6}{}\n", p, line);
       if (o.threads.size() >= 2)
@@ -837,20 +880,22 @@ int run_parent(const Options& o) {
                                  field(j, "context"));
         if (a) lg += std::log(field(j, "tokens_per_s") / field(*a, "tokens_per_s")), ++n;
       }
-    if (n) fmt::print(tab, "decode: {}T/{}T tokens/s geomean {:.2f}x over {} configurations\n", o.threads[1],
-                      o.threads[0], std::exp(lg / n), n);
+    if (n)
+      fmt::print(tab, "decode: {}T/{}T tokens/s geomean {:.2f}x over {} configurations\n", o.threads[1], o.threads[0],
+                 std::exp(lg / n), n);
   }
   if (o.decode) {
     double lg = 0;
     int n = 0;
     for (const auto& j : rep.rows)
       if (sfield(j, "name") == "decode" && sfield(j, "variant") == "lrt") {
-        const auto* b = rep.find("decode", sfield(j, "preset"), "baseline", int(field(j, "threads")),
-                                 field(j, "batch"), field(j, "context"));
+        const auto* b = rep.find("decode", sfield(j, "preset"), "baseline", int(field(j, "threads")), field(j, "batch"),
+                                 field(j, "context"));
         if (b) lg += std::log(field(*b, "tokens_per_s") / field(j, "tokens_per_s")), ++n;
       }
-    if (n) fmt::print(tab, "decode: lrt/baseline time per token geomean {:.3f}x over {} configurations\n",
-                      std::exp(lg / n), n);
+    if (n)
+      fmt::print(tab, "decode: lrt/baseline time per token geomean {:.3f}x over {} configurations\n", std::exp(lg / n),
+                 n);
   }
   fmt::print(tab, "total {:.1f} s{}\n", seconds_since(t_start),
              rep.failures ? fmt::format(", {} configuration(s) FAILED", rep.failures) : std::string());

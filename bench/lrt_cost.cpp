@@ -18,7 +18,7 @@
 #include <vector>
 
 #include <lrt/lrt.hpp>
-#include <lrt/model/decode.hpp>
+#include <lrt/decode.hpp>
 #include <lrt/model/training_schedule.hpp>
 
 #include "bench_util.hpp"
@@ -95,16 +95,16 @@ void report(const char* name, const std::vector<Row>& rows, bool json, int reps,
     const double ratio = m / base, pr = paired_ratio(r, rows[0]);
     const double fr = r.flops / rows[0].flops;
     if (json)
-      fmt::print("{{\"name\":\"{}\",\"variant\":\"{}\",\"schedule\":\"{}\",\"threads\":{},\"seconds\":{:.6g},"
-                 "\"ratio\":{:.4f},\"paired_ratio\":{:.4f},\"flops\":{:.6g},\"flop_ratio\":{:.4f},"
-                 "\"target_ratio\":{},\"preset\":\"{}\",\"batch\":{},\"reps\":{},\"params\":{},"
-                 "\"other_load_cpus\":{:.2f}}}\n",
-                 name, r.variant, r.schedule, lrt::num_threads(), m, ratio, pr, r.flops, fr,
-                 &r == &rows[0] ? std::string("null") : fmt::format("{:.2f}", target), preset, batch, reps, r.params,
-                 load);
+      fmt::print(
+          "{{\"name\":\"{}\",\"variant\":\"{}\",\"schedule\":\"{}\",\"threads\":{},\"seconds\":{:.6g},"
+          "\"ratio\":{:.4f},\"paired_ratio\":{:.4f},\"flops\":{:.6g},\"flop_ratio\":{:.4f},"
+          "\"target_ratio\":{},\"preset\":\"{}\",\"batch\":{},\"reps\":{},\"params\":{},"
+          "\"other_load_cpus\":{:.2f}}}\n",
+          name, r.variant, r.schedule, lrt::num_threads(), m, ratio, pr, r.flops, fr,
+          &r == &rows[0] ? std::string("null") : fmt::format("{:.2f}", target), preset, batch, reps, r.params, load);
     else
-      fmt::print("{:<12} {:<12} | {:>12.4f} {:>6.3f}x {:>7.3f}x | {:>10.3f}x {:>12}\n", r.variant, r.schedule,
-                 m * unit, ratio, pr, fr, r.params);
+      fmt::print("{:<12} {:<12} | {:>12.4f} {:>6.3f}x {:>7.3f}x | {:>10.3f}x {:>12}\n", r.variant, r.schedule, m * unit,
+                 ratio, pr, fr, r.params);
   }
   if (!json) {
     const Row& lrt_row = rows[1];
@@ -122,11 +122,16 @@ int main(int argc, char** argv) {
   bool json = false;
   std::string preset_name = "small";
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::max<index_t>(1, std::atol(argv[++i]));
-    else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = std::max<index_t>(1, std::atol(argv[++i]));
-    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc) preset_name = argv[++i];
-    else if (!std::strcmp(argv[i], "--json")) json = true;
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = std::max<index_t>(1, std::atol(argv[++i]));
+    else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc)
+      tokens = std::max<index_t>(1, std::atol(argv[++i]));
+    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc)
+      preset_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--json"))
+      json = true;
     else {
       fmt::print(stderr, "usage: {} [--reps N] [--batch B] [--preset NAME] [--tokens N] [--json]\n", argv[0]);
       return 2;
@@ -140,9 +145,10 @@ int main(int argc, char** argv) {
     lrt::Model<lrt::variants::Lrt, float> lrt_m(cfg, 1);
     lrt::Model<lrt::variants::LrtRelease, float> rel(cfg, 1);
     if (!json)
-      fmt::print("LRT cost vs baseline: preset {} (L={}, d={}, H={}, T={}, V={}), float, {} thread(s), "
-                 "median of {} interleaved rounds after 1 warm-up\n\n",
-                 preset_name, cfg.n_layer, cfg.n_embd, cfg.n_head, T, V, lrt::num_threads(), reps);
+      fmt::print(
+          "LRT cost vs baseline: preset {} (L={}, d={}, H={}, T={}, V={}), float, {} thread(s), "
+          "median of {} interleaved rounds after 1 warm-up\n\n",
+          preset_name, cfg.n_layer, cfg.n_embd, cfg.n_head, T, V, lrt::num_threads(), reps);
 
     // ---- 1. training step: fresh graph, forward + backward, zero_grad
     {

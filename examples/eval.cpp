@@ -6,21 +6,26 @@
 #include "runner.hpp"
 
 int main(int argc, char** argv) {
-  tool::Args a("lrt-eval", "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it).");
-  a.option("checkpoint", "FILE", "model.safetensors written by lrt-train, or its --out directory (or release "
-                                 "weights with --config)", "", true)
+  tool::Args a("lrt-eval",
+               "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it).");
+  a.option("checkpoint", "FILE",
+           "model.safetensors written by lrt-train, or its --out directory (or release "
+           "weights with --config)",
+           "", true)
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus", "", true)
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .option("mode", "MODE", "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes)")
       .option("split", "SPLIT", "val (the validation split lrt-train holds out) or all (every byte of PATH)", "val")
-      .flag("json", "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "
-                    "instead of the text lines")
+      .flag("json",
+            "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "
+            "instead of the text lines")
       .option("eval-tokens", "N", "target tokens to score at most", "65536")
       .option("context", "N",
-              "targets per row (0: the model's sequence_len); longer rows also print bits per byte by position",
+              "targets per row (0: the model's sequence_len); longer rows also print bits per byte by position", "0")
+      .option("sinks", "N",
+              "attention sinks for the by-position numbers: queries also see each row's first N "
+              "positions (0: none)",
               "0")
-      .option("sinks", "N", "attention sinks for the by-position numbers: queries also see each row's first N "
-                            "positions (0: none)", "0")
       .option("batch-rows", "B", "rows per forward", "16");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;

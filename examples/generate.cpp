@@ -6,8 +6,10 @@
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-generate", "Continues a prompt with a trained model, printing bytes as they come.");
-  a.option("checkpoint", "FILE", "model.safetensors written by lrt-train, or its --out directory (or release "
-                                 "weights with --config)", "", true)
+  a.option("checkpoint", "FILE",
+           "model.safetensors written by lrt-train, or its --out directory (or release "
+           "weights with --config)",
+           "", true)
       .option("prompt", "TEXT", "text to continue (a BOS token is put in front)", "")
       .option("prompt-file", "FILE", "read the prompt from FILE ('-': standard input) instead of --prompt")
       .option("max-new-tokens", "N",
@@ -21,8 +23,10 @@ int main(int argc, char** argv) {
               "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation) or "
               "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length)",
               "exact")
-      .option("sinks", "N", "attention sinks: queries also see the first N positions once they leave the window "
-                            "(exact prefill past the shortest window)", "0")
+      .option("sinks", "N",
+              "attention sinks: queries also see the first N positions once they leave the window "
+              "(exact prefill past the shortest window)",
+              "0")
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .flag("stop-at-bos", "stop when the model starts a new document (BOS)");
   a.alias("-m", "checkpoint").alias("-p", "prompt").alias("-f", "prompt-file").alias("-n", "max-new-tokens");

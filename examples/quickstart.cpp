@@ -3,15 +3,15 @@
 
 int main() {
   using V = lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared>;  // = lrt::variants::Lrt
-  lrt::ModelConfig cfg = lrt::preset("tiny");                              // sizes are runtime values
+  lrt::ModelConfig cfg = lrt::preset("tiny");                             // sizes are runtime values
   cfg.sequence_len = 32;
   lrt::Model<V> model(cfg, /*seed=*/1);
   std::string text;
   for (int i = 0; i < 100; ++i) text += "the cat sat on the mat. ";
-  const auto rows = lrt::data::TokenRows::build({{"doc", text}}, 32);     // BOS + 32 bytes per row
+  const auto rows = lrt::data::TokenRows::build({{"doc", text}}, 32);  // BOS + 32 bytes per row
   lrt::TrainOptions opt;
   opt.batch_rows = 8, opt.steps = 40;
-  lrt::Trainer<V, lrt::Interleaved<2>> trainer(model, rows, opt);         // the paper's schedule
+  lrt::Trainer<V, lrt::Interleaved<2>> trainer(model, rows, opt);  // the paper's schedule
   while (!trainer.done()) {
     const auto s = trainer.train_step();
     if (s.step % 10 == 0) fmt::print("step {} loss {:.3f}\n", s.step, s.loss);

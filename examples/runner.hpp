@@ -48,11 +48,12 @@ namespace detail {
 [[noreturn]] inline void no_build(const std::string& what, const std::string& schedule) {
   std::string list;
   for (const Entry& e : registry()) list += "\n  --variant " + e.variant + " --schedule " + e.schedule;
-  throw UsageError(fmt::format("no build of variant {} with schedule '{}'; this build has:{}\n(a pair is one "
-                               "file in examples/registry/; a build configured with -DLRT_TOOL_PAIRS=<stems>, as "
-                               "scripts/run.sh does, holds only those: configure with -DLRT_TOOL_PAIRS=all for "
-                               "every pair)",
-                               what, schedule.empty() ? "(any)" : schedule, list));
+  throw UsageError(
+      fmt::format("no build of variant {} with schedule '{}'; this build has:{}\n(a pair is one "
+                  "file in examples/registry/; a build configured with -DLRT_TOOL_PAIRS=<stems>, as "
+                  "scripts/run.sh does, holds only those: configure with -DLRT_TOOL_PAIRS=all for "
+                  "every pair)",
+                  what, schedule.empty() ? "(any)" : schedule, list));
 }
 }  // namespace detail
 
@@ -79,8 +80,8 @@ inline const Entry& find_entry(const std::string& variant, const std::string& sc
   if (!s) s = lrt::parse_variant(variant);
   if (!s) detail::no_build(fmt::format("'{}'", variant), schedule);
   const std::string spelled = lrt::spell(*s);
-  return find_entry(*s, schedule, spelled == variant ? fmt::format("'{}'", variant)
-                                                     : fmt::format("'{}' ({})", variant, spelled));
+  return find_entry(*s, schedule,
+                    spelled == variant ? fmt::format("'{}'", variant) : fmt::format("'{}' ({})", variant, spelled));
 }
 
 /// The name the tools print for variant V: the registry's name for its structure (e.g. lrt-src1),
@@ -240,7 +241,7 @@ int train_run(const tool::Args& a) {
   const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
 
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
-  lrt::ensure_writable_directory(out);  // before any work: an --out this process may not write fails here
+  lrt::ensure_writable_directory(out);       // before any work: an --out this process may not write fails here
   if (!from.note.empty()) fmt::print("warning: {}\n", from.note);
   fmt::print("lrt-train: {} threads (LRT_NUM_THREADS), GEMM via {}\n", lrt::num_threads(),
              LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
@@ -248,11 +249,11 @@ int train_run(const tool::Args& a) {
   const int T = static_cast<int>(cfg.sequence_len);
   const auto train_rows = lrt::data::TokenRows::build(corpus.train, T);
   const auto val_rows = lrt::data::TokenRows::build(corpus.val, T);
-  fmt::print("data: {} ({}): train {} docs, {} bytes, {} rows; validation {} docs, {} rows\n", data_path,
-             corpus.kind, corpus.train.size(), lrt::data::text_bytes(corpus.train), train_rows.rows(),
-             corpus.val.size(), val_rows.rows());
-  const auto val = lrt::data::validation_batches(val_rows, static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32)),
-                                                 eval_tokens);
+  fmt::print("data: {} ({}): train {} docs, {} bytes, {} rows; validation {} docs, {} rows\n", data_path, corpus.kind,
+             corpus.train.size(), lrt::data::text_bytes(corpus.train), train_rows.rows(), corpus.val.size(),
+             val_rows.rows());
+  const auto val =
+      lrt::data::validation_batches(val_rows, static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32)), eval_tokens);
 
   lrt::Model<V, float> model(cfg, o.seed);
   lrt::Trainer<V, Sched> tr(model, train_rows, o);
@@ -262,11 +263,12 @@ int train_run(const tool::Args& a) {
     fmt::print("resumed from {} at step {} of {}\n", from.dir, tr.step(), tr.horizon());
   }
   const std::string opts_text = describe(sched_opts).empty() ? "" : " (" + describe(sched_opts) + ")";
-  fmt::print("model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
-             "({} x {} rows), {:.4g} token-forwards/step\n",
-             display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
-             model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(),
-             tr.accumulation(), tr.options().micro_rows, tr.forwards_per_step());
+  fmt::print(
+      "model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
+      "({} x {} rows), {:.4g} token-forwards/step\n",
+      display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
+      model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(), tr.accumulation(),
+      tr.options().micro_rows, tr.forwards_per_step());
 
   // The horizon N of the schedules.
   if (!resume || modes > 0) {
@@ -286,8 +288,9 @@ int train_run(const tool::Args& a) {
       // default --eval-every (N/10), or about n / eval_every.
       const double eval_cost = per_step / 3 * double(eval_tokens) / double(tr.tokens_per_step());
       const double left = time_arg - now();
-      const double n_real = eval_every_arg > 0 ? left / (per_step * 1.07 + eval_cost / double(eval_every_arg))
-                                               : (left - 11 * eval_cost) / (per_step * 1.07);  // +7%: the optimizer step (measured)
+      const double n_real = eval_every_arg > 0
+                                ? left / (per_step * 1.07 + eval_cost / double(eval_every_arg))
+                                : (left - 11 * eval_cost) / (per_step * 1.07);  // +7%: the optimizer step (measured)
       const auto n = static_cast<std::int64_t>(std::max(1.0, std::floor(n_real)));
       tr.set_horizon(tr.step() + n);
       fmt::print("time budget {}: {:.3f} s/step over {} warm-up steps -> {} steps\n", tool::duration(time_arg),
@@ -320,9 +323,9 @@ int train_run(const tool::Args& a) {
   lrt::write_file_atomic(log_path, log_text());
   std::FILE* csv = std::fopen(log_path.c_str(), "a");
   lrt::check(csv != nullptr, "lrt-train", "'", log_path, "': cannot open for appending: ", std::strerror(errno));
-  const std::string title = fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", display_name<V>(),
-                                        lrt::schedule_spec<Sched>(), resume ? "resumed" : preset, cfg.n_layer,
-                                        cfg.n_embd, tr.tokens_per_step());
+  const std::string title =
+      fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", display_name<V>(), lrt::schedule_spec<Sched>(),
+                  resume ? "resumed" : preset, cfg.n_layer, cfg.n_embd, tr.tokens_per_step());
 
   tool::Progress progress(10);
   std::string saved;  // the last checkpoint written
@@ -377,7 +380,6 @@ int train_run(const tool::Args& a) {
   fmt::print("val_bpb: {:.6f}\n", last_bpb);
   return 0;
 }
-
 
 /// lrt-eval: bits per byte of a checkpoint (both modes for LRT models); the parallel mode runs
 /// the schedule with the checkpoint's options `so` (kv_refresh, MultiRefine's loss weights).
@@ -453,11 +455,14 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
                           static_cast<long long>(i + 1) * cfg.sequence_len, by[i].bpb());
     }
     j["context"] = T, j["sinks"] = sinks, j["band"] = cfg.sequence_len, j["val_bpb_by_position"] = std::move(arr);
-    if (!json) fmt::print("val_bpb by position (sequential{}):{}\n", sinks > 0 ? fmt::format(", {} sinks", sinks) : "", line);
+    if (!json)
+      fmt::print("val_bpb by position (sequential{}):{}\n", sinks > 0 ? fmt::format(", {} sinks", sinks) : "", line);
   }
   j["val_bpb"] = bpb;
-  if (json) fmt::print("{}\n", j.dump());
-  else fmt::print("val_bpb: {:.6f}\n", bpb);
+  if (json)
+    fmt::print("{}\n", j.dump());
+  else
+    fmt::print("val_bpb: {:.6f}\n", bpb);
   return 0;
 }
 
@@ -466,7 +471,8 @@ inline lrt::PrefillMode prefill_mode(const Args& a) {
   try {
     return lrt::PrefillMode::parse(a.str("prefill"));
   } catch (const lrt::Error&) {
-    throw UsageError(fmt::format("--prefill expects exact, zero or interleaved:S with S >= 1, got '{}'", a.str("prefill")));
+    throw UsageError(
+        fmt::format("--prefill expects exact, zero or interleaved:S with S >= 1, got '{}'", a.str("prefill")));
   }
 }
 
@@ -505,9 +511,9 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   const lrt::Tensor<float, 2>* logits = &dec.prefill(prompt, mode);  // logits after the last prompt token
   for (long long i = 0; i < n_new; ++i) {
     const lrt::index_t t = dec.position();
-    const lrt::index_t next = lrt::sample_token<float>(
-        std::span<const float>(logits->data(), static_cast<std::size_t>(cfg.vocab_size)), so,
-        lrt::sample_counter(0, t));
+    const lrt::index_t next =
+        lrt::sample_token<float>(std::span<const float>(logits->data(), static_cast<std::size_t>(cfg.vocab_size)), so,
+                                 lrt::sample_counter(0, t));
     if (next == cfg.bos()) {
       if (a.has("stop-at-bos")) break;
       std::fputs("\n\n", stdout);

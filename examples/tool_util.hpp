@@ -119,11 +119,15 @@ class Args {
       for (const auto& [al, n] : aliases_)
         if (n == o.name) spellings += al + ", ";
       std::string left = "  " + spellings + "--" + o.name + (o.meta.empty() ? "" : " " + o.meta);
-      if (left.size() < 28) left.resize(28, ' ');
-      else left += "\n" + std::string(28, ' ');
+      if (left.size() < 28)
+        left.resize(28, ' ');
+      else
+        left += "\n" + std::string(28, ' ');
       u += left + o.help;
-      if (o.required) u += " (required)";
-      else if (!o.def.empty()) u += " (default " + o.def + ")";
+      if (o.required)
+        u += " (required)";
+      else if (!o.def.empty())
+        u += " (default " + o.def + ")";
       u += "\n";
     }
     return u + "  --help                    this text\n";
@@ -266,16 +270,18 @@ inline std::string loss_svg(const std::vector<LogRow>& rows, const std::string& 
       W, H, W, H, l, title);
   for (int i = 0; i <= 5; ++i) {  // grid and axis labels
     const double v = ymin + (ymax - ymin) * i / 5, y = Y(v);
-    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
-                     "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n",
-                     l, W - r, y, y, l - 6, y + 4, v);
+    s += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n",
+        l, W - r, y, y, l - 6, y + 4, v);
     const double st = xmax * i / 5;
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.0f}</text>\n", X(st), H - b + 18, st);
   }
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">step</text>\n", (l + W - r) / 2, H - 8);
-  s += fmt::format("<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">loss "
-                   "(nats/token)</text>\n",
-                   (t + H - b) / 2, (t + H - b) / 2);
+  s += fmt::format(
+      "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">loss "
+      "(nats/token)</text>\n",
+      (t + H - b) / 2, (t + H - b) / 2);
   std::string train, val;
   for (const LogRow& x : rows) {
     if (!std::isnan(x.train_loss)) train += fmt::format("{:.1f},{:.1f} ", X(double(x.step)), Y(x.train_loss));
@@ -286,9 +292,10 @@ inline std::string loss_svg(const std::vector<LogRow>& rows, const std::string& 
   if (!train.empty())
     s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\" points=\"" + train + "\"/>\n";
   s += val + "\n";
-  s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#1f77b4\">train loss</text>"
-                   "<text x=\"{}\" y=\"{}\" fill=\"#d62728\">validation loss</text>\n</svg>\n",
-                   W - r - 200, t + 14, W - r - 100, t + 14);
+  s += fmt::format(
+      "<text x=\"{}\" y=\"{}\" fill=\"#1f77b4\">train loss</text>"
+      "<text x=\"{}\" y=\"{}\" fill=\"#d62728\">validation loss</text>\n</svg>\n",
+      W - r - 200, t + 14, W - r - 100, t + 14);
   return s;
 }
 

@@ -5,13 +5,13 @@
 
 #include <lrt/tensor.hpp>
 
+using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
-using lrt::index_t;
 
 int main() try {
-  fmt::print("lrt {}.{}.{} tour: {} thread(s) (LRT_NUM_THREADS), GEMM via {}\n\n", LRT_VERSION_MAJOR,
-             LRT_VERSION_MINOR, LRT_VERSION_PATCH, lrt::num_threads(),
+  fmt::print("lrt {}.{}.{} tour: {} thread(s) (LRT_NUM_THREADS), GEMM via {}\n\n", LRT_VERSION_MAJOR, LRT_VERSION_MINOR,
+             LRT_VERSION_PATCH, lrt::num_threads(),
              LRT_HAS_OPENBLAS ? "OpenBLAS (single-threaded, split by lrt's pool)" : "Eigen");
 
   // 1. Tensors, fills from the counter-based RNG, fused expressions.
@@ -19,7 +19,7 @@ int main() try {
   x = lrt::normal<float>(x.shape(), /*seed=*/42);
   fmt::print("x = normal(seed 42), shape {}:\n{:.3f}\n\n", x.shape(), x);
   Tensor<float, 1> bias = lrt::iota(Shape<1>{6}, 0.f, 0.5f);  // (C) broadcast over T
-  Tensor<float, 2> y = lrt::square(lrt::relu(x)) + bias;  // one pass, no temporaries
+  Tensor<float, 2> y = lrt::square(lrt::relu(x)) + bias;      // one pass, no temporaries
   fmt::print("y = relu(x)^2 + bias (bias {}):\n{:.3f}\n\n", bias, y);
 
   // 2. Views: no copies.
@@ -38,8 +38,7 @@ int main() try {
   // 4. Reductions and GEMM.
   Tensor<float, 2> a = lrt::uniform<float>(Shape<2>{3, 5}, 7), b = lrt::uniform<float>(Shape<2>{4, 5}, 8);
   auto c = lrt::matmul(a, b.t());  // (3, 5) x (5, 4)
-  fmt::print("matmul(a, b^T) =\n{:.4f}\nrow sums {:.4f}, argmax {}\n\n", c, lrt::sum(c, 1),
-             lrt::argmax(c));
+  fmt::print("matmul(a, b^T) =\n{:.4f}\nrow sums {:.4f}, argmax {}\n\n", c, lrt::sum(c, 1), lrt::argmax(c));
 
   // 5. A GEMM of transformer size, timed.
   const index_t M = 512, K = 256, N = 1024;
@@ -50,8 +49,7 @@ int main() try {
   const int reps = 10;
   for (int r = 0; r < reps; ++r) lrt::gemm(out, p, w.t());
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print("GEMM ({}, {}) x ({}, {})^T: {:.1f} GFLOP/s\n", M, K, N, K,
-             2.0 * M * N * K * reps / s * 1e-9);
+  fmt::print("GEMM ({}, {}) x ({}, {})^T: {:.1f} GFLOP/s\n", M, K, N, K, 2.0 * M * N * K * reps / s * 1e-9);
 
   // 6. Errors name the operation and the shapes.
   try {

@@ -8,9 +8,12 @@
 int main(int argc, char** argv) {
   tool::Args a("lrt-train", "Trains an LRT or the baseline GPT on bytes of text (docs/model.md).");
   a.option("preset", "NAME", "model preset: tiny, small, medium", "tiny")
-      .option("variant", "NAME", "baseline, lrt, lrt-release, residual, kv, lrt-src1, lrt-src2 (--list-variants)", "lrt")
-      .option("schedule", "SPEC", "standard, interleaved:S, multirefine:K, chunked:C, exact (default: the variant's first)")
-      .flag("kv-refresh", "interleaved:S on kv/both variants: patch the stale buffered K/V between passes (docs/model.md §4.2)")
+      .option("variant", "NAME", "baseline, lrt, lrt-release, residual, kv, lrt-src1, lrt-src2 (--list-variants)",
+              "lrt")
+      .option("schedule", "SPEC",
+              "standard, interleaved:S, multirefine:K, chunked:C, exact (default: the variant's first)")
+      .flag("kv-refresh",
+            "interleaved:S on kv/both variants: patch the stale buffered K/V between passes (docs/model.md §4.2)")
       .option("loss-weights", "W0,W1,..", "multirefine:K: one loss weight per pass, K + 1 (default: all 1)")
       .flag("detach", "multirefine:K: no gradient through the previous pass's states")
       .flag("list-variants", "print the (variant, schedule) pairs of this build and exit")

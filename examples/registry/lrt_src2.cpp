@@ -1,4 +1,6 @@
 // Registry entry: variant `lrt-src2`, schedule Interleaved<2> (one translation unit per pair).
 #include "../runner.hpp"
 
-static const tool::Register<lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared, lrt::BlockSource<2>>, lrt::Interleaved<2>> registered_lrt_src2{"lrt-src2"};
+static const tool::Register<lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared, lrt::BlockSource<2>>,
+                            lrt::Interleaved<2>>
+    registered_lrt_src2{"lrt-src2"};

@@ -14,14 +14,15 @@
 // It also brings the whole CPU side except fmt formatting (the CPU backend with Eigen, autodiff,
 // the models, schedules, decoder, optimizers, the Trainer, data and I/O), so host and device
 // tensors work side by side and a test can run the same body on both. fmt stays in
-// <lrt/tensor.hpp> (and so <lrt/lrt.hpp>), which nvcc cannot take (fmt 9 under nvcc 13 is a hard error); define EIGEN_NO_CUDA (the lrt::cuda target does) so that Eigen
-// stays a host-only library here.
+// <lrt/tensor.hpp> (and so <lrt/lrt.hpp>), which nvcc cannot take (fmt 9 under nvcc 13 is a hard error); define
+// EIGEN_NO_CUDA (the lrt::cuda target does) so that Eigen stays a host-only library here.
 #pragma once
 
 // LRT_CUDA_EMULATOR: the CPU emulator of the tests (tests/emu/fake/cuda_runtime.h, included
 // first) stands in for nvcc, so that a host compiler takes the CUDA test programs too.
 #if !defined(__CUDACC__) && !defined(LRT_CUDA_EMULATOR)
-#error "<lrt/cuda.hpp> is the CUDA backend and needs nvcc: compile this file as CUDA (a .cu file, or LANGUAGE CUDA in CMake), or include <lrt/lrt.hpp> for the CPU backend."
+#error \
+    "<lrt/cuda.hpp> is the CUDA backend and needs nvcc: compile this file as CUDA (a .cu file, or LANGUAGE CUDA in CMake), or include <lrt/lrt.hpp> for the CPU backend."
 #else
 
 #include "core.hpp"

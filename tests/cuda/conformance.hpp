@@ -76,20 +76,19 @@ void check_equal(const std::vector<T>& got, const std::vector<W>& want, const ch
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const bool ok = (is_nan_value(got[i]) && is_nan_value(want[i])) ||
-                    static_cast<double>(got[i]) == static_cast<double>(want[i]);
+    const bool ok =
+        (is_nan_value(got[i]) && is_nan_value(want[i])) || static_cast<double>(got[i]) == static_cast<double>(want[i]);
     if (!ok && bad++ == 0) first = i;
   }
-  INFO(std::string(what) << ": " << bad << " of " << got.size() << " differ; first at " << first
-                         << ": got " << (bad ? static_cast<double>(got[first]) : 0.0)
-                         << ", want " << (bad ? static_cast<double>(want[first]) : 0.0));
+  INFO(std::string(what) << ": " << bad << " of " << got.size() << " differ; first at " << first << ": got "
+                         << (bad ? static_cast<double>(got[first]) : 0.0) << ", want "
+                         << (bad ? static_cast<double>(want[first]) : 0.0));
   CHECK(bad == 0);
 }
 
 /// |got[i] - want[i]| <= tol * max(1, |want[i]|) for all i (NaN matches NaN).
 template <class T>
-void check_close(const std::vector<T>& got, const std::vector<double>& want, double tol,
-                 const char* what) {
+void check_close(const std::vector<T>& got, const std::vector<double>& want, double tol, const char* what) {
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0, first = 0;
   double worst = 0;
@@ -106,26 +105,23 @@ void check_close(const std::vector<T>& got, const std::vector<double>& want, dou
     if (!ok && bad++ == 0) first = i;
   }
   INFO(std::string(what) << ": " << bad << " of " << got.size() << " outside tolerance " << tol
-                         << " (worst relative error " << worst << "); first at " << first
-                         << ": got " << (bad ? static_cast<double>(got[first]) : 0.0)
-                         << ", want " << (bad ? want[first] : 0.0));
+                         << " (worst relative error " << worst << "); first at " << first << ": got "
+                         << (bad ? static_cast<double>(got[first]) : 0.0) << ", want " << (bad ? want[first] : 0.0));
   CHECK(bad == 0);
 }
 
 /// Float sums: |got[i] - want[i]| <= 1e-6 * max(1, magnitude[i]), magnitude[i] being the sum of
 /// the absolute values added (the scale of a summation's rounding error, whatever its order).
 template <class T>
-void check_sum(const std::vector<T>& got, const std::vector<double>& want,
-               const std::vector<double>& magnitude, const char* what) {
+void check_sum(const std::vector<T>& got, const std::vector<double>& want, const std::vector<double>& magnitude,
+               const char* what) {
   REQUIRE(got.size() == want.size());
   REQUIRE(magnitude.size() == want.size());
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(double(got[i]) - want[i]) <= 1e-6 * std::max(1.0, magnitude[i])) && bad++ == 0)
-      first = i;
-  INFO(std::string(what) << ": " << bad << " of " << got.size() << " sums off; first at " << first
-                         << ": got " << (bad ? double(got[first]) : 0.0) << ", want "
-                         << (bad ? want[first] : 0.0));
+    if (!(std::abs(double(got[i]) - want[i]) <= 1e-6 * std::max(1.0, magnitude[i])) && bad++ == 0) first = i;
+  INFO(std::string(what) << ": " << bad << " of " << got.size() << " sums off; first at " << first << ": got "
+                         << (bad ? double(got[first]) : 0.0) << ", want " << (bad ? want[first] : 0.0));
   CHECK(bad == 0);
 }
 
@@ -135,8 +131,7 @@ void check_bitwise(const T* got, const T* want, index_t n, const char* what) {
   index_t bad = 0, first = 0;
   for (index_t i = 0; i < n; ++i)
     if (std::memcmp(got + i, want + i, sizeof(T)) != 0 && bad++ == 0) first = i;
-  INFO(std::string(what) << ": " << bad << " of " << n << " elements differ bitwise; first at "
-                         << first);
+  INFO(std::string(what) << ": " << bad << " of " << n << " elements differ bitwise; first at " << first);
   CHECK(bad == 0);
 }
 
@@ -163,8 +158,7 @@ std::vector<double> ref_matmul(index_t M, index_t N, index_t K, FA a, FB b) {
   for (index_t i = 0; i < M; ++i)
     for (index_t j = 0; j < N; ++j) {
       double acc = 0;
-      for (index_t k = 0; k < K; ++k)
-        acc += static_cast<double>(a(i, k)) * static_cast<double>(b(k, j));
+      for (index_t k = 0; k < K; ++k) acc += static_cast<double>(a(i, k)) * static_cast<double>(b(k, j));
       c[static_cast<std::size_t>(i * N + j)] = acc;
     }
   return c;
@@ -232,8 +226,7 @@ void copies_round_trip() {
 
 template <class D>
 void elementwise_broadcast() {
-  const auto va = random_vec<float>(20, 1), vb = random_vec<float>(5, 2),
-             vc = random_vec<float>(4, 3);
+  const auto va = random_vec<float>(20, 1), vb = random_vec<float>(5, 2), vc = random_vec<float>(4, 3);
   const auto a = upload<D>(Shape<2>{4, 5}, va);
   const auto b = upload<D>(Shape<1>{5}, vb);
   const auto c = upload<D>(Shape<2>{4, 1}, vc);
@@ -241,23 +234,19 @@ void elementwise_broadcast() {
   lrt::Tensor<float, 2, D> r = a * b + lrt::exp(c) - 2.f;
   std::vector<double> want(20);
   for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 5; ++j)
-      want[i * 5 + j] = double(va[i * 5 + j]) * vb[j] + std::exp(double(vc[i])) - 2.0;
+    for (int j = 0; j < 5; ++j) want[i * 5 + j] = double(va[i * 5 + j]) * vb[j] + std::exp(double(vc[i])) - 2.0;
   check_close(download(r), want, 1e-5, "a * b + exp(c) - 2");
 
   // Every unary and binary functor once (abs/+1 keep log, sqrt, rsqrt in their domain).
-  lrt::Tensor<float, 2, D> u = lrt::tanh(a) + lrt::sqrt(lrt::abs(a)) + lrt::sigmoid(a) +
-                               lrt::relu(a) + lrt::square(a) - (-a) +
-                               lrt::rsqrt(lrt::abs(a) + 1.f) + lrt::log(lrt::abs(a) + 1.f) +
-                               lrt::minimum(a, b) + lrt::maximum(a, 0.25f) +
-                               a / (lrt::abs(b) + 1.f) + (1.f - a);
+  lrt::Tensor<float, 2, D> u = lrt::tanh(a) + lrt::sqrt(lrt::abs(a)) + lrt::sigmoid(a) + lrt::relu(a) + lrt::square(a) -
+                               (-a) + lrt::rsqrt(lrt::abs(a) + 1.f) + lrt::log(lrt::abs(a) + 1.f) + lrt::minimum(a, b) +
+                               lrt::maximum(a, 0.25f) + a / (lrt::abs(b) + 1.f) + (1.f - a);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 5; ++j) {
       const double x = va[i * 5 + j], y = vb[j];
-      want[i * 5 + j] = std::tanh(x) + std::sqrt(std::abs(x)) + 1.0 / (1.0 + std::exp(-x)) +
-                        std::max(x, 0.0) + x * x + x + 1.0 / std::sqrt(std::abs(x) + 1.0) +
-                        std::log(std::abs(x) + 1.0) + std::min(x, y) + std::max(x, 0.25) +
-                        x / (std::abs(y) + 1.0) + (1.0 - x);
+      want[i * 5 + j] = std::tanh(x) + std::sqrt(std::abs(x)) + 1.0 / (1.0 + std::exp(-x)) + std::max(x, 0.0) + x * x +
+                        x + 1.0 / std::sqrt(std::abs(x) + 1.0) + std::log(std::abs(x) + 1.0) + std::min(x, y) +
+                        std::max(x, 0.25) + x / (std::abs(y) + 1.0) + (1.0 - x);
     }
   check_close(download(u), want, 1e-5, "all functors");
 
@@ -601,16 +590,15 @@ template <class D>
 void gemm_plain_and_transposed() {
   gemm_layouts<D, float>(37, 53, 29);
   gemm_layouts<D, float>(128, 96, 200);
-  gemm_layouts<D, float>(1, 7, 5);   // a single row
-  gemm_layouts<D, float>(6, 1, 9);   // a single column
+  gemm_layouts<D, float>(1, 7, 5);  // a single row
+  gemm_layouts<D, float>(6, 1, 9);  // a single column
   gemm_layouts<D, double>(17, 19, 23);
 }
 
 template <class D>
 void gemm_alpha_beta_and_outputs() {
   const index_t M = 9, N = 11, K = 13;
-  const auto va = random_vec<float>(M * K, 81), vb = random_vec<float>(K * N, 82),
-             vc = random_vec<float>(M * N, 83);
+  const auto va = random_vec<float>(M * K, 81), vb = random_vec<float>(K * N, 82), vc = random_vec<float>(M * N, 83);
   const auto a = upload<D>(Shape<2>{M, K}, va);
   const auto b = upload<D>(Shape<2>{K, N}, vb);
   auto A = [&](index_t i, index_t k) { return va[i * K + k]; };
@@ -625,8 +613,7 @@ void gemm_alpha_beta_and_outputs() {
   check_close(download(c), want, 1e-4, "C = 0.5 A B + 2 C");
 
   // beta == 0 ignores NaN in C.
-  auto cn = lrt::Tensor<float, 2, D>::full(Shape<2>{M, N},
-                                           std::numeric_limits<float>::quiet_NaN());
+  auto cn = lrt::Tensor<float, 2, D>::full(Shape<2>{M, N}, std::numeric_limits<float>::quiet_NaN());
   lrt::gemm(cn, a, b);
   check_close(download(cn), ab, 1e-4, "beta = 0 over NaN");
 
@@ -656,8 +643,8 @@ void gemm_batched_cases() {
   auto batch_ref = [&](auto A, auto B, index_t n) {
     std::vector<double> out;
     for (index_t t = 0; t < Bt; ++t) {
-      auto r = ref_matmul(M, n, K, [&](index_t i, index_t k) { return A(t, i, k); },
-                          [&](index_t k, index_t j) { return B(t, k, j); });
+      auto r = ref_matmul(
+          M, n, K, [&](index_t i, index_t k) { return A(t, i, k); }, [&](index_t k, index_t j) { return B(t, k, j); });
       out.insert(out.end(), r.begin(), r.end());
     }
     return out;
@@ -669,8 +656,7 @@ void gemm_batched_cases() {
   // Transposed B per batch: stored (Bt, N, K).
   const auto b3t = upload<D>(Shape<3>{Bt, N, K}, vb);
   auto B3T = [&](index_t t, index_t k, index_t j) { return vb[(t * N + j) * K + k]; };
-  check_close(download(lrt::matmul(a3, b3t.transpose(1, 2))), batch_ref(A3, B3T, N), 1e-4,
-              "batched A B^T");
+  check_close(download(lrt::matmul(a3, b3t.transpose(1, 2))), batch_ref(A3, B3T, N), 1e-4, "batched A B^T");
 
   // (Bt, M, K) x (K, N): folded into one GEMM when A is contiguous, else B broadcast (stride 0).
   const auto vb2 = random_vec<float>(K * N, 93);
@@ -680,8 +666,7 @@ void gemm_batched_cases() {
   const auto vwide = random_vec<float>(Bt * M * 10, 94);
   const auto wide = upload<D>(Shape<3>{Bt, M, 10}, vwide);
   auto AW = [&](index_t t, index_t i, index_t k) { return vwide[(t * M + i) * 10 + k]; };
-  check_close(download(lrt::matmul(wide.slice(2, 0, K), b2)), batch_ref(AW, B2, N), 1e-4,
-              "strided A x shared B");
+  check_close(download(lrt::matmul(wide.slice(2, 0, K), b2)), batch_ref(AW, B2, N), 1e-4, "strided A x shared B");
 
   // gemm_batched with alpha and beta.
   const auto vc = random_vec<float>(Bt * M * N, 95);
@@ -698,13 +683,12 @@ template <class D>
 void gemm_k_zero() {
   auto c = lrt::Tensor<float, 2, D>::full(Shape<2>{3, 4}, 2.f);
   const lrt::MatRef<float> a{c.data(), 1, false}, b{c.data(), 4, false};  // never read
-  lrt::GemmBackend<D>::run(index_t{1}, index_t{3}, index_t{4}, index_t{0}, 1.f, a, 0, b, 0, 0.5f,
-                           c.data(), index_t{4}, 0);
+  lrt::GemmBackend<D>::run(index_t{1}, index_t{3}, index_t{4}, index_t{0}, 1.f, a, 0, b, 0, 0.5f, c.data(), index_t{4},
+                           0);
   check_close(download(c), std::vector<double>(12, 1.0), 0, "K = 0, beta = 0.5");
-  auto c3 = lrt::Tensor<float, 3, D>::full(Shape<3>{2, 3, 4},
-                                           std::numeric_limits<float>::quiet_NaN());
-  lrt::GemmBackend<D>::run(index_t{2}, index_t{3}, index_t{4}, index_t{0}, 1.f, a, 0, b, 0, 0.f,
-                           c3.data(), index_t{4}, index_t{12});
+  auto c3 = lrt::Tensor<float, 3, D>::full(Shape<3>{2, 3, 4}, std::numeric_limits<float>::quiet_NaN());
+  lrt::GemmBackend<D>::run(index_t{2}, index_t{3}, index_t{4}, index_t{0}, 1.f, a, 0, b, 0, 0.f, c3.data(), index_t{4},
+                           index_t{12});
   check_close(download(c3), std::vector<double>(24, 0.0), 0, "K = 0, beta = 0 over NaN, batched");
 }
 
@@ -787,8 +771,8 @@ void reductions_axes() {
   CHECK(std::abs(double(lrt::mean(x)) - total / vx.size()) <= 1e-6);
 
   // Non-contiguous input, an expression argument, and mean over an axis.
-  std::vector<double> wt(d1 * d2, 0.0), wta(d1 * d2, 0.0), we(d0 * d1, 0.0),
-      wea(d0 * d1, 0.0), wm(d0 * d1, 0.0), wma(d0 * d1, 0.0);
+  std::vector<double> wt(d1 * d2, 0.0), wta(d1 * d2, 0.0), we(d0 * d1, 0.0), wea(d0 * d1, 0.0), wm(d0 * d1, 0.0),
+      wma(d0 * d1, 0.0);
   for (index_t i = 0; i < d0; ++i)
     for (index_t j = 0; j < d1; ++j)
       for (index_t k = 0; k < d2; ++k) {
@@ -929,36 +913,22 @@ void error_paths() {
 
 /// Registers every conformance body above as a doctest case for device Dev, named
 /// "<prefix>: <body>" (one list, so that every device runs the same cases).
-#define LRT_CONFORMANCE_TEST_CASES(Dev, prefix)                                               \
-  TEST_CASE(prefix ": copies round-trip") { lrt_conformance::copies_round_trip<Dev>(); }       \
-  TEST_CASE(prefix ": elementwise with broadcasting") {                                        \
-    lrt_conformance::elementwise_broadcast<Dev>();                                             \
-  }                                                                                            \
-  TEST_CASE(prefix ": non-contiguous views (rank 2)") {                                        \
-    lrt_conformance::noncontiguous_views<Dev>();                                               \
-  }                                                                                            \
-  TEST_CASE(prefix ": non-contiguous views (rank 3)") {                                        \
-    lrt_conformance::noncontiguous_rank3<Dev>();                                               \
-  }                                                                                            \
-  TEST_CASE(prefix ": where, cast, comparisons") { lrt_conformance::where_cast_compare<Dev>(); } \
-  TEST_CASE(prefix ": aliasing") { lrt_conformance::aliasing<Dev>(); }                         \
-  TEST_CASE(prefix ": gather and scatter") { lrt_conformance::gather_scatter<Dev>(); }         \
-  TEST_CASE(prefix ": uniform and normal fills match the CPU") {                               \
-    lrt_conformance::random_fills<Dev>();                                                      \
-  }                                                                                            \
-  TEST_CASE(prefix ": gemm, plain and transposed operands") {                                  \
-    lrt_conformance::gemm_plain_and_transposed<Dev>();                                         \
-  }                                                                                            \
-  TEST_CASE(prefix ": gemm, alpha, beta and output layouts") {                                 \
-    lrt_conformance::gemm_alpha_beta_and_outputs<Dev>();                                       \
-  }                                                                                            \
-  TEST_CASE(prefix ": gemm, strided batched") { lrt_conformance::gemm_batched_cases<Dev>(); }  \
-  TEST_CASE(prefix ": gemm backend with K = 0") { lrt_conformance::gemm_k_zero<Dev>(); }       \
-  TEST_CASE(prefix ": reductions over axes and over all") {                                    \
-    lrt_conformance::reductions_axes<Dev>();                                                   \
-  }                                                                                            \
-  TEST_CASE(prefix ": reductions with NaN, ties and empty axes") {                             \
-    lrt_conformance::reductions_nan_ties_empty<Dev>();                                         \
-  }                                                                                            \
-  TEST_CASE(prefix ": long reductions") { lrt_conformance::reductions_long<Dev>(); }           \
+#define LRT_CONFORMANCE_TEST_CASES(Dev, prefix)                                                                       \
+  TEST_CASE(prefix ": copies round-trip") { lrt_conformance::copies_round_trip<Dev>(); }                              \
+  TEST_CASE(prefix ": elementwise with broadcasting") { lrt_conformance::elementwise_broadcast<Dev>(); }              \
+  TEST_CASE(prefix ": non-contiguous views (rank 2)") { lrt_conformance::noncontiguous_views<Dev>(); }                \
+  TEST_CASE(prefix ": non-contiguous views (rank 3)") { lrt_conformance::noncontiguous_rank3<Dev>(); }                \
+  TEST_CASE(prefix ": where, cast, comparisons") { lrt_conformance::where_cast_compare<Dev>(); }                      \
+  TEST_CASE(prefix ": aliasing") { lrt_conformance::aliasing<Dev>(); }                                                \
+  TEST_CASE(prefix ": gather and scatter") { lrt_conformance::gather_scatter<Dev>(); }                                \
+  TEST_CASE(prefix ": uniform and normal fills match the CPU") { lrt_conformance::random_fills<Dev>(); }              \
+  TEST_CASE(prefix ": gemm, plain and transposed operands") { lrt_conformance::gemm_plain_and_transposed<Dev>(); }    \
+  TEST_CASE(prefix ": gemm, alpha, beta and output layouts") { lrt_conformance::gemm_alpha_beta_and_outputs<Dev>(); } \
+  TEST_CASE(prefix ": gemm, strided batched") { lrt_conformance::gemm_batched_cases<Dev>(); }                         \
+  TEST_CASE(prefix ": gemm backend with K = 0") { lrt_conformance::gemm_k_zero<Dev>(); }                              \
+  TEST_CASE(prefix ": reductions over axes and over all") { lrt_conformance::reductions_axes<Dev>(); }                \
+  TEST_CASE(prefix ": reductions with NaN, ties and empty axes") {                                                    \
+    lrt_conformance::reductions_nan_ties_empty<Dev>();                                                                \
+  }                                                                                                                   \
+  TEST_CASE(prefix ": long reductions") { lrt_conformance::reductions_long<Dev>(); }                                  \
   TEST_CASE(prefix ": error paths") { lrt_conformance::error_paths<Dev>(); }

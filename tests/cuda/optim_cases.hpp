@@ -77,8 +77,7 @@ std::vector<float> values(const Tensor<float, R, G>& t) {
 }
 
 /// Max over i of |a[i] - b[i]| / (atol + rtol |b[i]|): <= 1 means within tolerance.
-inline double worst_rel(const std::vector<float>& a, const std::vector<float>& b, double rtol,
-                        double atol) {
+inline double worst_rel(const std::vector<float>& a, const std::vector<float>& b, double rtol, double atol) {
   REQUIRE(a.size() == b.size());
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -90,8 +89,7 @@ inline double worst_rel(const std::vector<float>& a, const std::vector<float>& b
 
 inline std::size_t same_bits_count(const std::vector<float>& a, const std::vector<float>& b) {
   std::size_t k = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    k += std::memcmp(&a[i], &b[i], sizeof(float)) == 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) k += std::memcmp(&a[i], &b[i], sizeof(float)) == 0;
   return k;
 }
 
@@ -166,14 +164,14 @@ TEST_CASE("cuda optim: AdamW on the GPU matches the CPU") {
   Twin<2> wide("wide", Shape<2>{8, 24}, 13);
   Twin<2> tall("tall", Shape<2>{24, 8}, 14);
   optim::AdamW oc, og;
-  oc.add_group({"vectors", 0.05f, 0.8f, 0.95f, 1e-10f, 0.f,
-                {optim::ParamRef::of(vec.cpu), optim::ParamRef::of(big.cpu)}});
-  og.add_group({"vectors", 0.05f, 0.8f, 0.95f, 1e-10f, 0.f,
-                {optim::ParamRef::of(vec.gpu), optim::ParamRef::of(big.gpu)}});
-  oc.add_group({"matrices", 0.01f, 0.9f, 0.99f, 1e-8f, 0.1f,
-                {optim::ParamRef::of(wide.cpu), optim::ParamRef::of(tall.cpu)}});
-  og.add_group({"matrices", 0.01f, 0.9f, 0.99f, 1e-8f, 0.1f,
-                {optim::ParamRef::of(wide.gpu), optim::ParamRef::of(tall.gpu)}});
+  oc.add_group(
+      {"vectors", 0.05f, 0.8f, 0.95f, 1e-10f, 0.f, {optim::ParamRef::of(vec.cpu), optim::ParamRef::of(big.cpu)}});
+  og.add_group(
+      {"vectors", 0.05f, 0.8f, 0.95f, 1e-10f, 0.f, {optim::ParamRef::of(vec.gpu), optim::ParamRef::of(big.gpu)}});
+  oc.add_group(
+      {"matrices", 0.01f, 0.9f, 0.99f, 1e-8f, 0.1f, {optim::ParamRef::of(wide.cpu), optim::ParamRef::of(tall.cpu)}});
+  og.add_group(
+      {"matrices", 0.01f, 0.9f, 0.99f, 1e-8f, 0.1f, {optim::ParamRef::of(wide.gpu), optim::ParamRef::of(tall.gpu)}});
 
   // Tolerance. The kernel performs the CPU loop's float operations one by one with
   // round-to-nearest intrinsics (no FMA contraction, IEEE division and square root), and the
@@ -191,8 +189,10 @@ TEST_CASE("cuda optim: AdamW on the GPU matches the CPU") {
     vec.set_grad();
     big.set_grad();
     wide.set_grad();
-    if (it == 2) tall.drop_grad();  // skipped: value and state (and its step count) stay put
-    else tall.set_grad();
+    if (it == 2)
+      tall.drop_grad();  // skipped: value and state (and its step count) stay put
+    else
+      tall.set_grad();
     const std::vector<float> tall_before = values(tall.gpu.value());
     const float mult = optim::lr_multiplier(it, N);
     oc.step(mult);
@@ -314,8 +314,10 @@ struct MuonTrack {
       const double d = std::abs(double(wg[i]) - double(wc[i]));
       const double bound = tol + 1e-6 * std::abs(double(wc[i]));
       if (d <= bound) continue;
-      if (d <= bound + flip) flipped[i] = 1;
-      else ++bad;
+      if (d <= bound + flip)
+        flipped[i] = 1;
+      else
+        ++bad;
     }
   }
   std::size_t flips() const { return static_cast<std::size_t>(std::count(flipped.begin(), flipped.end(), char(1))); }
@@ -342,8 +344,10 @@ TEST_CASE("cuda optim: Muon on the GPU matches the CPU") {
   for (std::int64_t it = 0; it < N; ++it) {
     CAPTURE(it);
     for (std::size_t k = 0; k < tw.size(); ++k) {
-      if (it == 3 && k == 1) tw[k]->drop_grad();  // "tall" skips a step: W and state stay put
-      else tw[k]->set_grad();
+      if (it == 3 && k == 1)
+        tw[k]->drop_grad();  // "tall" skips a step: W and state stay put
+      else
+        tw[k]->set_grad();
     }
     std::vector<std::vector<float>> before;
     for (auto& t : tw) before.push_back(values(t->cpu.value()));
@@ -364,7 +368,8 @@ TEST_CASE("cuda optim: Muon on the GPU matches the CPU") {
     CAPTURE(tw[k]->cpu.name());
     CHECK(tracks[k].bad == 0);
     CHECK(tracks[k].flips() <= std::max<std::size_t>(2, static_cast<std::size_t>(tw[k]->numel()) / 1000));
-    if (tracks[k].flips() > 0) MESSAGE("Muon GPU vs CPU: ", tracks[k].flips(), " cautious-decay mask flip(s) in ", tw[k]->cpu.name());
+    if (tracks[k].flips() > 0)
+      MESSAGE("Muon GPU vs CPU: ", tracks[k].flips(), " cautious-decay mask flip(s) in ", tw[k]->cpu.name());
   }
 
   // The saved state. Momentum depends only on the gradients, through the same elementwise float
@@ -376,8 +381,7 @@ TEST_CASE("cuda optim: Muon on the GPU matches the CPU") {
   mc.save(bc, cc);
   mg.save(bg, cg);
   compare_states(bg, cg, bc, cc, [](const std::string& name) {
-    return ends_with(name, ".momentum") ? std::pair<double, double>{2e-6, 1e-7}
-                                        : std::pair<double, double>{1e-3, 1e-9};
+    return ends_with(name, ".momentum") ? std::pair<double, double>{2e-6, 1e-7} : std::pair<double, double>{1e-3, 1e-9};
   });
   lrt::cuda::synchronize();
 }

@@ -74,8 +74,8 @@ TEST_CASE("cuda: failures throw lrt::Error naming the call") {
   check_message(
       [&] {
         const float one = 1.f, zero = 0.f;
-        LRT_CUBLAS_CHECK(cublasSgemm(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, -1, 1,
-                                     1, &one, buf.data(), 1, buf.data(), 1, &zero, buf.data(), 1));
+        LRT_CUBLAS_CHECK(cublasSgemm(lrt::cuda::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, -1, 1, 1, &one, buf.data(),
+                                     1, buf.data(), 1, &zero, buf.data(), 1));
       },
       "cublas", "[cublas] cublasSgemm(", " failed: ");
 
@@ -97,7 +97,7 @@ TEST_CASE("cuda: caching allocator") {
   CHECK(A::round_size(513) == 1024);
   CHECK(A::round_size(std::size_t{1} << 20) == std::size_t{1} << 20);
   constexpr std::size_t MiB = std::size_t{1} << 20;
-  CHECK(A::round_size(MiB + 1) == MiB + MiB / 4);         // 4 classes per power of two
+  CHECK(A::round_size(MiB + 1) == MiB + MiB / 4);  // 4 classes per power of two
   CHECK(A::round_size(3 * MiB + 1) == 3 * MiB + MiB / 2);
 
   lrt::cuda::empty_cache();
@@ -198,8 +198,9 @@ TEST_CASE("cuda: float GEMMs in tf32 and bf16 (fp32 in and out), scoped and rest
     const lrt::cuda::MatmulPrecisionScope scope(P::bf16);
     const auto va = random_vec<double>(6 * 5, 3), vb = random_vec<double>(5 * 4, 4);
     const auto got = download(lrt::matmul(upload<G>(Shape<2>{6, 5}, va), upload<G>(Shape<2>{5, 4}, vb)));
-    const auto want = ref_matmul(6, 4, 5, [&](index_t i, index_t k) { return va[i * 5 + k]; },
-                                 [&](index_t k, index_t j) { return vb[k * 4 + j]; });
+    const auto want = ref_matmul(
+        6, 4, 5, [&](index_t i, index_t k) { return va[i * 5 + k]; },
+        [&](index_t k, index_t j) { return vb[k * 4 + j]; });
     check_close(got, want, 1e-12, "double under bf16");
   }
 }
@@ -216,8 +217,8 @@ TEST_CASE("cuda: StepGraph records lrt's work once and replays it on new inputs"
   fill_in(1.f);
   const auto before = lrt::cuda::allocator_stats();
   g.capture([&] {
-    const lrt::Tensor<float, 1, G> tmp = lrt::exp(in * 0.f) + in;        // a temporary, freed inside
-    out = tmp * 2.f;                                                      // written in place
+    const lrt::Tensor<float, 1, G> tmp = lrt::exp(in * 0.f) + in;  // a temporary, freed inside
+    out = tmp * 2.f;                                               // written in place
   });
   CHECK(g.ready());
   CHECK(lrt::cuda::allocator_stats().graph_bytes > before.graph_bytes);  // the temporary's block is the graph's
@@ -260,7 +261,7 @@ TEST_CASE("cuda: Profiler times kernels, GEMMs and copies per name, and leaves g
     Profiler prof;
     const auto c1 = lrt::matmul(a, b);
     const auto c2 = lrt::matmul(a, b);
-    d = c1 * 2.f + c2;  // one elementwise kernel
+    d = c1 * 2.f + c2;                        // one elementwise kernel
     lrt::DeviceTraits<G>::zero(d.data(), 0);  // zero bytes: no work, no row
     lrt::DeviceTraits<G>::copy_within(d.data(), c1.data(), 64 * 32 * sizeof(float));
     const auto rows = prof.stop();

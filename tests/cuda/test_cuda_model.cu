@@ -107,7 +107,7 @@ OpRun run_rmsnorm_rope_softmax() {
   const auto rope = ad::RopeTable<T, D>::make(pos.view(), 8, true);
   auto y = ad::softmax(ad::rmsnorm(ad::rope(x, rope)));
   auto z = ad::rope_rmsnorm(x, rope);  // the fused RoPE + QK-norm
-  y.retain();  // read after backward, which frees unretained values
+  y.retain();                          // read after backward, which frees unretained values
   z.retain();
   auto loss = ad::sum(y * ad::constant(rnd<T, 4, D>(s, 2))) + ad::sum(z * ad::constant(rnd<T, 4, D>(s, 3)));
   ad::backward(loss);
@@ -122,7 +122,7 @@ OpRun run_embedding_xent() {
   const index_t V = 13, Vp = 16, Cc = 6, B = 3, Tt = 7;
   auto table = ad::variable(rnd<T, 2, D>(Shape<2>{Vp, Cc}, 3));
   const auto ids = ids_of<D>(B, Tt, 4, 5);  // few distinct ids: repeated rows in the backward
-  auto e = ad::embedding(ids, table);      // (B, T, C)
+  auto e = ad::embedding(ids, table);       // (B, T, C)
   auto w = ad::variable(rnd<T, 2, D>(Shape<2>{Vp, Cc}, 4, T(-3), T(3)));
   auto z = ad::linear(e, w);  // (B, T, Vp)
   Tensor<index_t, 2> tg_h(Shape<2>{B, Tt});
@@ -166,7 +166,8 @@ OpRun run_attention(index_t window, bool subset, index_t Dh) {
 
 void compare(const OpRun& cpu, const OpRun& gpu, double t, const std::string& what) {
   REQUIRE(cpu.out.size() == gpu.out.size());
-  for (std::size_t i = 0; i < cpu.out.size(); ++i) check_close(gpu.out[i], cpu.out[i], t, what + " output " + std::to_string(i));
+  for (std::size_t i = 0; i < cpu.out.size(); ++i)
+    check_close(gpu.out[i], cpu.out[i], t, what + " output " + std::to_string(i));
 }
 
 // ------------------------------------------------------------------ whole models
@@ -207,7 +208,8 @@ void copy_random_weights(M0& from, M1& to, std::uint64_t seed) {
 
 /// Loss, per-pass per-token losses and all parameter gradients of schedule Sched.
 template <class Sched, class M, class D>
-std::vector<std::vector<double>> model_run(const M& m, const Tensor<index_t, 2, D>& ids, const Tensor<index_t, 2, D>& tg) {
+std::vector<std::vector<double>> model_run(const M& m, const Tensor<index_t, 2, D>& ids,
+                                           const Tensor<index_t, 2, D>& tg) {
   ad::Graph g;
   m.zero_grad();
   lrt::ScheduleOptions o;
@@ -232,7 +234,8 @@ void model_matches(const char* what, index_t B = 2, index_t Tt = 12) {
   const auto a = model_run<Sched>(mc, ids_c, tg_c);
   const auto b = model_run<Sched>(mg, ids_g, tg_g);
   REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) check_close(b[i], a[i], tol<T>(), std::string(what) + " tensor " + std::to_string(i));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    check_close(b[i], a[i], tol<T>(), std::string(what) + " tensor " + std::to_string(i));
 }
 
 /// Soft-capped logits (B, T, V) of a schedule on device D, each position from the last pass
@@ -301,8 +304,8 @@ TEST_CASE("cuda model: attention (GQA, windows, subset queries) forward and back
   for (index_t Dh : {8, 40, 64}) {
     for (index_t window : {index_t{3}, index_t{1} << 40}) {
       for (bool subset : {false, true}) {
-        const std::string what = "Dh " + std::to_string(Dh) + " window " + std::to_string(window) +
-                                 (subset ? " subset" : " all");
+        const std::string what =
+            "Dh " + std::to_string(Dh) + " window " + std::to_string(window) + (subset ? " subset" : " all");
         compare(run_attention<double, C>(window, subset, Dh), run_attention<double, G>(window, subset, Dh), 1e-10,
                 what + " double");
         compare(run_attention<float, C>(window, subset, Dh), run_attention<float, G>(window, subset, Dh), 1e-4,
@@ -328,8 +331,8 @@ TEST_CASE("cuda model: attention with bf16 matmuls runs as GEMMs and stays close
 #if defined(LRT_CUDA_EMULATOR)
     const auto rounded0 = lrt_cuda_emu::gemm_rounded_calls;
 #endif
-    compare(run_attention<float, C>(index_t{1} << 40, subset, 64), run_attention<float, G>(index_t{1} << 40, subset, 64),
-            0.1, subset ? "bf16 subset" : "bf16 all");
+    compare(run_attention<float, C>(index_t{1} << 40, subset, 64),
+            run_attention<float, G>(index_t{1} << 40, subset, 64), 0.1, subset ? "bf16 subset" : "bf16 all");
 #if defined(LRT_CUDA_EMULATOR)
     CHECK(lrt_cuda_emu::gemm_rounded_calls > rounded0);  // the automatic choice took the GEMM kernels
 #endif
@@ -347,7 +350,7 @@ TEST_CASE("cuda model: bad ids, targets and positions raise lrt::Error on the GP
   auto q = ad::variable(rnd<float, 4, G>(Shape<4>{1, 2, 1, 4}, 3));
   auto k = ad::variable(rnd<float, 4, G>(Shape<4>{1, 2, 1, 4}, 4));
   const Tensor<index_t, 1, G> qpos = lrt::to<G>(Tensor<index_t, 1>(Tensor<index_t, 1>::full(Shape<1>{2}, 1)));
-  CHECK_THROWS_AS(ad::attention(q, k, k, qpos, 100), lrt::Error);  // not strictly increasing
+  CHECK_THROWS_AS(ad::attention(q, k, k, qpos, 100), lrt::Error);                       // not strictly increasing
   CHECK_THROWS_AS(ad::attention(q, k, k, lrt::IndexList<G>({0, 2}), 100), lrt::Error);  // 2 >= Tk (host check)
   CHECK_THROWS_AS(ad::TokenIds<G>(bad, 5), lrt::Error);  // ids checked once for all lookups
   const Tensor<index_t, 2, G> four = lrt::to<G>(Tensor<index_t, 2>(Tensor<index_t, 2>::full(Shape<2>{1, 2}, 4)));
@@ -410,8 +413,8 @@ void bf16_tracks_fp32(const char* what) {
     all_half.insert(all_half.end(), half[i].begin(), half[i].end());
   }
   const double all = rel_l2(all_half, all_full);
-  MESSAGE(std::string(what) << ": bf16 vs fp32 loss rel " << loss_rel << ", worst tensor rel L2 " << worst << " (tensor "
-               << worst_at << "), all " << all);
+  MESSAGE(std::string(what) << ": bf16 vs fp32 loss rel " << loss_rel << ", worst tensor rel L2 " << worst
+                            << " (tensor " << worst_at << "), all " << all);
   CHECK(loss_rel <= 0.02);
   CHECK(worst <= 0.1);
   CHECK(all <= 0.05);
@@ -476,7 +479,8 @@ TEST_CASE("cuda model: LRT invariants hold on the GPU (decode == Exact == Interl
   lrt::Model<vs::Baseline, double, C> bc(c, 5);
   lrt::Model<vs::Baseline, double, G> bg(c, 5);
   copy_random_weights(bc, bg, 300);
-  check_close(decode_logits(bg, ids), merged_logits<lrt::Standard>(bg, ids), 1e-10, "baseline decode vs standard (gpu)");
+  check_close(decode_logits(bg, ids), merged_logits<lrt::Standard>(bg, ids), 1e-10,
+              "baseline decode vs standard (gpu)");
 }
 
 /// Graph replay vs eager decoding: the same kernels on the same data, so equal bit for bit on the
@@ -522,8 +526,7 @@ TEST_CASE("cuda model: decoding through a CUDA graph gives the eager decoder's l
   copy_random_weights(lc, lg, 800);
   index_t lrt_replays = 0;
   check_close(decode_logits(lg, ids, true, &lrt_replays, true), decode_logits(lg, ids, false, nullptr, true),
-              graph_vs_eager_tol(true),
-              "lrt mode zero: graph vs eager");
+              graph_vs_eager_tol(true), "lrt mode zero: graph vs eager");
   CHECK(lrt_replays == Tt - 2);  // the prompt token went through prefill
   // With the recurrent memory (ring slots and masks as graph inputs), across BOS tokens too.
   auto cb = c;
@@ -569,8 +572,8 @@ namespace train_case {
 
 /// Deterministic byte documents (words from a small vocabulary, varied lengths).
 std::vector<lrt::data::Document> docs(int n) {
-  static const char* words[] = {"the", "model", "keeps", "a", "memory", "of", "each", "token", "and", "its",
-                                "state", "moves", "on", "to", "next", "layer", "in", "time", "."};
+  static const char* words[] = {"the",   "model", "keeps", "a",  "memory", "of",    "each", "token", "and", "its",
+                                "state", "moves", "on",    "to", "next",   "layer", "in",   "time",  "."};
   std::vector<lrt::data::Document> out;
   std::uint64_t x = 12345;
   for (int d = 0; d < n; ++d) {
@@ -723,8 +726,8 @@ TEST_CASE("cuda trainer (emulator): a step waits for the GPU once, plus what eac
     };
     const auto one = w(2), two = w(1);  // one and two micro-batches a step
     MESSAGE(std::string(v == 0 ? "baseline" : "lrt interleaved:2")
-            << ": syncs / copies back per step with 1 and 2 micro-batches: " << one.first << " / " << one.second
-            << ", " << two.first << " / " << two.second);
+            << ": syncs / copies back per step with 1 and 2 micro-batches: " << one.first << " / " << one.second << ", "
+            << two.first << " / " << two.second);
     // A part per micro-batch (its ids go up; what its forward and backward read comes back) and
     // one copy back a step (the losses, before the update); nothing from the optimizers.
     const auto per_sync = two.first - one.first, per_copy = two.second - one.second;

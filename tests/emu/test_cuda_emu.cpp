@@ -146,9 +146,8 @@ void check_buffer(const Buf<T>& b, double t, const std::string& what) {
     if (std::isnan(x) || std::isnan(y)) e = std::isnan(x) && std::isnan(y) ? 0 : INFINITY;
     if (e > worst || (t == 0 && e != 0 && worst == 0)) worst = e, at = i;
   }
-  INFO(what << ": worst relative error " << worst << " at element " << at << " of " << got.size()
-            << " (device " << (got.empty() ? 0.0 : double(got[at])) << ", host "
-            << (got.empty() ? 0.0 : double(b.host[at])) << ")");
+  INFO(what << ": worst relative error " << worst << " at element " << at << " of " << got.size() << " (device "
+            << (got.empty() ? 0.0 : double(got[at])) << ", host " << (got.empty() ? 0.0 : double(b.host[at])) << ")");
   CHECK(worst <= t);
 }
 
@@ -223,12 +222,12 @@ void check_rows(index_t N, index_t Cn, bool transposed) {
 }
 
 TEST_CASE_TEMPLATE("cuda emu: rmsnorm and softmax rows", T, float, double) {
-  check_rows<T>(7, 5, false);      // 32 threads, most idle
-  check_rows<T>(5, 100, true);     // column-major views
-  check_rows<T>(4, 300, false);    // 256 threads, some with two elements
-  check_rows<T>(3, 1000, false);   // 256 threads, four elements each
-  check_rows<T>(40, 33, true);     // 64 threads; many blocks
-  check_rows<T>(2, 1, false);      // a single column
+  check_rows<T>(7, 5, false);     // 32 threads, most idle
+  check_rows<T>(5, 100, true);    // column-major views
+  check_rows<T>(4, 300, false);   // 256 threads, some with two elements
+  check_rows<T>(3, 1000, false);  // 256 threads, four elements each
+  check_rows<T>(40, 33, true);    // 64 threads; many blocks
+  check_rows<T>(2, 1, false);     // a single column
 }
 
 TEST_CASE("cuda emu: row kernels on empty shapes launch nothing") {
@@ -311,9 +310,9 @@ void check_rope_rmsnorm(index_t B, index_t Tt, index_t H, index_t Dh) {
 }
 
 TEST_CASE_TEMPLATE("cuda emu: fused rope + rmsnorm", T, float, double) {
-  check_rope_rmsnorm<T>(2, 3, 2, 8);     // 4 pairs: most lanes idle
-  check_rope_rmsnorm<T>(1, 2, 3, 130);   // 65 pairs: lanes with three pairs
-  check_rope_rmsnorm<T>(2, 40, 4, 64);   // 320 rows: several rows per warp (grid-stride)
+  check_rope_rmsnorm<T>(2, 3, 2, 8);    // 4 pairs: most lanes idle
+  check_rope_rmsnorm<T>(1, 2, 3, 130);  // 65 pairs: lanes with three pairs
+  check_rope_rmsnorm<T>(2, 40, 4, 64);  // 320 rows: several rows per warp (grid-stride)
   std::uint64_t mark = lrt_cuda_emu::stats.launches;
   Buf<T> b(8, T(1));
   NB::rope_rmsnorm_forward<T>(b.gpu(Shape<4>{0, 2, 1, 4}), b.gpu(Shape<2>{2, 2}), b.gpu(Shape<2>{2, 2}),
@@ -354,15 +353,15 @@ void check_xent(index_t N, index_t V, index_t Vp, T cap, bool transposed) {
   std::vector<T> gv = random_vector<T>(rng, n(N));
   if (N > 2) gv[1] = T(0);  // a row with zero upstream gradient
   Buf<T> g(gv), dl(n(N * Vp), T(7));
-  NB::softcap_xent_backward<T>(logits.gpu(ls, lst), targets.gpu(s1, st2), V, cap, ignore, lse.gpu(s1, st2),
-                               g.gpu(s1), dl.gpu(ls, lst));
-  lrt::cpu::softcap_xent_backward<T>(logits.cpu(ls, lst), targets.cpu(s1, st2), V, cap, ignore,
-                                     lse.cpu(s1, st2), g.cpu(s1), dl.cpu(ls, lst));
+  NB::softcap_xent_backward<T>(logits.gpu(ls, lst), targets.gpu(s1, st2), V, cap, ignore, lse.gpu(s1, st2), g.gpu(s1),
+                               dl.gpu(ls, lst));
+  lrt::cpu::softcap_xent_backward<T>(logits.cpu(ls, lst), targets.cpu(s1, st2), V, cap, ignore, lse.cpu(s1, st2),
+                                     g.cpu(s1), dl.cpu(ls, lst));
   check_buffer(dl, 10 * tol<T>(), "softcap_xent_backward dlogits");
 }
 
 TEST_CASE_TEMPLATE("cuda emu: softcapped cross-entropy", T, float, double) {
-  check_xent<T>(9, 50, 64, T(15), false);  // padded vocabulary: zeros beyond V
+  check_xent<T>(9, 50, 64, T(15), false);   // padded vocabulary: zeros beyond V
   check_xent<T>(4, 700, 700, T(0), false);  // no cap; 256 threads, several columns each
   check_xent<T>(6, 37, 40, T(30), true);    // transposed logits
 }
@@ -374,8 +373,8 @@ TEST_CASE("cuda emu: cross-entropy treats targets out of [0, V) as ignored, read
   NB::softcap_xent_forward<float>(logits.gpu(Shape<2>{2, 3}), t.gpu(Shape<1>{2}), 3, 0.f, -1, loss.gpu(Shape<1>{2}),
                                   lse.gpu(Shape<1>{2}));
   CHECK(loss.download() == std::vector<float>{0.f, 0.f});
-  NB::softcap_xent_backward<float>(logits.gpu(Shape<2>{2, 3}), t.gpu(Shape<1>{2}), 3, 0.f, -1,
-                                   lse.gpu(Shape<1>{2}), g.gpu(Shape<1>{2}), dl.gpu(Shape<2>{2, 3}));
+  NB::softcap_xent_backward<float>(logits.gpu(Shape<2>{2, 3}), t.gpu(Shape<1>{2}), 3, 0.f, -1, lse.gpu(Shape<1>{2}),
+                                   g.gpu(Shape<1>{2}), dl.gpu(Shape<2>{2, 3}));
   CHECK(dl.download() == std::vector<float>(6, 0.f));
 }
 
@@ -419,9 +418,9 @@ TEST_CASE_TEMPLATE("cuda emu: embedding", T, float, double) {
 TEST_CASE("cuda emu: embedding ids out of range") {
   Buf<index_t> bad(std::vector<index_t>{0, 9});
   Buf<double> gout(6, 1.0), gt(15, 0.0), out(6, 7.0), table(15, 2.0);
-  CHECK_THROWS_WITH_AS(NB::embedding_backward<double>(bad.gpu(Shape<1>{2}), gout.gpu(Shape<2>{2, 3}),
-                                                      gt.gpu(Shape<2>{5, 3})),
-                       "[embedding_backward] id 9 at position 1 out of range for table (5, 3)", lrt::Error);
+  CHECK_THROWS_WITH_AS(
+      NB::embedding_backward<double>(bad.gpu(Shape<1>{2}), gout.gpu(Shape<2>{2, 3}), gt.gpu(Shape<2>{5, 3})),
+      "[embedding_backward] id 9 at position 1 out of range for table (5, 3)", lrt::Error);
   CHECK(gt.download() == std::vector<double>(15, 0.0));
   // The forward does not validate (the caller does) but never reads out of range: a zero row.
   NB::embedding_forward<double>(bad.gpu(Shape<1>{2}), table.gpu(Shape<2>{5, 3}), out.gpu(Shape<2>{2, 3}));
@@ -472,8 +471,8 @@ void check_attention(index_t B, index_t Tk, index_t H, index_t Hkv, index_t Dh, 
                             out.gpu(qs, ost), lse.gpu(Shape<3>{B, H, Tq}), dout.gpu(qs), dq.gpu(qs), dk.gpu(ks),
                             dv.gpu(ks, kst));
   lrt::cpu::attention_backward<T>(q.cpu(qs), k.cpu(ks, kst), v.cpu(ks, kst), qpos.cpu(ps, pst), window, scale,
-                                  out.cpu(qs, ost), lse.cpu(Shape<3>{B, H, Tq}), dout.cpu(qs), dq.cpu(qs),
-                                  dk.cpu(ks), dv.cpu(ks, kst));
+                                  out.cpu(qs, ost), lse.cpu(Shape<3>{B, H, Tq}), dout.cpu(qs), dq.cpu(qs), dk.cpu(ks),
+                                  dv.cpu(ks, kst));
   check_buffer(dq, 10 * tol<T>(), "attention_backward dq");
   check_buffer(dk, 10 * tol<T>(), "attention_backward dk");
   check_buffer(dv, 10 * tol<T>(), "attention_backward dv");
@@ -506,9 +505,7 @@ TEST_CASE_TEMPLATE("cuda emu: attention", T, float, double) {
     check_attention<T>(2, 13, 4, 2, 33, 3, {0, 2, 3, 7, 9}, 16);
   }
   SUBCASE("window 0, MQA 2/1, Dh 64") { check_attention<T>(1, 9, 2, 1, 64, 0, {1, 4, 5}, 12); }
-  SUBCASE("window = max index, Dh 100") {
-    check_attention<T>(1, 17, 3, 3, 100, huge, {3, 8, 9, 10, 16}, 20);
-  }
+  SUBCASE("window = max index, Dh 100") { check_attention<T>(1, 17, 3, 3, 100, huge, {3, 8, 9, 10, 16}, 20); }
   SUBCASE("one query, Dh 256") { check_attention<T>(2, 6, 2, 2, 256, 2, {5}, 9); }
   SUBCASE("window 4, GQA 6/2, Dh 40") {
     check_attention<T>(1, 11, 6, 2, 40, 4, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 11);
@@ -662,9 +659,9 @@ TEST_CASE("cuda emu: indices, barriers and shuffles follow CUDA") {
     for (unsigned t = 0; t < nt; ++t) {
       const double* o = r.data() + b * per_block + t * 6;
       const int lane = static_cast<int>(t & 31);
-      const double want[6] = {double(1000 * b + (t + 1) % nt), double(lane ^ 5),
-                              double(lane + 3 < 32 ? lane + 3 : lane), double(lane % 16 >= 2 ? lane - 2 : lane),
-                              double(lane / 8 * 8 + 7), double(lane < 16 ? lane : lane - 16)};
+      const double want[6] = {
+          double(1000 * b + (t + 1) % nt),          double(lane ^ 5),         double(lane + 3 < 32 ? lane + 3 : lane),
+          double(lane % 16 >= 2 ? lane - 2 : lane), double(lane / 8 * 8 + 7), double(lane < 16 ? lane : lane - 16)};
       for (int k = 0; k < 6; ++k) {
         if (o[k] == want[k]) continue;
         if (ok) MESSAGE("block " << b << " thread " << t << " value " << k << ": " << o[k] << ", want " << want[k]);
@@ -677,8 +674,8 @@ TEST_CASE("cuda emu: indices, barriers and shuffles follow CUDA") {
 TEST_CASE("cuda emu: the launch check reports a bad configuration with the site's text") {
   Buf<double> out(8, 0.0);
   const std::uint64_t before = lrt_cuda_emu::stats.launches;
-  CHECK_THROWS_WITH_AS(lrt::cuda::detail::launch(probe_kernel<double>, dim3(1), dim3(2048), 0,
-                                                 "probe kernel launch", out.dev(), index_t{0}),
+  CHECK_THROWS_WITH_AS(lrt::cuda::detail::launch(probe_kernel<double>, dim3(1), dim3(2048), 0, "probe kernel launch",
+                                                 out.dev(), index_t{0}),
                        "[cuda] probe kernel launch failed: invalid configuration argument", lrt::Error);
   CHECK(lrt_cuda_emu::stats.launches == before);
   CHECK(cudaGetLastError() == cudaSuccess);  // the check cleared it

@@ -44,12 +44,12 @@ Layer layer_of(const std::string& rel) {
   const auto slash = rel.find('/');
   if (slash == std::string::npos) return {-1, ""};
   const std::string top = rel.substr(0, slash);
-  static const std::map<std::string, int> ranks = {{"core", 0},     {"io", 1},    {"tensor", 1}, {"backend", 2},
-                                                   {"autodiff", 3}, {"data", 3},  {"optim", 4},  {"model", 4},
+  static const std::map<std::string, int> ranks = {{"core", 0},     {"io", 1},   {"tensor", 1}, {"backend", 2},
+                                                   {"autodiff", 3}, {"data", 3}, {"optim", 4},  {"model", 4},
                                                    {"decode", 5},   {"train", 6}};
   const auto it = ranks.find(top);
   if (it == ranks.end()) return {100, top};  // an unknown folder: reported below
-  if (top == "backend") {  // backend/x.hpp: the neutral interfaces; backend/cpu, backend/cuda
+  if (top == "backend") {                    // backend/x.hpp: the neutral interfaces; backend/cpu, backend/cuda
     const auto second = rel.find('/', slash + 1);
     return {2, second == std::string::npos ? "backend" : rel.substr(0, second)};
   }
@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
         continue;
       else if (a.group == "backend/cpu" || a.group == "backend/cuda") {
         if (b.rank > 2 || (b.rank == 2 && b.group != "backend"))
-          report(file, inc.line, inc.target, a.group + " may include the neutral backend headers and lower layers only");
+          report(file, inc.line, inc.target,
+                 a.group + " may include the neutral backend headers and lower layers only");
       } else if (b.rank >= a.rank)
         report(file, inc.line, inc.target,
                "layer " + b.group + " (" + std::to_string(b.rank) + ") is not below " + a.group + " (" +
@@ -160,9 +161,9 @@ int main(int argc, char** argv) {
     const auto reach = closure(file);
     for (const auto& r : reach) {
       if (a.group == "autodiff") {
-        if (starts_with(r, "<Eigen/") || starts_with(r, "<fmt/") || starts_with(r, "<cuda") || starts_with(r, "<cublas") ||
-            starts_with(r, "backend/cuda/") || (starts_with(r, "backend/cpu/") && r != "backend/cpu/device.hpp" &&
-                                                 r != "backend/cpu/allocator.hpp"))
+        if (starts_with(r, "<Eigen/") || starts_with(r, "<fmt/") || starts_with(r, "<cuda") ||
+            starts_with(r, "<cublas") || starts_with(r, "backend/cuda/") ||
+            (starts_with(r, "backend/cpu/") && r != "backend/cpu/device.hpp" && r != "backend/cpu/allocator.hpp"))
           report(file, 0, r,
                  "autodiff is written against the neutral interfaces; it reaches no device's kernels "
                  "(the host's memory, backend/cpu/device.hpp, is allowed)");

@@ -59,9 +59,9 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::fre
 
 namespace test_alloc {
 
+using lrt::index_t;
 using lrt::Shape;
 using lrt::Tensor;
-using lrt::index_t;
 
 namespace {
 /// Heap allocations (every operator new, lrt's host buffers included) made while running f.
@@ -86,8 +86,8 @@ TEST_CASE("evaluating d = a * b + c * 2.f allocates nothing") {
   CHECK(allocations_during([&] { d = e; }) == 0);
   Tensor<float, 1> bias = Tensor<float, 1>::full(Shape<1>{64}, 1.f);
   CHECK(allocations_during([&] { d = lrt::exp(a) * b + bias; }) == 0);  // broadcast path
-  CHECK(allocations_during([&] { d.t() = c.t() * 2.f; }) == 0);        // strided path
-  CHECK(allocations_during([&] { a = a * b + a; }) == 0);              // safe self-alias
+  CHECK(allocations_during([&] { d.t() = c.t() * 2.f; }) == 0);         // strided path
+  CHECK(allocations_during([&] { a = a * b + a; }) == 0);               // safe self-alias
   CHECK(allocations_during([&] { d += 1.f; }) == 0);
   CHECK(allocations_during([&] { d.fill(0.f); }) == 0);
   // an overlapping, differently laid out read goes through exactly one temporary
@@ -116,7 +116,10 @@ TEST_CASE("the CPU caching allocator reuses blocks: a repeated loop stops alloca
   };
   step();  // first iteration fills the cache
   const auto s0 = lrt::cpu::memory_stats();
-  const long long n = allocations_during([&] { step(); step(); });
+  const long long n = allocations_during([&] {
+    step();
+    step();
+  });
   const auto s1 = lrt::cpu::memory_stats();
   CHECK(s1.system_allocs == s0.system_allocs);
   CHECK(n == 0);
@@ -176,7 +179,11 @@ TEST_CASE("autodiff: after the first step a training step allocates nothing; bac
     quiet = (i >= 2 && news == 0 && lrt::cpu::memory_stats().system_allocs == before) ? quiet + 1 : 0;
   }
   const auto s0 = lrt::cpu::memory_stats();
-  const long long n = allocations_during([&] { step(); step(); step(); });
+  const long long n = allocations_during([&] {
+    step();
+    step();
+    step();
+  });
   CHECK(n == 0);  // no operator new at all: nodes in the arena, tensors from the cache
   CHECK(lrt::cpu::memory_stats().system_allocs == s0.system_allocs);
   lrt::detail::in_pool_task = was_in_task;
@@ -200,8 +207,9 @@ std::pair<long long, long long> decode_allocations(bool ragged, lrt::PrefillMode
   c.mem_offset = 2, c.reset_at_bos = true;  // the ring's BOS check runs too
   lrt::Model<V, float> m(c, 1);
   lrt::Decoder dec(m, 2);
-  const std::vector<std::vector<index_t>> prompts =
-      ragged ? std::vector<std::vector<index_t>>{{256, 1, 2, 3}, {256, 7}} : std::vector<std::vector<index_t>>{{256, 1, 2}, {256, 5, 6}};
+  const std::vector<std::vector<index_t>> prompts = ragged
+                                                        ? std::vector<std::vector<index_t>>{{256, 1, 2, 3}, {256, 7}}
+                                                        : std::vector<std::vector<index_t>>{{256, 1, 2}, {256, 5, 6}};
   dec.prefill(std::span<const std::vector<index_t>>(prompts), mode);
   const std::vector<index_t> tok{65, 256};
   // Serial, as in the training-step test: the property is one thread's steady state.

@@ -98,8 +98,7 @@ Result<T> run_kernel(const Problem& pb, bool backward = true) {
     r.dq = Tensor<T, 4>::full(q.shape(), T(7));  // overwritten, not accumulated
     r.dk = Tensor<T, 4>::full(k.shape(), T(7));
     r.dv = Tensor<T, 4>::full(v.shape(), T(7));
-    lrt::cpu::attention_backward<T>(q, k, v, pb.qpos, pb.window, T(pb.scale), r.out, r.lse, dout,
-                                    r.dq, r.dk, r.dv);
+    lrt::cpu::attention_backward<T>(q, k, v, pb.qpos, pb.window, T(pb.scale), r.out, r.lse, dout, r.dq, r.dk, r.dv);
   }
   return r;
 }
@@ -142,8 +141,7 @@ Result<double> reference(const Problem& pb) {
         double sum = 0;
         for (index_t j = 0; j < Tk; ++j)
           if (M[i * Tk + j]) sum += std::exp(S[i * Tk + j] - mx);
-        for (index_t j = 0; j < Tk; ++j)
-          P[i * Tk + j] = M[i * Tk + j] ? std::exp(S[i * Tk + j] - mx) / sum : 0.0;
+        for (index_t j = 0; j < Tk; ++j) P[i * Tk + j] = M[i * Tk + j] ? std::exp(S[i * Tk + j] - mx) / sum : 0.0;
         r.lse(b, h, i) = mx + std::log(sum);
         double* o = r.out.data() + qrow(b, i, h);
         for (index_t j = 0; j < Tk; ++j)
@@ -203,10 +201,9 @@ void for_each_problem(F&& f) {
                                                          : irregular_positions(T, rng);
             const index_t Dh = dims[count++ % 3];
             const Problem pb = make_problem(rng, B, T, H, Hkv, Dh, pos, w);
-            const std::string what = "B=" + std::to_string(B) + " T=" + std::to_string(T) +
-                                     " H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) +
-                                     " Dh=" + std::to_string(Dh) + " w=" + std::to_string(w) +
-                                     " mode=" + std::to_string(mode) +
+            const std::string what = "B=" + std::to_string(B) + " T=" + std::to_string(T) + " H=" + std::to_string(H) +
+                                     " Hkv=" + std::to_string(Hkv) + " Dh=" + std::to_string(Dh) +
+                                     " w=" + std::to_string(w) + " mode=" + std::to_string(mode) +
                                      " Tq=" + std::to_string(pos.size());
             f(pb, what);
           }
@@ -216,8 +213,7 @@ void for_each_problem(F&& f) {
 double loss(const Problem& pb) {
   const Result<double> r = run_kernel<double>(pb, /*backward=*/false);
   double l = 0;
-  for_each_index(r.out.shape(),
-                 [&](const auto& i) { l += elem(r.out.view(), i) * elem(pb.dout.view(), i); });
+  for_each_index(r.out.shape(), [&](const auto& i) { l += elem(r.out.view(), i) * elem(pb.dout.view(), i); });
   return l;
 }
 
@@ -233,9 +229,7 @@ struct Args {
     for (index_t i = 0; i < 5; ++i) qpos(i) = i;
   }
   void forward() { lrt::cpu::attention_forward<float>(q, k, v, qpos, window, 0.25f, out, lse); }
-  void backward() {
-    lrt::cpu::attention_backward<float>(q, k, v, qpos, window, 0.25f, out, lse, dout, dq, dk, dv);
-  }
+  void backward() { lrt::cpu::attention_backward<float>(q, k, v, qpos, window, 0.25f, out, lse, dout, dq, dk, dv); }
 };
 
 }  // namespace
@@ -424,8 +418,7 @@ TEST_CASE("a key only changes the queries that may see it (causal and windowed)"
       for (index_t h = 0; h < 2; ++h) {
         same = same && r.lse(0, h, i) == r2.lse(0, h, i);
         for (index_t e = 0; e < 8; ++e)
-          same = same && r.out(0, i, h, e) == r2.out(0, i, h, e) &&
-                 r.dq(0, i, h, e) == r2.dq(0, i, h, e);
+          same = same && r.out(0, i, h, e) == r2.out(0, i, h, e) && r.dq(0, i, h, e) == r2.dq(0, i, h, e);
       }
       CAPTURE(i);
       CHECK(same == !sees);
@@ -442,8 +435,7 @@ TEST_CASE("attention results do not depend on the thread count") {
     index_t B, Tk, H, Hkv, Dh;
     std::vector<index_t> pos;
   };
-  const Config configs[] = {{2, 200, 4, 2, 64, all_positions(200)},
-                            {1, 700, 1, 1, 64, subset_positions(700, 11, 3)}};
+  const Config configs[] = {{2, 200, 4, 2, 64, all_positions(200)}, {1, 700, 1, 1, 64, subset_positions(700, 11, 3)}};
   for (const Config& c : configs) {
     const Problem pb = make_problem(rng, c.B, c.Tk, c.H, c.Hkv, c.Dh, c.pos, 300);
     const Result<float> par = run_kernel<float>(pb);
@@ -470,39 +462,32 @@ TEST_CASE("attention rejects invalid inputs with clear messages") {
     Args a;
     a.k = Tensor<float, 4>(Shape<4>{2, 6, 3, 8});
     a.v = Tensor<float, 4>(Shape<4>{2, 6, 3, 8});
-    CHECK_THROWS_WITH_AS(a.forward(), "[attention] q (2, 5, 4, 8) and k (2, 6, 3, 8): H % Hkv != 0",
-                         lrt::Error);
-    CHECK_THROWS_WITH_AS(a.backward(),
-                         "[attention_backward] q (2, 5, 4, 8) and k (2, 6, 3, 8): H % Hkv != 0",
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] q (2, 5, 4, 8) and k (2, 6, 3, 8): H % Hkv != 0", lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(), "[attention_backward] q (2, 5, 4, 8) and k (2, 6, 3, 8): H % Hkv != 0",
                          lrt::Error);
   }
   {
     Args a;
     a.k = Tensor<float, 4>(Shape<4>{2, 6, 0, 8});
     a.v = Tensor<float, 4>(Shape<4>{2, 6, 0, 8});
-    CHECK_THROWS_WITH_AS(a.forward(), "[attention] k (2, 6, 0, 8) has no heads (Hkv = 0)",
-                         lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] k (2, 6, 0, 8) has no heads (Hkv = 0)", lrt::Error);
   }
   {
     Args a;
     a.v = Tensor<float, 4>(Shape<4>{2, 7, 2, 8});
-    CHECK_THROWS_WITH_AS(
-        a.forward(), "[attention] k (2, 6, 2, 8) and v (2, 7, 2, 8) differ in shape", lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] k (2, 6, 2, 8) and v (2, 7, 2, 8) differ in shape", lrt::Error);
   }
   {
     Args a;
     a.k = Tensor<float, 4>(Shape<4>{3, 6, 2, 8});
     a.v = Tensor<float, 4>(Shape<4>{3, 6, 2, 8});
-    CHECK_THROWS_WITH_AS(a.forward(),
-                         "[attention] q (2, 5, 4, 8) and k (3, 6, 2, 8): batch sizes differ",
-                         lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] q (2, 5, 4, 8) and k (3, 6, 2, 8): batch sizes differ", lrt::Error);
   }
   {
     Args a;
     a.k = Tensor<float, 4>(Shape<4>{2, 6, 2, 4});
     a.v = Tensor<float, 4>(Shape<4>{2, 6, 2, 4});
-    CHECK_THROWS_WITH_AS(
-        a.forward(), "[attention] q (2, 5, 4, 8) and k (2, 6, 2, 4): head dims differ", lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] q (2, 5, 4, 8) and k (2, 6, 2, 4): head dims differ", lrt::Error);
   }
   {
     Args a;
@@ -512,22 +497,18 @@ TEST_CASE("attention rejects invalid inputs with clear messages") {
   {
     Args a;
     a.qpos = Tensor<index_t, 1>(Shape<1>{4});
-    CHECK_THROWS_WITH_AS(a.forward(),
-                         "[attention] qpos (4,) has 4 entries but q (2, 5, 4, 8) has Tq = 5",
-                         lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] qpos (4,) has 4 entries but q (2, 5, 4, 8) has Tq = 5", lrt::Error);
   }
   {
     Args a;
     a.qpos(2) = 1;
-    CHECK_THROWS_WITH_AS(
-        a.forward(), "[attention] qpos must be strictly increasing: qpos[2] = 1 after qpos[1] = 1",
-        lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] qpos must be strictly increasing: qpos[2] = 1 after qpos[1] = 1",
+                         lrt::Error);
     a.qpos(2) = 2;
     a.qpos(3) = 2;
-    CHECK_THROWS_WITH_AS(
-        a.backward(),
-        "[attention_backward] qpos must be strictly increasing: qpos[3] = 2 after qpos[2] = 2",
-        lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(),
+                         "[attention_backward] qpos must be strictly increasing: qpos[3] = 2 after qpos[2] = 2",
+                         lrt::Error);
   }
   {
     Args a;
@@ -537,52 +518,43 @@ TEST_CASE("attention rejects invalid inputs with clear messages") {
   {
     Args a;
     a.qpos(4) = 6;
-    CHECK_THROWS_WITH_AS(a.forward(), "[attention] qpos[4] = 6 is not < Tk = 6 (k (2, 6, 2, 8))",
-                         lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] qpos[4] = 6 is not < Tk = 6 (k (2, 6, 2, 8))", lrt::Error);
   }
   {
     Args a;
     a.out = Tensor<float, 4>(Shape<4>{2, 5, 4, 4});
-    CHECK_THROWS_WITH_AS(a.forward(),
-                         "[attention] out (2, 5, 4, 4) must have the shape of q (2, 5, 4, 8)",
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] out (2, 5, 4, 4) must have the shape of q (2, 5, 4, 8)", lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(), "[attention_backward] out (2, 5, 4, 4) must have the shape of q (2, 5, 4, 8)",
                          lrt::Error);
-    CHECK_THROWS_WITH_AS(
-        a.backward(), "[attention_backward] out (2, 5, 4, 4) must have the shape of q (2, 5, 4, 8)",
-        lrt::Error);
   }
   {
     Args a;
     a.lse = Tensor<float, 3>(Shape<3>{2, 5, 4});
-    CHECK_THROWS_WITH_AS(a.forward(), "[attention] lse (2, 5, 4) must be (B, H, Tq) = (2, 4, 5)",
-                         lrt::Error);
+    CHECK_THROWS_WITH_AS(a.forward(), "[attention] lse (2, 5, 4) must be (B, H, Tq) = (2, 4, 5)", lrt::Error);
   }
   {
     Args a;
     a.dout = Tensor<float, 4>(Shape<4>{2, 5, 4, 7});
-    CHECK_THROWS_WITH_AS(
-        a.backward(),
-        "[attention_backward] dout (2, 5, 4, 7) must have the shape of q (2, 5, 4, 8)", lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(), "[attention_backward] dout (2, 5, 4, 7) must have the shape of q (2, 5, 4, 8)",
+                         lrt::Error);
   }
   {
     Args a;
     a.dq = Tensor<float, 4>(Shape<4>{2, 6, 4, 8});
-    CHECK_THROWS_WITH_AS(
-        a.backward(), "[attention_backward] dq (2, 6, 4, 8) must have the shape of q (2, 5, 4, 8)",
-        lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(), "[attention_backward] dq (2, 6, 4, 8) must have the shape of q (2, 5, 4, 8)",
+                         lrt::Error);
   }
   {
     Args a;
     a.dk = Tensor<float, 4>(Shape<4>{2, 6, 4, 8});
-    CHECK_THROWS_WITH_AS(
-        a.backward(), "[attention_backward] dk (2, 6, 4, 8) must have the shape of k (2, 6, 2, 8)",
-        lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(), "[attention_backward] dk (2, 6, 4, 8) must have the shape of k (2, 6, 2, 8)",
+                         lrt::Error);
   }
   {
     Args a;
     a.dv = Tensor<float, 4>(Shape<4>{1, 6, 2, 8});
-    CHECK_THROWS_WITH_AS(
-        a.backward(), "[attention_backward] dv (1, 6, 2, 8) must have the shape of v (2, 6, 2, 8)",
-        lrt::Error);
+    CHECK_THROWS_WITH_AS(a.backward(), "[attention_backward] dv (1, 6, 2, 8) must have the shape of v (2, 6, 2, 8)",
+                         lrt::Error);
   }
 }
 

@@ -84,9 +84,9 @@ TEST_CASE("backward frees activations as it goes; using them afterwards is a cle
   kept.retain();
   auto loss = ad::sum(ad::tanh(kept));
   ad::backward(loss);
-  CHECK_THROWS_WITH_AS((void)h.value(),
-                       "[autodiff] the value of 'exp' (4,) was freed by backward: call retain() before backward to keep it",
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(
+      (void)h.value(),
+      "[autodiff] the value of 'exp' (4,) was freed by backward: call retain() before backward to keep it", lrt::Error);
   CHECK(kept.value()(0) == doctest::Approx(std::exp(1.0)));
   CHECK(kept.grad()(0) != 0.0);
   CHECK_THROWS_WITH_AS(ad::backward(loss),

@@ -55,9 +55,11 @@ TEST_CASE("rmsnorm: unit mean square, the spec's epsilon, gradient") {
   // epsilon matters for a zero row: output 0, finite gradient
   auto z = ad::rmsnorm(ad::variable(Tensor<double, 2>(Shape<2>{1, 4})));
   CHECK(z.value()(0, 2) == 0.0);
-  expect_grad("rmsnorm", [&] { return weighted_sum(ad::rmsnorm(x.var()), 3); }, x);
+  expect_grad(
+      "rmsnorm", [&] { return weighted_sum(ad::rmsnorm(x.var()), 3); }, x);
   auto x1 = rand_param<double>(Shape<2>{1, 1}, rng);  // C = 1
-  expect_grad("rmsnorm C=1", [&] { return weighted_sum(ad::rmsnorm(ad::scale(x1.var(), 3.0)), 3); }, x1);
+  expect_grad(
+      "rmsnorm C=1", [&] { return weighted_sum(ad::rmsnorm(ad::scale(x1.var(), 3.0)), 3); }, x1);
 }
 
 TEST_CASE("rope: the release's pairing and sign, tables rounded to bf16, any positions") {
@@ -73,7 +75,7 @@ TEST_CASE("rope: the release's pairing and sign, tables rounded to bf16, any pos
       CHECK(std::abs((*rounded.sin)(p, j) - double(std::sin(th))) <= std::abs(std::sin(th)) * 0x1p-8 + 1e-30);
       CHECK(double(lrt::round_to_bf16(float((*rounded.sin)(p, j)))) == (*rounded.sin)(p, j));
     }
-  CHECK(lrt::round_to_bf16(1.00390625f) == 1.0f);      // tie -> even
+  CHECK(lrt::round_to_bf16(1.00390625f) == 1.0f);       // tie -> even
   CHECK(lrt::round_to_bf16(1.01171875f) == 1.015625f);  // tie -> even (up)
   std::mt19937 rng(2);
   auto x = rand_param<double>(Shape<4>{2, 5, 3, Dh}, rng);
@@ -86,7 +88,8 @@ TEST_CASE("rope: the release's pairing and sign, tables rounded to bf16, any pos
       CHECK(y(1, t, 2, j) == doctest::Approx(a * c + b * s));
       CHECK(y(1, t, 2, j + Dh / 2) == doctest::Approx(-a * s + b * c));
     }
-  expect_grad("rope", [&] { return weighted_sum(ad::rope(x.var(), rounded), 4); }, x);
+  expect_grad(
+      "rope", [&] { return weighted_sum(ad::rope(x.var(), rounded), 4); }, x);
   // tables for a subset of positions give the rows of the full tables
   const Tensor<index_t, 1> sub = lrt::iota(Shape<1>{2}, index_t{1}, index_t{2});  // positions 1, 3
   const auto st = ad::RopeTable<double>::make(sub.view(), Dh, true);
@@ -130,9 +133,11 @@ TEST_CASE("rope_rmsnorm: the fused QK-norm equals rmsnorm(rope(x)), and its grad
   // against finite differences (double), including a strided input (a slice along the head axis)
   const auto table = ad::RopeTable<double>::make(pos.view(), Dh, false);
   auto x = rand_param<double>(Shape<4>{2, 4, 3, Dh}, rng);
-  expect_grad("rope_rmsnorm", [&] { return weighted_sum(ad::rope_rmsnorm(x.var(), table), 5); }, x);
-  expect_grad("rope_rmsnorm on a slice",
-              [&] { return weighted_sum(ad::rope_rmsnorm(ad::slice(x.var(), 2, 1, 3), table), 6); }, x);
+  expect_grad(
+      "rope_rmsnorm", [&] { return weighted_sum(ad::rope_rmsnorm(x.var(), table), 5); }, x);
+  expect_grad(
+      "rope_rmsnorm on a slice", [&] { return weighted_sum(ad::rope_rmsnorm(ad::slice(x.var(), 2, 1, 3), table), 6); },
+      x);
   {  // unit mean square per head vector
     ad::Graph g;
     const auto y = run(ad::rope_rmsnorm(x.var(), table));
@@ -159,7 +164,8 @@ TEST_CASE("softmax and embedding") {
     const auto y = run(ad::softmax(x.var()));
     for (index_t i = 0; i < 4; ++i) CHECK(lrt::sum(y.select(0, i)) == doctest::Approx(1.0).epsilon(1e-14));
   }
-  expect_grad("softmax", [&] { return weighted_sum(ad::softmax(x.var()), 5); }, x);
+  expect_grad(
+      "softmax", [&] { return weighted_sum(ad::softmax(x.var()), 5); }, x);
   auto table = rand_param<double>(Shape<2>{7, 3}, rng);
   Tensor<index_t, 2> ids(Shape<2>{2, 4});
   const index_t v[] = {3, 0, 3, 6, 1, 3, 0, 2};  // repeats: the backward must add them up
@@ -169,12 +175,13 @@ TEST_CASE("softmax and embedding") {
     const auto e = run(ad::embedding(ids, table.var()));
     CHECK(e(1, 1, 2) == table.value()(3, 2));
   }
-  expect_grad("embedding", [&] { return weighted_sum(ad::embedding(ids, table.var()), 6); }, table);
+  expect_grad(
+      "embedding", [&] { return weighted_sum(ad::embedding(ids, table.var()), 6); }, table);
   Tensor<index_t, 2> bad = ids;
   bad(0, 0) = 7;
   ad::Graph g;
-  CHECK_THROWS_WITH_AS(ad::embedding(bad, table.var()),
-                       "[embedding] id 7 at position 0 out of range for table (7, 3)", lrt::Error);
+  CHECK_THROWS_WITH_AS(ad::embedding(bad, table.var()), "[embedding] id 7 at position 0 out of range for table (7, 3)",
+                       lrt::Error);
 }
 
 TEST_CASE("cross-entropy: softcap, ignore index, vocabulary crop, per-token losses") {
@@ -210,9 +217,10 @@ TEST_CASE("cross-entropy: softcap, ignore index, vocabulary crop, per-token loss
     logits.zero_grad();
   }
   // h = 1e-5: the loss is ~10 while many gradients are ~1e-3 (noise ~ eps * loss / h)
-  expect_grad("cross_entropy", [&] { return ad::cross_entropy(logits.var(), tg, cap, V).loss; }, logits, 1e-6, 1e-5);
-  expect_grad("cross_entropy no cap", [&] { return ad::cross_entropy(logits.var(), tg, 0.0).loss; }, logits, 1e-6,
-              1e-5);
+  expect_grad(
+      "cross_entropy", [&] { return ad::cross_entropy(logits.var(), tg, cap, V).loss; }, logits, 1e-6, 1e-5);
+  expect_grad(
+      "cross_entropy no cap", [&] { return ad::cross_entropy(logits.var(), tg, 0.0).loss; }, logits, 1e-6, 1e-5);
   Tensor<index_t, 1> none = Tensor<index_t, 1>::full(Shape<1>{N}, -1);
   ad::Graph g;
   auto ce = ad::cross_entropy(logits.var(), none, cap, V);
@@ -312,7 +320,8 @@ TEST_CASE("attention with an IndexList of positions == with a tensor; bad lists 
   for (index_t i = 0; i < 4; ++i) ids.data()[i] = v4[i];
   const ad::TokenIds<lrt::cpu::Device> tok(ids, 5);
   CHECK(lrt::max(lrt::abs(run(ad::embedding(tok, table.var())) - run(ad::embedding(ids, table.var())))) == 0.0);
-  expect_grad("embedding(TokenIds)", [&] { return weighted_sum(ad::embedding(tok, table.var()), 9); }, table);
+  expect_grad(
+      "embedding(TokenIds)", [&] { return weighted_sum(ad::embedding(tok, table.var()), 9); }, table);
 }
 
 TEST_CASE("float results agree with double within documented tolerances") {

@@ -72,17 +72,28 @@ TEST_CASE("elementwise unary ops, scalars and the softcap") {
   std::mt19937 rng(2);
   auto x = rand_param(Shape<2>{3, 5}, rng);
   auto xp = rand_param(Shape<2>{3, 5}, rng, 0.2, 3.0);
-  expect_grad("exp", [&] { return weighted_sum(ad::exp(x.var()), 1); }, x);
-  expect_grad("log", [&] { return weighted_sum(ad::log(xp.var()), 1); }, xp);
-  expect_grad("tanh", [&] { return weighted_sum(ad::tanh(x.var()), 1); }, x);
-  expect_grad("sigmoid", [&] { return weighted_sum(ad::sigmoid(x.var()), 1); }, x);
-  expect_grad("gate2", [&] { return weighted_sum(ad::gate2(x.var()), 1); }, x);
-  expect_grad("square", [&] { return weighted_sum(ad::square(x.var()), 1); }, x);
-  expect_grad("relu2", [&] { return weighted_sum(ad::relu2(x.var()), 1); }, x);
-  expect_grad("relu", [&] { return weighted_sum(ad::relu(x.var()), 1); }, x);
-  expect_grad("softcap", [&] { return weighted_sum(ad::softcap(x.var() * 20.0, 15.0), 1); }, x);
-  expect_grad("scalars", [&] { return weighted_sum((2.0 - x.var() * 3.0 + 1.0) / 4.0, 1); }, x);
-  expect_grad("neg", [&] { return weighted_sum(-x.var(), 1); }, x);
+  expect_grad(
+      "exp", [&] { return weighted_sum(ad::exp(x.var()), 1); }, x);
+  expect_grad(
+      "log", [&] { return weighted_sum(ad::log(xp.var()), 1); }, xp);
+  expect_grad(
+      "tanh", [&] { return weighted_sum(ad::tanh(x.var()), 1); }, x);
+  expect_grad(
+      "sigmoid", [&] { return weighted_sum(ad::sigmoid(x.var()), 1); }, x);
+  expect_grad(
+      "gate2", [&] { return weighted_sum(ad::gate2(x.var()), 1); }, x);
+  expect_grad(
+      "square", [&] { return weighted_sum(ad::square(x.var()), 1); }, x);
+  expect_grad(
+      "relu2", [&] { return weighted_sum(ad::relu2(x.var()), 1); }, x);
+  expect_grad(
+      "relu", [&] { return weighted_sum(ad::relu(x.var()), 1); }, x);
+  expect_grad(
+      "softcap", [&] { return weighted_sum(ad::softcap(x.var() * 20.0, 15.0), 1); }, x);
+  expect_grad(
+      "scalars", [&] { return weighted_sum((2.0 - x.var() * 3.0 + 1.0) / 4.0, 1); }, x);
+  expect_grad(
+      "neg", [&] { return weighted_sum(-x.var(), 1); }, x);
   // gate2 is exactly 1 at zero (the LRT gates start at 1)
   ad::Graph g;
   auto z = ad::gate2(ad::constant(Tensor<float, 1>(Shape<1>{3})));
@@ -92,10 +103,13 @@ TEST_CASE("elementwise unary ops, scalars and the softcap") {
 TEST_CASE("sum, mean, sum over an axis") {
   std::mt19937 rng(3);
   auto x = rand_param(Shape<3>{2, 3, 4}, rng);
-  expect_grad("sum", [&] { return ad::sum(ad::square(x.var())); }, x);
-  expect_grad("mean", [&] { return ad::mean(ad::exp(x.var())); }, x);
+  expect_grad(
+      "sum", [&] { return ad::sum(ad::square(x.var())); }, x);
+  expect_grad(
+      "mean", [&] { return ad::mean(ad::exp(x.var())); }, x);
   for (int axis = 0; axis < 3; ++axis)
-    expect_grad("sum axis", [&] { return weighted_sum(ad::sum(x.var(), axis), 5); }, x);
+    expect_grad(
+        "sum axis", [&] { return weighted_sum(ad::sum(x.var(), axis), 5); }, x);
 }
 
 TEST_CASE("matmul and linear (rank 2 and 3), including size-1 dims") {
@@ -116,23 +130,40 @@ TEST_CASE("matmul and linear (rank 2 and 3), including size-1 dims") {
   expect_grad("linear2/x", f2, x2);
   expect_grad("linear2/w", f2, w);
   // a variable used twice accumulates both paths
-  expect_grad("reuse", [&] { return weighted_sum(ad::linear(ad::linear(x3.var(), w.var()), ad::matmul(w.var(), ad::constant(Tensor<double, 2>(lrt::uniform<double>(Shape<2>{4, 5}, 3))))), 2); }, w);
+  expect_grad(
+      "reuse",
+      [&] {
+        return weighted_sum(
+            ad::linear(ad::linear(x3.var(), w.var()),
+                       ad::matmul(w.var(), ad::constant(Tensor<double, 2>(lrt::uniform<double>(Shape<2>{4, 5}, 3))))),
+            2);
+      },
+      w);
 }
 
 TEST_CASE("reshape, slice, concat, gather and scatter of time rows") {
   std::mt19937 rng(5);
   auto x = rand_param(Shape<3>{2, 5, 3}, rng);
   auto y = rand_param(Shape<3>{2, 2, 3}, rng);
-  expect_grad("reshape", [&] { return weighted_sum(ad::tanh(ad::reshape(x.var(), Shape<2>{10, 3})), 1); }, x);
-  expect_grad("slice", [&] { return weighted_sum(ad::slice(x.var(), 1, 1, 4), 2); }, x);
-  expect_grad("slice neg", [&] { return weighted_sum(ad::slice(x.var(), 2, -2, 3), 2); }, x);
+  expect_grad(
+      "reshape",
+      [&] {
+        return weighted_sum(ad::tanh(ad::reshape(x.var(), Shape<2>{10, 3})), 1);
+      },
+      x);
+  expect_grad(
+      "slice", [&] { return weighted_sum(ad::slice(x.var(), 1, 1, 4), 2); }, x);
+  expect_grad(
+      "slice neg", [&] { return weighted_sum(ad::slice(x.var(), 2, -2, 3), 2); }, x);
   auto fc = [&] { return weighted_sum(ad::concat(x.var(), y.var(), 1), 3); };
   expect_grad("concat/a", fc, x);
   expect_grad("concat/b", fc, y);
   const lrt::IndexList<lrt::cpu::Device> odd = lrt::IndexList<lrt::cpu::Device>::range(1, 5, 2);  // p mod 2 == 1
   const lrt::IndexList<lrt::cpu::Device> irregular{4, 0, 2};
-  expect_grad("gather", [&] { return weighted_sum(ad::square(ad::gather(x.var(), 1, odd)), 4); }, x);
-  expect_grad("gather irregular", [&] { return weighted_sum(ad::gather(x.var(), 1, irregular), 4); }, x);
+  expect_grad(
+      "gather", [&] { return weighted_sum(ad::square(ad::gather(x.var(), 1, odd)), 4); }, x);
+  expect_grad(
+      "gather irregular", [&] { return weighted_sum(ad::gather(x.var(), 1, irregular), 4); }, x);
   auto fs = [&] { return weighted_sum(ad::square(ad::scatter(x.var(), 1, odd, y.var())), 5); };
   expect_grad("scatter/buf", fs, x);
   expect_grad("scatter/fresh", fs, y);

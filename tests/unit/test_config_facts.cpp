@@ -270,8 +270,8 @@ lrt::BpbResult hand_bpb(const M& m, const std::vector<Batch>& batches, const std
   const lrt::ModelConfig& c = m.config();
   lrt::BpbResult r;
   for (const Batch& b : batches) {
-    const Tensor<double, 3> lg = capped(reference_z(m, b.inputs, c.bos(), c.reset_at_bos), c.vocab_size,
-                                        c.logit_softcap);
+    const Tensor<double, 3> lg =
+        capped(reference_z(m, b.inputs, c.bos(), c.reset_at_bos), c.vocab_size, c.logit_softcap);
     for (index_t bb = 0; bb < 2; ++bb)
       for (index_t t = 0; t < b.inputs.shape()[1]; ++t) {
         const index_t y = b.targets(bb, t);
@@ -287,7 +287,8 @@ lrt::BpbResult hand_bpb(const M& m, const std::vector<Batch>& batches, const std
 }
 }  // namespace
 
-TEST_CASE("config facts: bits per byte with the tokenizer's TokenBytes table; the byte default refuses other vocabularies") {
+TEST_CASE(
+    "config facts: bits per byte with the tokenizer's TokenBytes table; the byte default refuses other vocabularies") {
   const std::vector<index_t> bytes{1, 2, 1, 3, 0, 1, 2, 1, 1, 0, 4};  // ids 4 and 9: specials; id 10: 4 bytes
   const lrt::TokenBytes tb{bytes};
   CHECK(tb.size() == 11);
@@ -309,7 +310,8 @@ TEST_CASE("config facts: bits per byte with the tokenizer's TokenBytes table; th
     CHECK(got.tokens == want.tokens);
     CHECK(got.bytes == want.bytes);
     CHECK(got.nats == doctest::Approx(want.nats).epsilon(1e-12));
-    CHECK(got.bpb() == doctest::Approx(want.nats / (std::numbers::ln2 * static_cast<double>(want.bytes))).epsilon(1e-12));
+    CHECK(got.bpb() ==
+          doctest::Approx(want.nats / (std::numbers::ln2 * static_cast<double>(want.bytes))).epsilon(1e-12));
     const auto par = lrt::evaluate_parallel<lrt::Standard>(m, batches, tb);
     CHECK(par.merged.bytes == want.bytes);
     CHECK(par.merged.bpb() == doctest::Approx(want.bpb()).epsilon(1e-12));
@@ -330,7 +332,8 @@ TEST_CASE("config facts: bits per byte with the tokenizer's TokenBytes table; th
     }
     // A table that does not cover the vocabulary, or counts negative bytes, is refused.
     const lrt::TokenBytes short_tb{std::vector<index_t>(10, 1)};
-    CHECK(contains(error_of([&] { (void)lrt::evaluate_bpb(m, batches, short_tb); }), "fewer than the model's vocab_size 11"));
+    CHECK(contains(error_of([&] { (void)lrt::evaluate_bpb(m, batches, short_tb); }),
+                   "fewer than the model's vocab_size 11"));
     lrt::TokenBytes neg = tb;
     neg.bytes[2] = -1;
     CHECK(contains(error_of([&] { (void)lrt::evaluate_bpb(m, batches, neg); }), "must be >= 0"));

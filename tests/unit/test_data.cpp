@@ -39,8 +39,7 @@ struct TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path = fs::temp_directory_path() /
-           ("lrt_test_data_" + std::to_string(stamp) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() / ("lrt_test_data_" + std::to_string(stamp) + "_" + std::to_string(counter++));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -69,9 +68,7 @@ std::string error_of(const std::function<void()>& f) {
   return {};
 }
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 /// Deterministic text of n bytes: lines of varying lengths, letters depending on seed.
 std::string make_text(std::size_t n, unsigned seed) {
@@ -154,8 +151,7 @@ TEST_CASE("Brown: tags stripped, other files ignored, found through package/") {
     REQUIRE(c.train.size() == 19);
     REQUIRE(c.val.size() == 1);
     CHECK(c.train[0].name == "ca01");
-    CHECK(c.train[0].text ==
-          "The Fulton County said 1-1/2 .\nIt said `` ok '' and plain word\n");
+    CHECK(c.train[0].text == "The Fulton County said 1-1/2 .\nIt said `` ok '' and plain word\n");
     CHECK(c.train[1].text == "A b ca02\n");
     CHECK(c.val[0].name == "ca20");
     CHECK(c.val[0].text == "A b ca20\n");
@@ -373,8 +369,7 @@ TEST_CASE("TokenRows: invariants on generated documents, deterministic") {
     CAPTURE(T);
     const auto r = TokenRows::build(docs, T);
     const auto again = TokenRows::build(docs, T);
-    CHECK(std::equal(r.tokens().begin(), r.tokens().end(), again.tokens().begin(),
-                     again.tokens().end()));
+    CHECK(std::equal(r.tokens().begin(), r.tokens().end(), again.tokens().begin(), again.tokens().end()));
     CHECK(r.row_len() == T + 1);
     CHECK(r.tokens().size() == static_cast<std::size_t>(r.rows()) * static_cast<std::size_t>(T + 1));
     std::size_t bytes = 0;

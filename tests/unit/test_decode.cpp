@@ -62,7 +62,8 @@ std::vector<std::vector<double>> run(const M& m, const std::vector<std::vector<i
     }
   };
   keep(dec.prefill(std::span<const std::vector<index_t>>(prompts), mode));
-  for (index_t b = 0; b < B; ++b) CHECK(dec.position(b) == static_cast<index_t>(prompts[static_cast<std::size_t>(b)].size()));
+  for (index_t b = 0; b < B; ++b)
+    CHECK(dec.position(b) == static_cast<index_t>(prompts[static_cast<std::size_t>(b)].size()));
   for (std::size_t j = 0; j < cont[0].size(); ++j) {
     std::vector<index_t> tok;
     for (const auto& c : cont) tok.push_back(c[j]);
@@ -141,7 +142,8 @@ TEST_CASE("decoder prefill: zero memory throughout is the Standard (zero-memory)
   Tensor<index_t, 2> ids(Shape<2>{2, static_cast<index_t>(P + N)});
   for (index_t b = 0; b < 2; ++b)
     for (std::size_t t = 0; t < P + N; ++t)
-      ids(b, static_cast<index_t>(t)) = t < P ? prompts[static_cast<std::size_t>(b)][t] : cont[static_cast<std::size_t>(b)][t - P];
+      ids(b, static_cast<index_t>(t)) =
+          t < P ? prompts[static_cast<std::size_t>(b)][t] : cont[static_cast<std::size_t>(b)][t - P];
   lrt::ScheduleOptions o;
   o.keep_logits = true;
   std::vector<std::vector<double>> want(2);
@@ -152,7 +154,8 @@ TEST_CASE("decoder prefill: zero memory throughout is the Standard (zero-memory)
     const auto& lg = r.passes[0].logits;  // (B, T, V)
     for (index_t b = 0; b < 2; ++b)
       for (std::size_t t = P - 1; t + 1 < P + N; ++t)
-        for (index_t v = 0; v < c.vocab_size; ++v) want[static_cast<std::size_t>(b)].push_back(lg(b, static_cast<index_t>(t), v));
+        for (index_t v = 0; v < c.vocab_size; ++v)
+          want[static_cast<std::size_t>(b)].push_back(lg(b, static_cast<index_t>(t), v));
   }
   std::vector<std::vector<index_t>> cont_fed = cont;  // the last continuation token is not fed
   for (auto& x : cont_fed) x.pop_back();
@@ -234,7 +237,8 @@ TEST_CASE("interleaved_prefill runs the Interleaved<S> schedule's passes") {
   const index_t B = 2, P = 9;
   Tensor<index_t, 2> ids(Shape<2>{B, P});
   for (index_t b = 0; b < B; ++b)
-    for (index_t t = 0; t < P; ++t) ids(b, t) = tokens(static_cast<std::size_t>(P), static_cast<unsigned>(30 + b))[static_cast<std::size_t>(t)];
+    for (index_t t = 0; t < P; ++t)
+      ids(b, t) = tokens(static_cast<std::size_t>(P), static_cast<unsigned>(30 + b))[static_cast<std::size_t>(t)];
   const lrt::PrefillState<double, lrt::cpu::Device> st = lrt::interleaved_prefill(m, ids, 3);
   REQUIRE(st.k.size() == 3);
   CHECK(st.k[0].shape() == Shape<4>{B, P, c.n_kv_head, c.head_dim()});
@@ -258,7 +262,8 @@ TEST_CASE("interleaved_prefill runs the Interleaved<S> schedule's passes") {
   const auto z = lrt::interleaved_prefill(m, ids, 0);
   double wz = 0;
   for (index_t b = 0; b < B; ++b)
-    for (index_t v = 0; v < c.vocab_size; ++v) wz = std::max(wz, std::abs(z.logits(b, v) - r.passes[0].logits(b, P - 1, v)));
+    for (index_t v = 0; v < c.vocab_size; ++v)
+      wz = std::max(wz, std::abs(z.logits(b, v) - r.passes[0].logits(b, P - 1, v)));
   CHECK(wz == 0.0);
   CHECK_THROWS_WITH_AS(lrt::interleaved_prefill(m, ids, -1), doctest::Contains("refinement passes"), lrt::Error);
 }
@@ -282,8 +287,8 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
   CHECK_THROWS_WITH_AS(dec.prefill(five), doctest::Contains("expected B * P"), lrt::Error);
   CHECK_THROWS_WITH_AS(dec.prefill(std::vector<index_t>{}), doctest::Contains("expected B * P"), lrt::Error);
   const std::vector<std::vector<index_t>> one_row{five};
-  CHECK_THROWS_WITH_AS(dec.prefill(std::span<const std::vector<index_t>>(one_row)), doctest::Contains("1 prompts for 2 rows"),
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(dec.prefill(std::span<const std::vector<index_t>>(one_row)),
+                       doctest::Contains("1 prompts for 2 rows"), lrt::Error);
   const std::vector<std::vector<index_t>> empty_row{five, {}};
   CHECK_THROWS_WITH_AS(dec.prefill(std::span<const std::vector<index_t>>(empty_row)),
                        doctest::Contains("the prompt of row 1 is empty"), lrt::Error);
@@ -304,7 +309,8 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
   for (int i = 0; i < 3; ++i) dec.step(tok);
   CHECK(dec.position(0) == 8);
   CHECK(dec.position(1) == 6);
-  CHECK_THROWS_WITH_AS(dec.step(tok), doctest::Contains("position 8 of row 0 is past the decoder's capacity 8"), lrt::Error);
+  CHECK_THROWS_WITH_AS(dec.step(tok), doctest::Contains("position 8 of row 0 is past the decoder's capacity 8"),
+                       lrt::Error);
   CHECK_THROWS_WITH_AS(dec.position(2), doctest::Contains("row 2"), lrt::Error);
 }
 

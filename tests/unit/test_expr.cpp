@@ -47,23 +47,30 @@ void check_binary(std::mt19937& rng, F&& f, RefF&& ref, double rtol, bool swap =
 template <int Ra, int Rb>
 void check_all_binary(std::mt19937& rng) {
   const double r = 1e-6;
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return x + y; }, [](double x, double y) { return x + y; }, r);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return x - y; }, [](double x, double y) { return x - y; }, 1e-5, true);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return x * y; }, [](double x, double y) { return x * y; }, r);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return x / y; }, [](double x, double y) { return x / y; }, r, true);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return lrt::minimum(x, y); },
-                       [](double x, double y) { return std::min(x, y); }, r);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return lrt::maximum(x, y) * 2.f - 1.f; },
-                       [](double x, double y) { return std::max(x, y) * 2 - 1; }, r);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return lrt::where(x > y, x, y * 3.f); },
-                       [](double x, double y) { return x > y ? x : y * 3; }, r);
-  check_binary<Ra, Rb>(rng, [](auto& x, auto& y) { return lrt::cast<float>(x <= y) + lrt::cast<float>(lrt::eq(x, x)); },
-                       [](double x, double y) { return double(x <= y) + 1.0; }, 0);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return x + y; }, [](double x, double y) { return x + y; }, r);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return x - y; }, [](double x, double y) { return x - y; }, 1e-5, true);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return x * y; }, [](double x, double y) { return x * y; }, r);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return x / y; }, [](double x, double y) { return x / y; }, r, true);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return lrt::minimum(x, y); }, [](double x, double y) { return std::min(x, y); }, r);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return lrt::maximum(x, y) * 2.f - 1.f; },
+      [](double x, double y) { return std::max(x, y) * 2 - 1; }, r);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return lrt::where(x > y, x, y * 3.f); },
+      [](double x, double y) { return x > y ? x : y * 3; }, r);
+  check_binary<Ra, Rb>(
+      rng, [](auto& x, auto& y) { return lrt::cast<float>(x <= y) + lrt::cast<float>(lrt::eq(x, x)); },
+      [](double x, double y) { return double(x <= y) + 1.0; }, 0);
 }
 
 template <class F, class RefF>
-void check_unary(const char* name, std::mt19937& rng, double lo, double hi, F&& f, RefF&& ref,
-                 double rtol, double atol) {
+void check_unary(const char* name, std::mt19937& rng, double lo, double hi, F&& f, RefF&& ref, double rtol,
+                 double atol) {
   CAPTURE(name);
   const Shape<3> s = random_shape<3>(rng, 1, 7);
   Tensor<float, 3> a(s);
@@ -97,18 +104,29 @@ TEST_CASE("binary ops match a double reference, with broadcasting, on random sha
 TEST_CASE("unary ops match a double reference") {
   std::mt19937 rng(7);
   for (int rep = 0; rep < 3; ++rep) {
-    check_unary("exp", rng, -5, 5, [](auto& a) { return lrt::exp(a); }, [](double x) { return std::exp(x); }, 2e-7, 0);
-    check_unary("log", rng, 1e-3, 10, [](auto& a) { return lrt::log(a); }, [](double x) { return std::log(x); }, 1e-6, 1e-7);
-    check_unary("tanh", rng, -5, 5, [](auto& a) { return lrt::tanh(a); }, [](double x) { return std::tanh(x); }, 2e-7, 1e-7);
-    check_unary("sqrt", rng, 0, 10, [](auto& a) { return lrt::sqrt(a); }, [](double x) { return std::sqrt(x); }, 2e-7, 0);
-    check_unary("rsqrt", rng, 1e-2, 10, [](auto& a) { return lrt::rsqrt(a); }, [](double x) { return 1 / std::sqrt(x); }, 3e-7, 0);
-    check_unary("square", rng, -3, 3, [](auto& a) { return lrt::square(a); }, [](double x) { return x * x; }, 2e-7, 0);
-    check_unary("relu", rng, -3, 3, [](auto& a) { return lrt::relu(a); }, [](double x) { return x > 0 ? x : 0; }, 0, 0);
-    check_unary("sigmoid", rng, -20, 20, [](auto& a) { return lrt::sigmoid(a); }, [](double x) { return 1 / (1 + std::exp(-x)); }, 3e-7, 1e-30);
-    check_unary("abs/neg", rng, -3, 3, [](auto& a) { return -lrt::abs(a); }, [](double x) { return -std::abs(x); }, 0, 0);
-    check_unary("composite", rng, -2, 2,
-                [](auto& a) { return lrt::square(lrt::relu(a)) * 0.5 + lrt::sigmoid(a * 2.0) / 3.0; },
-                [](double x) { return (x > 0 ? x * x : 0) * 0.5 + 1 / (1 + std::exp(-2 * x)) / 3; }, 1e-6, 1e-7);
+    check_unary(
+        "exp", rng, -5, 5, [](auto& a) { return lrt::exp(a); }, [](double x) { return std::exp(x); }, 2e-7, 0);
+    check_unary(
+        "log", rng, 1e-3, 10, [](auto& a) { return lrt::log(a); }, [](double x) { return std::log(x); }, 1e-6, 1e-7);
+    check_unary(
+        "tanh", rng, -5, 5, [](auto& a) { return lrt::tanh(a); }, [](double x) { return std::tanh(x); }, 2e-7, 1e-7);
+    check_unary(
+        "sqrt", rng, 0, 10, [](auto& a) { return lrt::sqrt(a); }, [](double x) { return std::sqrt(x); }, 2e-7, 0);
+    check_unary(
+        "rsqrt", rng, 1e-2, 10, [](auto& a) { return lrt::rsqrt(a); }, [](double x) { return 1 / std::sqrt(x); }, 3e-7,
+        0);
+    check_unary(
+        "square", rng, -3, 3, [](auto& a) { return lrt::square(a); }, [](double x) { return x * x; }, 2e-7, 0);
+    check_unary(
+        "relu", rng, -3, 3, [](auto& a) { return lrt::relu(a); }, [](double x) { return x > 0 ? x : 0; }, 0, 0);
+    check_unary(
+        "sigmoid", rng, -20, 20, [](auto& a) { return lrt::sigmoid(a); },
+        [](double x) { return 1 / (1 + std::exp(-x)); }, 3e-7, 1e-30);
+    check_unary(
+        "abs/neg", rng, -3, 3, [](auto& a) { return -lrt::abs(a); }, [](double x) { return -std::abs(x); }, 0, 0);
+    check_unary(
+        "composite", rng, -2, 2, [](auto& a) { return lrt::square(lrt::relu(a)) * 0.5 + lrt::sigmoid(a * 2.0) / 3.0; },
+        [](double x) { return (x > 0 ? x * x : 0) * 0.5 + 1 / (1 + std::exp(-2 * x)) / 3; }, 1e-6, 1e-7);
   }
 }
 
@@ -134,9 +152,8 @@ TEST_CASE("expressions read and write non-contiguous views") {
   // a permuted view as operand: (4,5,6) vs b^T (axes 2,1,0) -> (4,5,6)
   auto bt = b.permute(Shape<3>{2, 1, 0});
   Tensor<double, 3> c = a * bt + 1.0;
-  for_each_index(a.shape(), [&](const auto& i) {
-    CHECK(elem(c.view(), i) == elem(a.view(), i) * b(i[2], i[1], i[0]) + 1.0);
-  });
+  for_each_index(a.shape(),
+                 [&](const auto& i) { CHECK(elem(c.view(), i) == elem(a.view(), i) * b(i[2], i[1], i[0]) + 1.0); });
   // stepped slices as operand and destination
   Tensor<double, 2> m(Shape<2>{7, 9});
   fill_random(m, rng);
@@ -259,8 +276,7 @@ TEST_CASE("shape errors name the operation and the shapes") {
   Tensor<float, 2> a(Shape<2>{2, 3}), b(Shape<2>{4, 3}), c(Shape<2>{3, 2});
   CHECK_THROWS_WITH_AS(a + b, "[add] cannot broadcast (2, 3) with (4, 3)", lrt::Error);
   CHECK_THROWS_WITH_AS(a * c, "[mul] cannot broadcast (2, 3) with (3, 2)", lrt::Error);
-  CHECK_THROWS_WITH_AS(a = c * 1.f, "[assign] shape mismatch: destination (2, 3) vs expression (3, 2)",
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(a = c * 1.f, "[assign] shape mismatch: destination (2, 3) vs expression (3, 2)", lrt::Error);
   CHECK_THROWS_AS(lrt::where(a > 0.f, a, b), lrt::Error);
   try {
     a.slice(1, 0, 4);

@@ -48,8 +48,10 @@ index_t matmul_params_by_hand(lrt::ModelConfig c) {
   index_t n = c.padded_vocab() * d;
   for (index_t l = 0; l < c.n_layer; ++l) {
     n += hd * d + 2 * Dk * d + d * hd + 8 * d * d;
-    if constexpr (V::kv) n += 3 * c.n_kv_head * ch;
-    else if (c.has_ve(l)) n += c.n_kv_head * ch;
+    if constexpr (V::kv)
+      n += 3 * c.n_kv_head * ch;
+    else if (c.has_ve(l))
+      n += c.n_kv_head * ch;
     if constexpr (V::kv && V::projection == lrt::Projection::Layerwise) n += 2 * Dk * d;
   }
   if constexpr (V::kv && V::projection == lrt::Projection::Shared) n += 2 * Dk * d;
@@ -133,7 +135,7 @@ TEST_CASE("variant structure: names, spellings, normalisation") {
   CHECK(lrt::parse_variant("both/layerwise/final") == lrt::structure_of<lrt::variants::LrtRelease>());
   // Projection and source do not apply without KV injection / memory.
   CHECK((lrt::structure_of<lrt::Variant<Injection::Residual, Projection::Layerwise>>() ==
-        lrt::structure_of<lrt::variants::ResidualOnly>()));
+         lrt::structure_of<lrt::variants::ResidualOnly>()));
   CHECK(VariantStructure{Injection::None, Projection::Layerwise, 3} == lrt::structure_of<lrt::variants::Baseline>());
   CHECK_FALSE(lrt::structure_of<Src1>() == lrt::structure_of<lrt::variants::Lrt>());
   for (const char* bad : {"", "lrt-src1", "both", "both/shared", "both/shared/block", "both/shared/block-1",
@@ -201,7 +203,7 @@ TEST_CASE("variant structure: checkpoints written before the roster load and sco
   CHECK(cs.schedule == "interleaved:2");
   const lrt::ModelConfig c = lrt::read_model_config(r);
   CHECK(c.n_layer == 2);
-  CHECK(c.bos() == 256);                    // absent in the file: the last id of 257
+  CHECK(c.bos() == 256);  // absent in the file: the last id of 257
   CHECK(c.logit_softcap == doctest::Approx(15));
   lrt::Model<Src1, float> m(c);
   lrt::load_weights(m, r);
@@ -231,7 +233,7 @@ struct EvenThenOdd {
     std::vector<std::vector<index_t>> sub(2);
     for (index_t p = 0; p < ids.shape()[1]; ++p) sub[static_cast<std::size_t>(p % 2)].push_back(p);
     return lrt::sched_detail::subset_passes<lrt::Model<V, T, D>, T, D>(m, ids, tg, sub, false, false,
-                                                                        {o.keep_logits, nullptr});
+                                                                       {o.keep_logits, nullptr});
   }
 };
 static_assert(lrt::TrainingSchedule<EvenThenOdd>);

@@ -66,16 +66,15 @@ TEST_CASE("index list errors") {
   Tensor<float, 2> buf(Shape<2>{4, 2});
   CHECK_THROWS_WITH_AS(IL({0, -1}), "[index_list] negative index -1", lrt::Error);
   const IL big{0, 4};
-  CHECK_THROWS_WITH_AS(buf.gather(0, big), "[gather] index 4 out of bounds for axis 0 of shape (4, 2)",
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(buf.gather(0, big), "[gather] index 4 out of bounds for axis 0 of shape (4, 2)", lrt::Error);
   const IL dup{1, 1};
   Tensor<float, 2> two(Shape<2>{2, 2});
-  CHECK_THROWS_WITH_AS(buf.gather(0, dup) = two,
-                       "[scatter] index list repeats an index: scatter would be ambiguous", lrt::Error);
+  CHECK_THROWS_WITH_AS(buf.gather(0, dup) = two, "[scatter] index list repeats an index: scatter would be ambiguous",
+                       lrt::Error);
   const IL ok{0, 1};
   Tensor<float, 2> three(Shape<2>{3, 2});
-  CHECK_THROWS_WITH_AS(buf.gather(0, ok) = three,
-                       "[scatter] shape mismatch: destination (2, 2) vs expression (3, 2)", lrt::Error);
+  CHECK_THROWS_WITH_AS(buf.gather(0, ok) = three, "[scatter] shape mismatch: destination (2, 2) vs expression (3, 2)",
+                       lrt::Error);
   CHECK_THROWS_AS(IL::range(0, 4, 0), lrt::Error);
   const IL none = IL::range(3, 3);
   CHECK(none.size() == 0);

@@ -29,9 +29,12 @@ TEST_CASE_TEMPLATE("gemm with every operand layout matches a naive loop", T, flo
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
   for (int rep = 0; rep < 12; ++rep) {
     const index_t M = 1 + rng() % 70, K = rng() % 50, N = 1 + rng() % 60;
-    CAPTURE(M); CAPTURE(K); CAPTURE(N);
+    CAPTURE(M);
+    CAPTURE(K);
+    CAPTURE(N);
     Tensor<T, 2> a(Shape<2>{M, K}), at(Shape<2>{K, M}), b(Shape<2>{K, N}), bt(Shape<2>{N, K});
-    fill_random(a, rng); fill_random(b, rng);
+    fill_random(a, rng);
+    fill_random(b, rng);
     at = a.t();
     bt = b.t();
     const auto expect = ref_mm<T>(a, b);
@@ -66,10 +69,11 @@ TEST_CASE_TEMPLATE("gemm with every operand layout matches a naive loop", T, flo
 TEST_CASE("large gemm split across threads equals the naive loop") {
   std::mt19937 rng(4);
   Tensor<float, 2> a(Shape<2>{300, 200}), b(Shape<2>{200, 150});
-  fill_random(a, rng); fill_random(b, rng);
+  fill_random(a, rng);
+  fill_random(b, rng);
   Tensor<float, 2> c = lrt::matmul(a, b);
   check_close(c, ref_mm<float>(a, b), 1e-5, 1e-3);  // |error| ~ K eps |a||b|
-  Tensor<float, 2> g = lrt::matmul(a.t(), a);  // weight-gradient shape: (K, M) x (M, K)
+  Tensor<float, 2> g = lrt::matmul(a.t(), a);       // weight-gradient shape: (K, M) x (M, K)
   check_close(g, ref_mm<float>(a.t(), a), 1e-5, 2e-3);
 }
 
@@ -77,7 +81,8 @@ TEST_CASE("strided-batched gemm, broadcast operand, pointer lists and matmul ran
   std::mt19937 rng(21);
   const index_t Bt = 5, M = 7, K = 6, N = 4;
   Tensor<double, 3> a(Shape<3>{Bt, M, K}), b(Shape<3>{Bt, K, N});
-  fill_random(a, rng); fill_random(b, rng);
+  fill_random(a, rng);
+  fill_random(b, rng);
   Tensor<double, 3> c(Shape<3>{Bt, M, N});
   lrt::gemm_batched(c, a, b);
   for (index_t i = 0; i < Bt; ++i)
@@ -116,8 +121,7 @@ TEST_CASE("gemm shape errors") {
   CHECK_THROWS_WITH_AS(lrt::matmul(a, b), "[matmul] inner dims differ: (2, 3) vs (4, 5)", lrt::Error);
   CHECK_THROWS_WITH_AS(lrt::gemm(c, a, b), "[gemm] inner dims differ: (2, 3) vs (4, 5)", lrt::Error);
   Tensor<float, 2> b2(Shape<2>{3, 4});
-  CHECK_THROWS_WITH_AS(lrt::gemm(c, a, b2), "[gemm] output shape (2, 5) does not match (2, 3) x (3, 4)",
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(lrt::gemm(c, a, b2), "[gemm] output shape (2, 5) does not match (2, 3) x (3, 4)", lrt::Error);
   Tensor<float, 3> x(Shape<3>{2, 3, 4}), y(Shape<3>{3, 4, 5});
   CHECK_THROWS_WITH_AS(lrt::matmul(x, y), "[matmul] batch sizes differ: (2, 3, 4) vs (3, 4, 5)", lrt::Error);
   // K = 0: C = beta * C
@@ -140,7 +144,8 @@ TEST_CASE("gemm results do not depend on how the pool splits the rows") {
     fill_random(b, rng);
     bt = b.t();
     for (bool trans_b : {false, true}) {
-      CAPTURE(M); CAPTURE(trans_b);
+      CAPTURE(M);
+      CAPTURE(trans_b);
       const TensorView<const float, 2> bv = trans_b ? bt.t() : b.view();
       Tensor<float, 2> pooled = lrt::matmul(a, bv), serial(Shape<2>{M, N});
       lrt::parallel_for(2, 1, [&](index_t b0, index_t) {
@@ -158,11 +163,13 @@ TEST_CASE_TEMPLATE("single-row gemm (decode's matrix-vector path) matches a naiv
   std::mt19937 rng(17);
   for (index_t K : {1, 15, 16, 17, 33, 200, 513})
     for (index_t N : {1, 7, 64}) {
-      CAPTURE(K); CAPTURE(N);
+      CAPTURE(K);
+      CAPTURE(N);
       // float sums of K products: rounding error grows with K (|x||b| ~ K / 3 here)
       const double tol = (std::is_same_v<T, float> ? 1e-5 : 1e-12) * std::max(1.0, double(K) / 32);
       Tensor<T, 2> wide(Shape<2>{3, K + 5}), b(Shape<2>{K, N}), bt(Shape<2>{N, K});
-      fill_random(wide, rng); fill_random(b, rng);
+      fill_random(wide, rng);
+      fill_random(b, rng);
       bt = b.t();
       const auto x = wide.slice(0, 1, 2).slice(1, 2, K + 2);  // (1, K), row stride K + 5
       const auto expect = ref_mm<T>(x, b);

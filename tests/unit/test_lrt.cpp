@@ -196,7 +196,8 @@ void check_past_context(const std::string& name, lrt::ModelConfig c) {
       const auto& lg = dec.step(std::vector<index_t>{ids(0, lag + j), ids(1, j)});
       double w0 = 0, w1 = 0;
       for (index_t v = 0; v < Vv; ++v)
-        w0 = std::max(w0, std::abs(lg(0, v) - ref(0, lag + j, v))), w1 = std::max(w1, std::abs(lg(1, v) - ref(1, j, v)));
+        w0 = std::max(w0, std::abs(lg(0, v) - ref(0, lag + j, v))),
+        w1 = std::max(w1, std::abs(lg(1, v) - ref(1, j, v)));
       w = std::max({w, w0, w1});
     }
     CHECK(w < 1e-12);
@@ -209,8 +210,8 @@ TEST_CASE("decoding past the training context == Exact (no gradients) over the w
   check_past_context<vs::LrtRelease>("lrt-release", cfg());
   check_past_context<vs::ResidualOnly>("residual", cfg());
   check_past_context<vs::KVOnly>("kv", cfg());
-  check_past_context<lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared, lrt::BlockSource<1>>>(
-      "source block 1", cfg());
+  check_past_context<lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared, lrt::BlockSource<1>>>("source block 1",
+                                                                                                       cfg());
   auto k2 = cfg(6);
   k2.mem_offset = 2, k2.window_pattern = "SSL";
   check_past_context<vs::Lrt>("offset 2, T 6, SSL", k2);
@@ -341,7 +342,8 @@ TEST_CASE("decoding past the context: capacities, long inputs with gradients ref
   CHECK(dec.capacity() == 5);
   CHECK(dec.cache_slots(0) == 5);
   for (index_t t = 0; t < 5; ++t) dec.step(std::vector<index_t>{1});
-  CHECK_THROWS_WITH_AS(dec.step(std::vector<index_t>{1}), doctest::Contains("past the decoder's capacity 5"), lrt::Error);
+  CHECK_THROWS_WITH_AS(dec.step(std::vector<index_t>{1}), doctest::Contains("past the decoder's capacity 5"),
+                       lrt::Error);
   CHECK_THROWS_WITH_AS(lrt::Decoder(m, 1, -1), doctest::Contains("capacity must be >= 0"), lrt::Error);
   // Sequences longer than sequence_len: scored without gradients, refused with them.
   const Tensor<index_t, 2> ids = ids_of(1, 3 * c.sequence_len, 3);
@@ -355,7 +357,8 @@ TEST_CASE("decoding past the context: capacities, long inputs with gradients ref
   CHECK(lrt::sample_counter(1, 0) != lrt::sample_counter(0, index_t{1} << 20));
   std::set<std::uint64_t> seen;
   for (index_t row = 0; row < 4; ++row)
-    for (index_t t : {index_t{0}, index_t{1}, index_t{1} << 20, (index_t{1} << 40) - 1}) seen.insert(lrt::sample_counter(row, t));
+    for (index_t t : {index_t{0}, index_t{1}, index_t{1} << 20, (index_t{1} << 40) - 1})
+      seen.insert(lrt::sample_counter(row, t));
   CHECK(seen.size() == 16);
   CHECK_THROWS_WITH_AS(lrt::sample_counter(0, index_t{1} << 40), doctest::Contains("outside rows"), lrt::Error);
 }
@@ -560,8 +563,9 @@ TEST_CASE("lrt kv_refresh: no effect at S = 1 and S >= T, changes 1 < S < T, for
   check_kv_refresh<vs::Lrt>("reset at BOS", bos);
 }
 
-TEST_CASE("lrt kv_refresh: one layer, no gamma: the patched rows are the fresh K/V, so the first subset pass == "
-          "MultiRefine<1>'s pass 1 there") {
+TEST_CASE(
+    "lrt kv_refresh: one layer, no gamma: the patched rows are the fresh K/V, so the first subset pass == "
+    "MultiRefine<1>'s pass 1 there") {
   // With one layer and no residual injection, u (hence every gate, k_loc, v_loc) does not depend
   // on the memory: a refreshed row is exactly the row recomputed with the latest memory, and the
   // first subset's queries see what MultiRefine<1>'s second pass sees (all rows with shift(S0)).
@@ -589,8 +593,10 @@ TEST_CASE("lrt kv_refresh: one layer, no gamma: the patched rows are the fresh K
         for (std::size_t i = 0; i < p1.positions.size(); ++i)
           for (index_t v = 0; v < c.vocab_size; ++v)
             w = std::max(w, std::abs(p1.logits(b, static_cast<index_t>(i), v) - mr(b, p1.positions[i], v)));
-      if (refresh) CHECK(w < 1e-12);
-      else CHECK(w > 1e-6);  // without the refresh the odd rows are pass 0's (the test can fail)
+      if (refresh)
+        CHECK(w < 1e-12);
+      else
+        CHECK(w > 1e-6);  // without the refresh the odd rows are pass 0's (the test can fail)
     }
   };
   run(vs::KVOnly{}, "kv", 1);
@@ -654,8 +660,7 @@ Tensor<double, 3> refresh_reference(const M& m, const Tensor<index_t, 2>& ids, i
     const auto z = m.head(pass.h);
     for (index_t b = 0; b < B; ++b)
       for (std::size_t j = 0; j < P.size(); ++j)
-        for (index_t v = 0; v < V; ++v)
-          out(b, P[j], v) = 15 * std::tanh(z.value()(b, static_cast<index_t>(j), v) / 15);
+        for (index_t v = 0; v < V; ++v) out(b, P[j], v) = 15 * std::tanh(z.value()(b, static_cast<index_t>(j), v) / 15);
     for (index_t p : P) visited[static_cast<std::size_t>(p)] = 1;
     std::vector<index_t> U;
     for (index_t p = 0; p < T; ++p)
@@ -769,9 +774,9 @@ TEST_CASE("lrt: checkpoints carry the release's names for every variant and roun
   m.for_each_param([&](auto& p) { fill_random(p.value(), rng, -1, 1); });
   lrt::save_model(m, path, 7);
   const auto r = lrt::st::Reader::open(path);
-  for (const char* n : {"transformer.h.2.attn.triple_gate.weight", "interleaved_projections.1.W_v.weight",
-                        "interleaved_key_projections.0.W_v.weight", "interleaved_lambdas",
-                        "interleaved_init_value_embeds.2.weight"})
+  for (const char* n :
+       {"transformer.h.2.attn.triple_gate.weight", "interleaved_projections.1.W_v.weight",
+        "interleaved_key_projections.0.W_v.weight", "interleaved_lambdas", "interleaved_init_value_embeds.2.weight"})
     CHECK_MESSAGE(r.contains(n), n);
   CHECK(r.shape("transformer.h.2.attn.triple_gate.weight") == std::vector<std::int64_t>{3, 8});
   CHECK_FALSE(r.contains("value_embeds.0.weight"));
@@ -818,7 +823,8 @@ TEST_CASE("lrt checkpoints: the release's schedule fields (kv_refresh, multi-ref
     CHECK(rs.options.kv_refresh);
     CHECK(rs.options.loss_weights.empty());
     // No KV injection: nothing to refresh, not written.
-    CHECK_FALSE(lrt::release_config_json<vs::ResidualOnly>(c, "interleaved:3", kvr).at("interleaved_kv_refresh").as_bool());
+    CHECK_FALSE(
+        lrt::release_config_json<vs::ResidualOnly>(c, "interleaved:3", kvr).at("interleaved_kv_refresh").as_bool());
   }
   // multirefine:2 with weights and detach: use_multi_refine (not use_interleaved, which the release
   // refuses together with it); multi_refine_num_passes = K = 2, the passes after the zero-memory one.
@@ -871,18 +877,22 @@ TEST_CASE("lrt checkpoints: the release's schedule fields (kv_refresh, multi-ref
     CHECK_THROWS_WITH_AS(lrt::release_schedule_from_json(lrt::json::parse(text), "'meta.json'"), doctest::Contains(msg),
                          lrt::Error);
   };
-  bad(R"({"use_interleaved": true, "use_multi_refine": true})", "use_interleaved and use_multi_refine are mutually exclusive");
+  bad(R"({"use_interleaved": true, "use_multi_refine": true})",
+      "use_interleaved and use_multi_refine are mutually exclusive");
   bad(R"({"use_multi_refine": true, "multi_refine_loss_weights": [1, 1]})",
       "multi_refine_loss_weights has 2 entries; multi_refine_num_passes = 2 needs 3");
   bad(R"({"use_multi_refine": true, "multi_refine_loss_weights": [1, -1, 1]})", "finite numbers >= 0");
   bad(R"({"use_multi_refine": true, "multi_refine_loss_weights": [0, 0, 0]})", "positive sum");
   bad(R"({"use_multi_refine": true, "multi_refine_loss_weights": "0.1,0.3,0.6"})", "must be an array");
-  bad(R"({"use_interleaved": true, "interleaved_num_passes": 0})", "'meta.json': field 'interleaved_num_passes' must be an integer >= 1");
-  bad(R"({"use_interleaved": true, "interleaved_kv_refresh": 1})", "field 'interleaved_kv_refresh' must be true or false");
+  bad(R"({"use_interleaved": true, "interleaved_num_passes": 0})",
+      "'meta.json': field 'interleaved_num_passes' must be an integer >= 1");
+  bad(R"({"use_interleaved": true, "interleaved_kv_refresh": 1})",
+      "field 'interleaved_kv_refresh' must be true or false");
   bad(R"({"use_multi_refine": "yes"})", "field 'use_multi_refine' must be true or false");
 }
 
-TEST_CASE("lrt checkpoints: checkpoint_schedule maps lrt metadata and release configs to (variant, schedule, options)") {
+TEST_CASE(
+    "lrt checkpoints: checkpoint_schedule maps lrt metadata and release configs to (variant, schedule, options)") {
   const auto dir = std::filesystem::temp_directory_path() / "lrt_test_lrt_sched";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "m.safetensors").string();

@@ -172,7 +172,8 @@ TEST_CASE("sampler: greedy, top-k, top-p, temperature, determinism") {
   o.top_p = 1, o.temperature = 2;
   std::fill(hist.begin(), hist.end(), 0);
   const int n = 20000;
-  for (int i = 0; i < n; ++i) hist[static_cast<std::size_t>(lrt::sample_token<float>(lg, o, static_cast<std::uint64_t>(i)))]++;
+  for (int i = 0; i < n; ++i)
+    hist[static_cast<std::size_t>(lrt::sample_token<float>(lg, o, static_cast<std::uint64_t>(i)))]++;
   double z = 0;
   for (float x : lg) z += std::exp(x / 2.0);
   for (std::size_t i = 0; i < 5; ++i) {

@@ -128,7 +128,9 @@ struct RefMuon {
   index_t r, c;
   VecD buf, sm;
   RefMuon(index_t rows, index_t cols)
-      : r(rows), c(cols), buf(static_cast<std::size_t>(rows * cols), 0.0),
+      : r(rows),
+        c(cols),
+        buf(static_cast<std::size_t>(rows * cols), 0.0),
         sm(static_cast<std::size_t>(rows >= cols ? rows : cols), 0.0) {}
 
   void step(VecD& W, const std::vector<float>& G, double lr, double mu, double wd, double beta2) {
@@ -144,8 +146,10 @@ struct RefMuon {
     for (index_t i = 0; i < r; ++i)
       for (index_t j = 0; j < c; ++j) {
         const double x2 = X[i * c + j] * X[i * c + j];
-        if (r >= c) vm[i] += x2 / double(c);
-        else vm[j] += x2 / double(r);
+        if (r >= c)
+          vm[i] += x2 / double(c);
+        else
+          vm[j] += x2 / double(r);
       }
     double nx = 0;
     for (double v : X) nx += v * v;
@@ -199,9 +203,8 @@ TEST_CASE("AdamW: one and two steps match the spec formula in double; no grad, n
   std::vector<double> pa(a.w.begin(), a.w.end()), ma(3, 0.0), va(3, 0.0);
   std::vector<double> pc(c.w.begin(), c.w.end()), mc(4, 0.0), vc(4, 0.0);
   const std::vector<float> b0 = b.w;
-  auto ref = [](std::vector<double>& p, std::vector<double>& m, std::vector<double>& v,
-                const std::vector<float>& g, double lr, double beta1, double beta2, double e,
-                double decay, int t) {
+  auto ref = [](std::vector<double>& p, std::vector<double>& m, std::vector<double>& v, const std::vector<float>& g,
+                double lr, double beta1, double beta2, double e, double decay, int t) {
     for (std::size_t i = 0; i < p.size(); ++i) {
       p[i] = p[i] * (1 - lr * decay);
       m[i] = m[i] + (1 - beta1) * (g[i] - m[i]);
@@ -309,10 +312,12 @@ TEST_CASE("Muon's Gram products: lower blocks only, mirrored, equal to the full 
   // detail::gram multiplies row blocks of 128 against the rows before them and copies the lower
   // triangle up: sizes across block boundaries, tall and wide, alpha/beta, exact symmetry.
   std::mt19937 rng(77);
-  for (auto [rows, cols] : {std::pair<index_t, index_t>{5, 3}, {128, 40}, {129, 17}, {300, 70}, {70, 300},
-                            {257, 256}, {40, 129}}) {
+  for (auto [rows, cols] :
+       {std::pair<index_t, index_t>{5, 3}, {128, 40}, {129, 17}, {300, 70}, {70, 300}, {257, 256}, {40, 129}}) {
     for (bool tall : {false, true}) {
-      CAPTURE(rows); CAPTURE(cols); CAPTURE(tall);
+      CAPTURE(rows);
+      CAPTURE(cols);
+      CAPTURE(tall);
       const index_t s = tall ? cols : rows;
       const auto x = gaussian_vec(static_cast<std::size_t>(rows * cols), rng);
       std::vector<float> c0 = gaussian_vec(static_cast<std::size_t>(s * s), rng), c = c0;
@@ -321,8 +326,10 @@ TEST_CASE("Muon's Gram products: lower blocks only, mirrored, equal to the full 
       for (index_t i = 0; i < s; ++i)
         for (index_t j = 0; j < s; ++j) {
           double g = 0;
-          if (tall) for (index_t r = 0; r < rows; ++r) g += double(x[r * cols + i]) * x[r * cols + j];
-          else for (index_t k = 0; k < cols; ++k) g += double(x[i * cols + k]) * x[j * cols + k];
+          if (tall)
+            for (index_t r = 0; r < rows; ++r) g += double(x[r * cols + i]) * x[r * cols + j];
+          else
+            for (index_t k = 0; k < cols; ++k) g += double(x[i * cols + k]) * x[j * cols + k];
           // The lower triangle holds alpha G + beta C0 of its own entry; the upper is a mirror.
           const index_t lo_i = std::max(i, j), lo_j = std::min(i, j);
           const double want = 0.75 * g - 0.5 * double(c0[lo_i * s + lo_j]);
@@ -395,8 +402,8 @@ TEST_CASE("polar_express: singular values near 1, direction of the exact polar f
     }
   }
   MESSAGE("Polar Express (5 steps, fp32) singular values: [", lo, ", ", hi,
-          "] when all normalised inputs >= 1e-3; smallest over all cases ", lo_all, " (",
-          small_inputs, " input singular values below 1e-3, all in square cases)");
+          "] when all normalised inputs >= 1e-3; smallest over all cases ", lo_all, " (", small_inputs,
+          " input singular values below 1e-3, all in square cases)");
 
   // fp32 result follows the double reference.
   const auto u = gaussian_vec(24 * 10, rng);
@@ -467,7 +474,8 @@ TEST_CASE("Muon: two steps match a naive double implementation of the spec") {
     CHECK(worst_rel(bufs[1].data, ref.sm, 1e-4, 1e-7) <= 1.0);
     CHECK(ctr.at("muon.steps") == 2);
   }
-  MESSAGE("Muon vs double reference: worst W error ", worst_w, " (units of 1e-5 rel + 1e-6 abs); worst update error / update RMS ", worst_upd);
+  MESSAGE("Muon vs double reference: worst W error ", worst_w,
+          " (units of 1e-5 rel + 1e-6 abs); worst update error / update RMS ", worst_upd);
 }
 
 TEST_CASE("Muon: a matrix without a gradient keeps its value and state") {
@@ -514,7 +522,7 @@ TEST_CASE("schedules at their boundaries") {
   CHECK(optim::lr_multiplier(1999, 2000) == doctest::Approx(0.001));
   // Other fractions; W == 0 means no warm-down at all.
   CHECK(optim::lr_multiplier(9, 10, 0.0) == 1.f);
-  CHECK(optim::lr_multiplier(0, 1, 0.4) == 1.f);  // W = round(0.4) = 0
+  CHECK(optim::lr_multiplier(0, 1, 0.4) == 1.f);   // W = round(0.4) = 0
   CHECK(optim::lr_multiplier(0, 10, 1.0) == 1.f);  // it <= N - W = 0
   CHECK(optim::lr_multiplier(1, 10, 1.0) == doctest::Approx(0.9));
   CHECK(optim::lr_multiplier(8, 10, 0.2) == 1.f);

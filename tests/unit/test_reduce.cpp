@@ -29,8 +29,14 @@ void check_axis_reductions(std::mt19937& rng) {
         for (int d = 0, j = 0; d < R; ++d) i[d] = d == axis ? k : o[j++];
         const double v = elem(x.view(), i);
         acc += v;
-        if (v > best) { best = v; bi = k; }
-        if (v < worst) { worst = v; wi = k; }
+        if (v > best) {
+          best = v;
+          bi = k;
+        }
+        if (v < worst) {
+          worst = v;
+          wi = k;
+        }
       }
       CHECK(elem(sm.view(), o) == doctest::Approx(acc).epsilon(1e-13));
       CHECK(elem(me.view(), o) == doctest::Approx(acc / double(s[axis])).epsilon(1e-13));
@@ -60,10 +66,10 @@ TEST_CASE("reductions over all, of views and of expressions") {
   CHECK(lrt::max(x) == 12.0);
   CHECK(lrt::argmax(x) == 11);
   CHECK(lrt::argmin(x) == 0);
-  CHECK(lrt::sum(x.t()) == 78.0);                  // non-contiguous view
-  CHECK(lrt::sum(x.slice(1, 0, 4, 2)) == 36.0);     // columns 0 and 2: 1+3+5+7+9+11
-  CHECK(lrt::sum(x * 2.0 - 1.0) == 144.0);         // an expression is evaluated once
-  auto col = lrt::sum(x.t(), 1);                   // sum over the rows of x^T = columns of x... per column
+  CHECK(lrt::sum(x.t()) == 78.0);                // non-contiguous view
+  CHECK(lrt::sum(x.slice(1, 0, 4, 2)) == 36.0);  // columns 0 and 2: 1+3+5+7+9+11
+  CHECK(lrt::sum(x * 2.0 - 1.0) == 144.0);       // an expression is evaluated once
+  auto col = lrt::sum(x.t(), 1);                 // sum over the rows of x^T = columns of x... per column
   CHECK(col.shape() == Shape<1>{4});
   CHECK(col(0) == 1.0 + 5.0 + 9.0);
   Tensor<int, 1> ints = lrt::iota(Shape<1>{100}, 0);
@@ -76,9 +82,9 @@ TEST_CASE("sum_tensor: the sum of all elements as a rank-0 tensor") {
   for (lrt::index_t i = 0; i < a.numel(); ++i) a.data()[i] = 0.25 * double(i) - 1.0;
   const Tensor<double, 0> s = lrt::sum_tensor(a);
   CHECK(*s.data() == doctest::Approx(lrt::sum(a)).epsilon(1e-15));
-  const Tensor<double, 0> st = lrt::sum_tensor(a.t());                 // strided view
+  const Tensor<double, 0> st = lrt::sum_tensor(a.t());  // strided view
   CHECK(*st.data() == doctest::Approx(lrt::sum(a)).epsilon(1e-15));
-  const Tensor<double, 0> se = lrt::sum_tensor(a * 2.0);               // expression
+  const Tensor<double, 0> se = lrt::sum_tensor(a * 2.0);  // expression
   CHECK(*se.data() == doctest::Approx(2 * lrt::sum(a)).epsilon(1e-15));
   const Tensor<double, 0> z = lrt::sum_tensor(Tensor<double, 2>(Shape<2>{0, 4}));  // empty
   CHECK(*z.data() == 0.0);
@@ -86,7 +92,11 @@ TEST_CASE("sum_tensor: the sum of all elements as a rank-0 tensor") {
 
 TEST_CASE("ties, NaN and empty axes") {
   Tensor<float, 1> t(Shape<1>{5});
-  t(0) = 1.f; t(1) = 3.f; t(2) = 3.f; t(3) = -2.f; t(4) = -2.f;
+  t(0) = 1.f;
+  t(1) = 3.f;
+  t(2) = 3.f;
+  t(3) = -2.f;
+  t(4) = -2.f;
   CHECK(lrt::argmax(t) == 1);  // first of equal maxima
   CHECK(lrt::argmin(t) == 3);
   t(3) = std::nanf("");

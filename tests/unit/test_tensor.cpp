@@ -69,10 +69,8 @@ TEST_CASE("slice, select, permute, transpose: strides and values") {
   CHECK(m.t()(2, 1) == m(1, 2));
   CHECK_THROWS_WITH_AS(t.slice(3, 0, 1), "[slice] axis 3 out of range for rank 3", lrt::Error);
   CHECK_THROWS_WITH_AS(t.slice(0, 0, 1, 0), "[slice] step must be >= 1, got 0", lrt::Error);
-  CHECK_THROWS_WITH_AS(t.select(0, 4), "[select] index 4 out of bounds for axis 0 of shape (4, 5, 6)",
-                       lrt::Error);
-  CHECK_THROWS_WITH_AS(t.permute(Shape<3>{0, 0, 1}), "[permute] invalid permutation (0, 0, 1) for rank 3",
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(t.select(0, 4), "[select] index 4 out of bounds for axis 0 of shape (4, 5, 6)", lrt::Error);
+  CHECK_THROWS_WITH_AS(t.permute(Shape<3>{0, 0, 1}), "[permute] invalid permutation (0, 0, 1) for rank 3", lrt::Error);
 }
 
 TEST_CASE("reshape and unsqueeze") {
@@ -82,8 +80,7 @@ TEST_CASE("reshape and unsqueeze") {
   auto flat = t.reshape(Shape<1>{24});
   CHECK(flat(17) == 17);
   CHECK_THROWS_WITH_AS(t.reshape(Shape<2>{5, 5}),
-                       "[reshape] cannot reshape (2, 3, 4) (24 elements) to (5, 5) (25 elements)",
-                       lrt::Error);
+                       "[reshape] cannot reshape (2, 3, 4) (24 elements) to (5, 5) (25 elements)", lrt::Error);
   CHECK_THROWS_AS(t.transpose(0, 1).reshape(Shape<1>{24}), lrt::Error);
   Tensor<int, 1> c = lrt::contiguous(t.transpose(0, 2)).reshape(Shape<1>{24});
   CHECK(c(1) == t(1, 0, 0));
@@ -140,8 +137,7 @@ TEST_CASE("large tensors are summarised") {
   Tensor<int, 1> t = lrt::iota(Shape<1>{100}, 0);
   CHECK(fmt::format("{}", t) == "[0, 1, 2, ..., 97, 98, 99]");
   Tensor<int, 2> m = lrt::iota(Shape<2>{8, 2}, 0);
-  CHECK(fmt::format("{}", m) ==
-        "[[0, 1],\n [2, 3],\n [4, 5],\n ...,\n [10, 11],\n [12, 13],\n [14, 15]]");
+  CHECK(fmt::format("{}", m) == "[[0, 1],\n [2, 3],\n [4, 5],\n ...,\n [10, 11],\n [12, 13],\n [14, 15]]");
 }
 
 TEST_CASE("lrt::check builds '[op] message' errors") {

@@ -30,8 +30,7 @@ TEST_CASE("nested parallel_for runs serially inside a task; exceptions propagate
   ThreadPool pool(3);
   std::atomic<int> total{0};
   pool.parallel_for(6, 1, [&](index_t b, index_t e) {
-    for (index_t i = b; i < e; ++i)
-      pool.parallel_for(10, 1, [&](index_t bb, index_t ee) { total += int(ee - bb); });
+    for (index_t i = b; i < e; ++i) pool.parallel_for(10, 1, [&](index_t bb, index_t ee) { total += int(ee - bb); });
   });
   CHECK(total == 60);
   CHECK_THROWS_WITH_AS(pool.parallel_for(100, 1,
@@ -53,8 +52,7 @@ TEST_CASE("several user threads may share one pool") {
   std::vector<std::thread> users;
   for (int u = 0; u < 4; ++u)
     users.emplace_back([&] {
-      for (int rep = 0; rep < 200; ++rep)
-        pool.parallel_for(64, 1, [&](index_t b, index_t e) { sum += long(e - b); });
+      for (int rep = 0; rep < 200; ++rep) pool.parallel_for(64, 1, [&](index_t b, index_t e) { sum += long(e - b); });
     });
   for (auto& t : users) t.join();
   CHECK(sum == 4L * 200 * 64);

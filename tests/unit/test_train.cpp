@@ -134,9 +134,8 @@ TEST_CASE("checkpoint: float32 round trip is bit-exact, bfloat16 rounds to neare
     wr.write(p);
     return p;
   };
-  const std::string missing = rewrite("missing.safetensors", [](const std::string& n, auto&, auto&) {
-    return n != "transformer.h.1.attn.c_k.weight";
-  });
+  const std::string missing = rewrite(
+      "missing.safetensors", [](const std::string& n, auto&, auto&) { return n != "transformer.h.1.attn.c_k.weight"; });
   CHECK_THROWS_WITH_AS(lrt::load_model(missing), doctest::Contains("transformer.h.1.attn.c_k.weight"), lrt::Error);
   CHECK_THROWS_WITH_AS(lrt::load_model(missing), doctest::Contains("dummy.keep"), lrt::Error);  // unknown
   const std::string wrong = rewrite("wrong.safetensors", [](const std::string& n, auto& shape, auto& data) {
@@ -150,7 +149,8 @@ TEST_CASE("checkpoint: float32 round trip is bit-exact, bfloat16 rounds to neare
   const std::string noconf = (dir / "noconf.safetensors").string();
   bare.write(noconf);
   CHECK_THROWS_WITH_AS(lrt::load_model(noconf), doctest::Contains("model_config"), lrt::Error);
-  bare.set_metadata("model_config", R"({"sequence_len": 16, "vocab_size": 257, "n_layer": 2, "n_head": 3, "n_embd": 32})");
+  bare.set_metadata("model_config",
+                    R"({"sequence_len": 16, "vocab_size": 257, "n_layer": 2, "n_head": 3, "n_embd": 32})");
   bare.write(noconf);
   CHECK_THROWS_WITH_AS(lrt::load_model(noconf), doctest::Contains("multiple of n_head"), lrt::Error);
   bare.set_metadata("model_config", R"({"sequence_len": 16, "vocab_size": 257)");
@@ -241,8 +241,10 @@ struct Run {
     const lrt::CheckpointLocation at = t.resume(from);
     CHECK(at.step == expect_step);
     CHECK(t.step() == expect_step);
-    if (note) *note = at.note;
-    else CHECK(at.note == "");
+    if (note)
+      *note = at.note;
+    else
+      CHECK(at.note == "");
     while (!t.done()) t.train_step();
     return m;
   }
@@ -386,7 +388,8 @@ TEST_CASE("checkpoints: a damaged or missing latest falls back to the newest com
   fs::remove_all(dir);
 }
 
-TEST_CASE("checkpoints: a save that cannot be written (file size limit, EFBIG) is a clear error and keeps the previous one") {
+TEST_CASE(
+    "checkpoints: a save that cannot be written (file size limit, EFBIG) is a clear error and keeps the previous one") {
   const fs::path dir = temp_dir("efbig");
   Run run;
   lrt::GPT<float> m(micro_config(), 1);

@@ -50,8 +50,7 @@ lrt::Shape<R> random_shape(std::mt19937& rng, index_t lo, index_t hi) {
 
 /// Fills a (possibly strided) host view with uniform values in [lo, hi).
 template <class T, int R, class D>
-void fill_random(const lrt::TensorView<T, R, D>& v, std::mt19937& rng, double lo = -2,
-                 double hi = 2) {
+void fill_random(const lrt::TensorView<T, R, D>& v, std::mt19937& rng, double lo = -2, double hi = 2) {
   std::uniform_real_distribution<double> d(lo, hi);
   for_each_index(v.shape(), [&](const auto& i) { elem(v, i) = static_cast<T>(d(rng)); });
 }
@@ -62,8 +61,7 @@ void fill_random(lrt::Tensor<T, R, D>& t, std::mt19937& rng, double lo = -2, dou
 
 /// Max |a - b| / (atol + rtol |b|) over all elements: <= 1 means close.
 template <class TA, class TB, int R, class D>
-void check_close(const lrt::TensorView<TA, R, D>& a, const lrt::TensorView<TB, R, D>& b,
-                 double rtol, double atol) {
+void check_close(const lrt::TensorView<TA, R, D>& a, const lrt::TensorView<TB, R, D>& b, double rtol, double atol) {
   REQUIRE(a.shape() == b.shape());
   double worst = 0;
   for_each_index(a.shape(), [&](const auto& i) {

@@ -23,8 +23,7 @@ struct GradCheckResult {
 /// each element of p (every `stride`-th element, to bound the cost). loss_fn builds its graph
 /// from scratch and returns a scalar Var; it is called inside a fresh Graph each time.
 template <class F, class T, int R, Device D>
-GradCheckResult grad_check(F&& loss_fn, Param<T, R, D>& p, double h = 1e-6, index_t stride = 1,
-                           double floor = 1e-8) {
+GradCheckResult grad_check(F&& loss_fn, Param<T, R, D>& p, double h = 1e-6, index_t stride = 1, double floor = 1e-8) {
   static_assert(D::host_accessible, "grad_check runs on host tensors");
   p.zero_grad();
   {

@@ -69,10 +69,10 @@ class Node {
   virtual std::string shape_string() const = 0;
 
   const char* op() const noexcept { return op_; }
-  bool requires_grad = false;  // some input needs a gradient (or this is a trainable leaf)
-  bool grad_ready = false;     // the gradient holds a value
-  bool value_freed = false;    // backward released the value
-  bool retained = false;       // keep value and gradient through backward
+  bool requires_grad = false;                        // some input needs a gradient (or this is a trainable leaf)
+  bool grad_ready = false;                           // the gradient holds a value
+  bool value_freed = false;                          // backward released the value
+  bool retained = false;                             // keep value and gradient through backward
   std::size_t index = static_cast<std::size_t>(-1);  // position on the tape (-1: not recorded)
 
  private:
@@ -108,8 +108,8 @@ class OpNode final : public VarNode<T, R, D> {
     this->requires_grad = true;
   }
   void backward_step() override {
-    check(bw_.has_value(), "backward",
-          "the graph through '", this->op(), "' was already freed by an earlier backward: clear the "
+    check(bw_.has_value(), "backward", "the graph through '", this->op(),
+          "' was already freed by an earlier backward: clear the "
           "graph and run the forward again (or retain() what you need)");
     (*bw_)(this->grad, this->value);
     bw_.reset();  // saved activations go now
@@ -360,8 +360,8 @@ void accumulate(const Var<T, R, D>& v, E&& g) {
   VarNode<T, R, D>* n = v.node();
   const auto gs = g.shape();
   static_assert(std::remove_cvref_t<E>::rank <= R, "a gradient cannot have a higher rank than its variable");
-  check(lrt::detail::broadcasts_to(gs, n->shape), "backward", "gradient of shape ", gs,
-        " does not match the shape ", n->shape, " of '", n->op(), "'");
+  check(lrt::detail::broadcasts_to(gs, n->shape), "backward", "gradient of shape ", gs, " does not match the shape ",
+        n->shape, " of '", n->op(), "'");
   if (!n->grad_ready) {
     if constexpr (std::is_same_v<std::remove_cvref_t<E>, Tensor<T, R, D>> && !std::is_lvalue_reference_v<E>) {
       if (gs == n->shape) {  // take the buffer
@@ -392,8 +392,8 @@ Var<T, R, D> record(const char* op, Tensor<T, R, D>&& value, F&& bw, const In&..
 template <class T, int R, Device D>
 void backward(const Var<T, R, D>& y, const Tensor<T, R, D>& seed) {
   check(static_cast<bool>(y), "backward", "backward on an empty Var");
-  check(seed.shape() == y.shape(), "backward", "seed of shape ", seed.shape(),
-        " does not match the output shape ", y.shape());
+  check(seed.shape() == y.shape(), "backward", "seed of shape ", seed.shape(), " does not match the output shape ",
+        y.shape());
   VarNode<T, R, D>* n = y.node();
   check(!n->value_freed, "backward", "the graph through '", n->op(),
         "' was already freed by an earlier backward: clear the graph and run the forward again");

@@ -68,18 +68,20 @@ auto as_rows(Tn& t) {
 /// RMSNorm without weights over the last axis: x / sqrt(mean(x^2) + eps), eps = fp32 epsilon.
 template <class T, int R, Device D>
 Var<T, R, D> rmsnorm(const Var<T, R, D>& x, double eps = lrt::rmsnorm_eps) {
-    Tensor<T, R, D> y(x.shape(), uninitialized);
+  Tensor<T, R, D> y(x.shape(), uninitialized);
   const index_t C = x.shape()[R - 1], N = x.shape().numel() / std::max<index_t>(C, 1);
   Tensor<T, 1, D> rinv(Shape<1>{N}, uninitialized);
   NnBackend<D>::template rmsnorm_forward<T>(detail::as_rows(x.value()), detail::as_rows(y), rinv.view(), eps);
-  return record<T, R, D>("rmsnorm", std::move(y),
-                         [x, rinv = std::move(rinv)](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
-                           if (!x.requires_grad()) return;
-                           Tensor<T, R, D> gx(gy.shape(), uninitialized);
-                           NnBackend<D>::template rmsnorm_backward<T>(detail::as_rows(y), rinv.view(), detail::as_rows(gy),
-                                                    detail::as_rows(gx));
-                           accumulate(x, std::move(gx));
-                         }, x);
+  return record<T, R, D>(
+      "rmsnorm", std::move(y),
+      [x, rinv = std::move(rinv)](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
+        if (!x.requires_grad()) return;
+        Tensor<T, R, D> gx(gy.shape(), uninitialized);
+        NnBackend<D>::template rmsnorm_backward<T>(detail::as_rows(y), rinv.view(), detail::as_rows(gy),
+                                                   detail::as_rows(gx));
+        accumulate(x, std::move(gx));
+      },
+      x);
 }
 
 /// Cos/sin tables for RoPE at given positions (shared by every layer that uses them), on D.
@@ -120,15 +122,17 @@ struct RopeTable {
 /// time index t of x (pass tables made from the tokens' original positions).
 template <class T, Device D>
 Var<T, 4, D> rope(const Var<T, 4, D>& x, const RopeTable<T, D>& table) {
-    Tensor<T, 4, D> y(x.shape(), uninitialized);
+  Tensor<T, 4, D> y(x.shape(), uninitialized);
   NnBackend<D>::template rope_apply<T>(x.value().view(), table.cos->view(), table.sin->view(), y.view(), false);
-  return record<T, 4, D>("rope", std::move(y),
-                         [x, table](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>&) {
-                           if (!x.requires_grad()) return;
-                           Tensor<T, 4, D> gx(gy.shape(), uninitialized);
-                           NnBackend<D>::template rope_apply<T>(gy.view(), table.cos->view(), table.sin->view(), gx.view(), true);
-                           accumulate(x, std::move(gx));
-                         }, x);
+  return record<T, 4, D>(
+      "rope", std::move(y),
+      [x, table](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>&) {
+        if (!x.requires_grad()) return;
+        Tensor<T, 4, D> gx(gy.shape(), uninitialized);
+        NnBackend<D>::template rope_apply<T>(gy.view(), table.cos->view(), table.sin->view(), gx.view(), true);
+        accumulate(x, std::move(gx));
+      },
+      x);
 }
 
 /// rmsnorm(rope(x, table)) over each head vector in one fused kernel each way (the model's RoPE
@@ -142,35 +146,38 @@ Var<T, 4, D> rope_rmsnorm(const Var<T, 4, D>& x, const RopeTable<T, D>& table, d
   Tensor<T, 1, D> rinv(Shape<1>{s[0] * s[1] * s[2]}, uninitialized);
   NnBackend<D>::template rope_rmsnorm_forward<T>(x.value().view(), table.cos->view(), table.sin->view(), y.view(),
                                                  rinv.view(), eps);
-  return record<T, 4, D>("rope_rmsnorm", std::move(y),
-                         [x, table, rinv = std::move(rinv)](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>& y) {
-                           if (!x.requires_grad()) return;
-                           Tensor<T, 4, D> gx(gy.shape(), uninitialized);
-                           NnBackend<D>::template rope_rmsnorm_backward<T>(y.view(), rinv.view(), gy.view(),
-                                                                          table.cos->view(), table.sin->view(),
-                                                                          gx.view());
-                           accumulate(x, std::move(gx));
-                         }, x);
+  return record<T, 4, D>(
+      "rope_rmsnorm", std::move(y),
+      [x, table, rinv = std::move(rinv)](const Tensor<T, 4, D>& gy, const Tensor<T, 4, D>& y) {
+        if (!x.requires_grad()) return;
+        Tensor<T, 4, D> gx(gy.shape(), uninitialized);
+        NnBackend<D>::template rope_rmsnorm_backward<T>(y.view(), rinv.view(), gy.view(), table.cos->view(),
+                                                        table.sin->view(), gx.view());
+        accumulate(x, std::move(gx));
+      },
+      x);
 }
 
 /// Softmax over the last axis.
 template <class T, int R, Device D>
 Var<T, R, D> softmax(const Var<T, R, D>& x) {
-    Tensor<T, R, D> y(x.shape(), uninitialized);
+  Tensor<T, R, D> y(x.shape(), uninitialized);
   NnBackend<D>::template softmax_forward<T>(detail::as_rows(x.value()), detail::as_rows(y));
-  return record<T, R, D>("softmax", std::move(y),
-                         [x](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
-                           if (!x.requires_grad()) return;
-                           Tensor<T, R, D> gx(gy.shape(), uninitialized);
-                           NnBackend<D>::template softmax_backward<T>(detail::as_rows(y), detail::as_rows(gy), detail::as_rows(gx));
-                           accumulate(x, std::move(gx));
-                         }, x);
+  return record<T, R, D>(
+      "softmax", std::move(y),
+      [x](const Tensor<T, R, D>& gy, const Tensor<T, R, D>& y) {
+        if (!x.requires_grad()) return;
+        Tensor<T, R, D> gx(gy.shape(), uninitialized);
+        NnBackend<D>::template softmax_backward<T>(detail::as_rows(y), detail::as_rows(gy), detail::as_rows(gx));
+        accumulate(x, std::move(gx));
+      },
+      x);
 }
 
 /// table[ids]: ids (B, T) -> (B, T, C); the backward scatter-adds into the table's gradient.
 template <class T, Device D>
 Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& table) {
-    const index_t B = ids.shape()[0], Tt = ids.shape()[1], C = table.shape()[1];
+  const index_t B = ids.shape()[0], Tt = ids.shape()[1], C = table.shape()[1];
   Tensor<T, 3, D> y(Shape<3>{B, Tt, C}, uninitialized);
   Tensor<index_t, 1, D> flat(ids.view().template reshape<1>(Shape<1>{B * Tt}));
   if constexpr (!D::host_accessible) {  // the CPU kernel checks ids itself
@@ -181,11 +188,13 @@ Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& tab
             table.shape());
   }
   NnBackend<D>::template embedding_forward<T>(flat.view(), table.value().view(), detail::as_rows(y));
-  return record<T, 3, D>("embedding", std::move(y),
-                         [table, flat = std::move(flat)](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-                           if (auto* g = grad_slot(table))
-                             NnBackend<D>::template embedding_backward<T>(flat.view(), detail::as_rows(gy), g->view());
-                         }, table);
+  return record<T, 3, D>(
+      "embedding", std::move(y),
+      [table, flat = std::move(flat)](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+        if (auto* g = grad_slot(table))
+          NnBackend<D>::template embedding_backward<T>(flat.view(), detail::as_rows(gy), g->view());
+      },
+      table);
 }
 
 /// Token ids (B, T) shared by several embedding lookups (the model's token embedding and its
@@ -231,17 +240,18 @@ Var<T, 3, D> embedding(const TokenIds<D>& tok, const Var<T, 2, D>& table) {
           " rows, table ", table.shape(), " has fewer");
     Tensor<T, 3, D> y(Shape<3>{B, Tt, C}, uninitialized);
     NnBackend<D>::template embedding_forward<T>(prep->flat.view(), table.value().view(), detail::as_rows(y));
-    return record<T, 3, D>("embedding", std::move(y),
-                           [table, prep](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-                             if (auto* g = grad_slot(table)) {
-                               if (prep->plan.layout.numel() > 0 || prep->plan.n == 0)
-                                 NnBackend<D>::template embedding_backward<T>(prep->plan, prep->flat.view(),
-                                                                              detail::as_rows(gy), g->view());
-                               else  // prepared without gradients: sort now
-                                 NnBackend<D>::template embedding_backward<T>(prep->flat.view(), detail::as_rows(gy),
-                                                                              g->view());
-                             }
-                           }, table);
+    return record<T, 3, D>(
+        "embedding", std::move(y),
+        [table, prep](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
+          if (auto* g = grad_slot(table)) {
+            if (prep->plan.layout.numel() > 0 || prep->plan.n == 0)
+              NnBackend<D>::template embedding_backward<T>(prep->plan, prep->flat.view(), detail::as_rows(gy),
+                                                           g->view());
+            else  // prepared without gradients: sort now
+              NnBackend<D>::template embedding_backward<T>(prep->flat.view(), detail::as_rows(gy), g->view());
+          }
+        },
+        table);
   }
 }
 
@@ -249,7 +259,7 @@ Var<T, 3, D> embedding(const TokenIds<D>& tok, const Var<T, 2, D>& table) {
 /// ignored), e.g. for bits-per-byte.
 template <class T, class D>
 struct CrossEntropy {
-  Var<T, 0, D> loss;        // mean over non-ignored targets (0 if there are none)
+  Var<T, 0, D> loss;          // mean over non-ignored targets (0 if there are none)
   Tensor<T, 1, D> per_token;  // (N)
   index_t count = 0;          // non-ignored targets
 };
@@ -260,8 +270,7 @@ template <class T, Device D>
 CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_t, 1, D>& targets, T cap = T(15),
                                  index_t vocab = -1, index_t ignore_index = -1) {
   const index_t N = logits.shape()[0], V = vocab < 0 ? logits.shape()[1] : vocab;
-  check(targets.shape()[0] == N, "cross_entropy", "logits ", logits.shape(), " vs targets ",
-        targets.shape());
+  check(targets.shape()[0] == N, "cross_entropy", "logits ", logits.shape(), " vs targets ", targets.shape());
   Tensor<T, 1, D> per(Shape<1>{N}, uninitialized), lse(Shape<1>{N}, uninitialized);
   index_t count = 0;
   {
@@ -274,7 +283,8 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
       count += t != ignore_index;
     }
   }
-  NnBackend<D>::template softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index, per.view(), lse.view());
+  NnBackend<D>::template softcap_xent_forward<T>(logits.value().view(), targets.view(), V, cap, ignore_index,
+                                                 per.view(), lse.view());
   const T inv = count > 0 ? T(1) / static_cast<T>(count) : T(0);
   auto loss = record<T, 0, D>(
       "cross_entropy", detail::scaled_total(per, inv),
@@ -289,8 +299,8 @@ CrossEntropy<T, D> cross_entropy(const Var<T, 2, D>& logits, const Tensor<index_
         else
           rowg = gy.view().template reshape<1>(Shape<1>{1}) * inv;
         Tensor<T, 2, D> dl(logits.shape(), uninitialized);
-        NnBackend<D>::template softcap_xent_backward<T>(logits.value().view(), tg.view(), V, cap, ignore_index, lse.view(), rowg.view(),
-                                      dl.view());
+        NnBackend<D>::template softcap_xent_backward<T>(logits.value().view(), tg.view(), V, cap, ignore_index,
+                                                        lse.view(), rowg.view(), dl.view());
         *g += dl;
       },
       logits);
@@ -338,8 +348,8 @@ Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T
 /// The same with positions from an IndexList: checked here against k's length from the list's
 /// host copy, so the device kernels never wait for a copy back.
 template <class T, Device D>
-Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v,
-                       const IndexList<D>& qpos, index_t window) {
+Var<T, 4, D> attention(const Var<T, 4, D>& q, const Var<T, 4, D>& k, const Var<T, 4, D>& v, const IndexList<D>& qpos,
+                       index_t window) {
   lrt::detail::check_query_positions("attention", qpos.host(), k.shape());
   return detail::attention_impl(q, k, v, qpos.tensor(), window, true);
 }

@@ -22,8 +22,8 @@ inline void check_rmsnorm_forward(const Shape<2>& x, const Shape<2>& y, const Sh
   check(y == x && rinv[0] == x[0], "rmsnorm", "shapes x ", x, ", y ", y, ", rinv ", rinv, " do not match");
 }
 inline void check_rmsnorm_backward(const Shape<2>& y, const Shape<1>& rinv, const Shape<2>& gy, const Shape<2>& gx) {
-  check(gy == y && gx == y && rinv[0] == y[0], "rmsnorm_backward", "shapes y ", y, ", gy ", gy, ", gx ", gx,
-        ", rinv ", rinv, " do not match");
+  check(gy == y && gx == y && rinv[0] == y[0], "rmsnorm_backward", "shapes y ", y, ", gy ", gy, ", gx ", gx, ", rinv ",
+        rinv, " do not match");
 }
 
 // ---- RoPE: x, y (B, T, H, Dh), cos, sin (T, Dh/2) ----
@@ -35,8 +35,8 @@ inline void check_rope_head_dim(const char* op, const Shape<4>& x) {
 inline void check_rope(const Shape<4>& x, const Shape<2>& cos, const Shape<2>& sin, const Shape<4>& y) {
   check_rope_head_dim("rope", x);
   const Shape<2> table{x[1], x[3] / 2};
-  check(cos == table && sin == cos && y == x, "rope", "x ", x, " needs tables of shape ", table, ", got ", cos,
-        " and ", sin, " (y ", y, ")");
+  check(cos == table && sin == cos && y == x, "rope", "x ", x, " needs tables of shape ", table, ", got ", cos, " and ",
+        sin, " (y ", y, ")");
 }
 /// rinv: (B*T*H), one scale per head vector.
 inline void check_rope_rmsnorm_forward(const Shape<4>& x, const Shape<2>& cos, const Shape<2>& sin, const Shape<4>& y,
@@ -68,15 +68,15 @@ inline void check_softmax_backward(const Shape<2>& y, const Shape<2>& gy, const 
 // (The targets' values are the device's to check: the CPU reads them, CUDA's kernels skip a
 // target out of range and rely on the caller, autodiff/nn.hpp.)
 
-inline void check_softcap_xent_forward(const Shape<2>& logits, const Shape<1>& targets, index_t V,
-                                       const Shape<1>& loss, const Shape<1>& lse) {
+inline void check_softcap_xent_forward(const Shape<2>& logits, const Shape<1>& targets, index_t V, const Shape<1>& loss,
+                                       const Shape<1>& lse) {
   check(V >= 1 && V <= logits[1], "cross_entropy", "vocab ", V, " out of range for logits ", logits);
   const index_t N = logits[0];
-  check(targets[0] == N && loss[0] == N && lse[0] == N, "cross_entropy", "logits ", logits, " and targets ",
-        targets, " disagree on rows (loss ", loss, ", lse ", lse, ")");
+  check(targets[0] == N && loss[0] == N && lse[0] == N, "cross_entropy", "logits ", logits, " and targets ", targets,
+        " disagree on rows (loss ", loss, ", lse ", lse, ")");
 }
-inline void check_softcap_xent_backward(const Shape<2>& logits, const Shape<1>& targets, index_t V,
-                                        const Shape<1>& lse, const Shape<1>& g, const Shape<2>& dlogits) {
+inline void check_softcap_xent_backward(const Shape<2>& logits, const Shape<1>& targets, index_t V, const Shape<1>& lse,
+                                        const Shape<1>& g, const Shape<2>& dlogits) {
   const char* op = "cross_entropy_backward";
   check(dlogits == logits, op, "dlogits ", dlogits, " vs logits ", logits);
   check(V >= 1 && V <= logits[1], op, "vocab ", V, " out of range for logits ", logits);
@@ -93,8 +93,7 @@ inline void check_embedding_forward(const Shape<1>& ids, const Shape<2>& table, 
 }
 /// n: the number of ids (from their view, or from a device's plan of them).
 inline void check_embedding_backward(index_t n, const Shape<2>& gout, const Shape<2>& gtable) {
-  check(gout == Shape<2>{n, gtable[1]}, "embedding_backward", "gradient ", gout, " for ", n, " ids and table ",
-        gtable);
+  check(gout == Shape<2>{n, gtable[1]}, "embedding_backward", "gradient ", gout, " for ", n, " ids and table ", gtable);
 }
 
 // ---- Attention: q, out, dout, dq (B, Tq, H, Dh), k, v, dk, dv (B, Tk, Hkv, Dh), qpos (Tq),
@@ -148,8 +147,8 @@ inline void check_query_positions(const char* op, const std::vector<index_t>& po
   for (std::size_t i = 0; i < pos.size(); ++i) {
     check(pos[i] >= 0, op, "qpos[", i, "] = ", pos[i], " is negative");
     if (i > 0)
-      check(pos[i] > pos[i - 1], op, "qpos must be strictly increasing: qpos[", i, "] = ", pos[i],
-            " after qpos[", i - 1, "] = ", pos[i - 1]);
+      check(pos[i] > pos[i - 1], op, "qpos must be strictly increasing: qpos[", i, "] = ", pos[i], " after qpos[",
+            i - 1, "] = ", pos[i - 1]);
     check(pos[i] < Tk, op, "qpos[", i, "] = ", pos[i], " is not < Tk = ", Tk, " (k ", ks, ")");
   }
 }

@@ -18,8 +18,7 @@ inline namespace v0 {
 /// Raised for every runtime error in lrt: bad shapes, bad arguments, backend failures.
 class Error : public std::runtime_error {
  public:
-  Error(std::string op, const std::string& what)
-      : std::runtime_error("[" + op + "] " + what), op_(std::move(op)) {}
+  Error(std::string op, const std::string& what) : std::runtime_error("[" + op + "] " + what), op_(std::move(op)) {}
   /// The operation that failed, e.g. "matmul".
   const std::string& op() const noexcept { return op_; }
 
@@ -60,7 +59,8 @@ template <class... Parts>
 /// Throws lrt::Error("[op] " + concatenated parts) unless cond holds.
 template <class... Parts>
 LRT_ALWAYS_INLINE void check(bool cond, const char* op, const Parts&... parts) {
-  if (!cond) [[unlikely]] detail::fail_check(op, parts...);
+  if (!cond) [[unlikely]]
+    detail::fail_check(op, parts...);
 }
 
 }  // namespace v0

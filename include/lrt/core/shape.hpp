@@ -92,8 +92,7 @@ inline int normalize_axis(int axis, int rank, const char* op) {
 }
 template <int R>
 void check_extents(const Shape<R>& s, const char* op) {
-  for (int i = 0; i < R; ++i)
-    check(s[i] >= 0, op, "negative extent in shape ", s);
+  for (int i = 0; i < R; ++i) check(s[i] >= 0, op, "negative extent in shape ", s);
 }
 }  // namespace detail
 

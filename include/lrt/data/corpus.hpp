@@ -106,9 +106,7 @@ inline std::string strip_brown_tags(const std::string& tagged) {
   out.reserve(tagged.size() / 2);
   std::size_t i = 0;
   const std::size_t n = tagged.size();
-  auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-  };
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
   while (i < n) {
     const std::size_t eol = std::min(tagged.find('\n', i), n);
     bool any = false;
@@ -167,8 +165,8 @@ inline Corpus split_documents(std::vector<Document> docs, std::string kind, cons
     }
   }
   check(text_bytes(c.train) > 0, "data", "empty corpus: no training text in ", quoted(path));
-  check(text_bytes(c.val) > 0, "data", "too small to hold out validation text: ", quoted(path),
-        " (", docs.size(), " documents; fewer than 20 need one of >= 200 bytes)");
+  check(text_bytes(c.val) > 0, "data", "too small to hold out validation text: ", quoted(path), " (", docs.size(),
+        " documents; fewer than 20 need one of >= 200 bytes)");
   return c;
 }
 
@@ -207,8 +205,8 @@ inline std::vector<Document> folder_documents(const fs::path& dir) {
     if (text.empty() || text.find('\0') != std::string::npos) continue;
     docs.push_back({rel, std::move(text)});
   }
-  check(!docs.empty(), "data", "no usable text files in folder ", quoted(dir),
-        " (", files.size(), " files seen; empty, hidden and binary files are skipped)");
+  check(!docs.empty(), "data", "no usable text files in folder ", quoted(dir), " (", files.size(),
+        " files seen; empty, hidden and binary files are skipped)");
   return docs;
 }
 
@@ -216,16 +214,15 @@ inline std::vector<Document> folder_documents(const fs::path& dir) {
 inline Document file_document(const fs::path& p) {
   std::string text = read_file(p);
   check(!text.empty(), "data", "empty corpus: ", quoted(p), " is empty");
-  check(text.find('\0') == std::string::npos, "data", quoted(p),
-        " contains NUL bytes (not a text file)");
+  check(text.find('\0') == std::string::npos, "data", quoted(p), " contains NUL bytes (not a text file)");
   return {p.filename().string(), std::move(text)};
 }
 
 inline Corpus load_file(const fs::path& p) {
   Document d = file_document(p);
   std::string& text = d.text;
-  check(text.size() >= min_split_bytes, "data", quoted(p), " is too small to hold out validation",
-        " text (", text.size(), " bytes, need >= ", min_split_bytes, ")");
+  check(text.size() >= min_split_bytes, "data", quoted(p), " is too small to hold out validation", " text (",
+        text.size(), " bytes, need >= ", min_split_bytes, ")");
   Corpus c;
   c.kind = "file";
   split_tail(std::move(d), c);

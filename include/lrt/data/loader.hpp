@@ -129,8 +129,7 @@ class TokenRows {
   static TokenRows from_tokens(std::vector<std::uint16_t> tokens, int T) {
     check(T >= 1, "data", "TokenRows::from_tokens: T must be >= 1, got ", T);
     const std::size_t L = static_cast<std::size_t>(T) + 1;
-    check(tokens.size() >= L, "data", "TokenRows::from_tokens: ", tokens.size(), " tokens, fewer than one row of ",
-          L);
+    check(tokens.size() >= L, "data", "TokenRows::from_tokens: ", tokens.size(), " tokens, fewer than one row of ", L);
     TokenRows r;
     r.len_ = T + 1;
     r.source_bytes_ = tokens.size();
@@ -150,8 +149,7 @@ class TokenRows {
   int seq_len() const noexcept { return len_ - 1; }
   /// Row i (0 <= i < rows()).
   std::span<const std::uint16_t> row(index_t i) const {
-    check(i >= 0 && i < rows_, "data", "TokenRows::row: index ", i, " out of range [0, ", rows_,
-          ")");
+    check(i >= 0 && i < rows_, "data", "TokenRows::row: index ", i, " out of range [0, ", rows_, ")");
     return {tokens_.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(len_),
             static_cast<std::size_t>(len_)};
   }
@@ -259,15 +257,12 @@ class Loader {
     return batch;
   }
 
-  LoaderState state() const noexcept {
-    return {seed_, epoch_, static_cast<std::uint64_t>(pos_)};
-  }
+  LoaderState state() const noexcept { return {seed_, epoch_, static_cast<std::uint64_t>(pos_)}; }
 
   /// Resumes at s (from state() of a loader over the same rows); position must be < rows().
   void set_state(const LoaderState& s) {
-    check(s.position < static_cast<std::uint64_t>(rows_->rows()), "data",
-          "Loader::set_state: position ", s.position, " out of range for ", rows_->rows(),
-          " rows (a state saved over different data?)");
+    check(s.position < static_cast<std::uint64_t>(rows_->rows()), "data", "Loader::set_state: position ", s.position,
+          " out of range for ", rows_->rows(), " rows (a state saved over different data?)");
     const bool reshuffle = s.seed != seed_ || s.epoch != epoch_;
     seed_ = s.seed;
     epoch_ = s.epoch;
@@ -291,14 +286,13 @@ class Loader {
 
 /// Validation batches: rows in order (no shuffle), whole rows up to max_target_tokens targets
 /// (T per row); every batch has B rows except possibly the last.
-inline std::vector<Batch> validation_batches(const TokenRows& rows, int B,
-                                             index_t max_target_tokens) {
+inline std::vector<Batch> validation_batches(const TokenRows& rows, int B, index_t max_target_tokens) {
   const int T = rows.seq_len();
   check(B >= 1, "data", "validation_batches: batch size must be >= 1, got ", B);
-  check(rows.rows() >= 1, "data", "validation_batches: no validation rows of T+1 = ",
-        rows.row_len(), " tokens (", rows.source_bytes(), " bytes of text)");
-  check(max_target_tokens >= T, "data", "validation_batches: max_target_tokens ",
-        max_target_tokens, " is less than one row (T = ", T, ")");
+  check(rows.rows() >= 1, "data", "validation_batches: no validation rows of T+1 = ", rows.row_len(), " tokens (",
+        rows.source_bytes(), " bytes of text)");
+  check(max_target_tokens >= T, "data", "validation_batches: max_target_tokens ", max_target_tokens,
+        " is less than one row (T = ", T, ")");
   const index_t n = std::min(rows.rows(), max_target_tokens / T);
   std::vector<Batch> out;
   for (index_t first = 0; first < n; first += B) {
@@ -316,8 +310,7 @@ inline std::vector<Batch> validation_batches(const TokenRows& rows, int B,
 /// targets are -1 (ignored), so that nothing is dropped and a text shorter than one row is one
 /// padded row. Rows in document order, B per batch; stops before the row that would take the
 /// targets past max_target_tokens (but always scores at least one row).
-inline std::vector<Batch> scoring_batches(const std::vector<Document>& docs, int T, int B,
-                                          index_t max_target_tokens) {
+inline std::vector<Batch> scoring_batches(const std::vector<Document>& docs, int T, int B, index_t max_target_tokens) {
   check(T >= 1 && B >= 1, "data", "scoring_batches: need T >= 1 and B >= 1, got T = ", T, ", B = ", B);
   check(max_target_tokens >= 1, "data", "scoring_batches: max_target_tokens must be >= 1, got ", max_target_tokens);
   constexpr auto bos = static_cast<index_t>(ByteTokenizer::bos);

@@ -77,21 +77,23 @@ struct PrefillMode {
       const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), S);
       if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && S >= 1) return interleaved(S);
     }
-    throw Error("prefill", detail::str_cat("expected exact, zero or interleaved:S with S >= 1, got '", std::string(s),
-                                           "'"));
+    throw Error("prefill",
+                detail::str_cat("expected exact, zero or interleaved:S with S >= 1, got '", std::string(s), "'"));
   }
   /// The spelling parse() reads.
   std::string name() const {
     switch (kind) {
-      case Kind::Exact: return "exact";
-      case Kind::Zero: return "zero";
-      case Kind::Interleaved: return "interleaved:" + std::to_string(passes);
+      case Kind::Exact:
+        return "exact";
+      case Kind::Zero:
+        return "zero";
+      case Kind::Interleaved:
+        return "interleaved:" + std::to_string(passes);
     }
     return "?";
   }
   friend bool operator==(const PrefillMode&, const PrefillMode&) = default;
 };
-
 
 /// The recurrent memory of a decoder's rows: the source states of each row's last k positions and
 /// their tokens, position t in slot t % k (k = the config's mem_offset).
@@ -136,7 +138,10 @@ class Decoder {
   /// query also attends to its row's first `sinks` positions once they leave its window (0: the
   /// model's own attention, what training computes).
   explicit Decoder(const Model& model, index_t batch = 1, index_t capacity = 0, index_t sinks = 0)
-      : m_(&model), B_(batch), cap_(capacity), sinks_(sinks),
+      : m_(&model),
+        B_(batch),
+        cap_(capacity),
+        sinks_(sinks),
         pos_(static_cast<std::size_t>(std::max<index_t>(batch, 0)), 0) {
     check(batch >= 1, "decoder", "batch must be >= 1, got ", batch);
     check(capacity >= 0, "decoder", "capacity must be >= 0 (0: no limit), got ", capacity);
@@ -183,7 +188,9 @@ class Decoder {
     return pos_[static_cast<std::size_t>(b)];
   }
   /// True when every row is at the same position (steps take the batched path).
-  bool lockstep() const noexcept { return std::adjacent_find(pos_.begin(), pos_.end(), std::not_equal_to<>()) == pos_.end(); }
+  bool lockstep() const noexcept {
+    return std::adjacent_find(pos_.begin(), pos_.end(), std::not_equal_to<>()) == pos_.end();
+  }
   /// The prefill mode in force (exact after construction and reset()); zero keeps the memory at 0.
   const PrefillMode& prefill_mode() const noexcept { return mode_; }
   /// The logits returned by the last prefill() or step().
@@ -265,11 +272,11 @@ class Decoder {
     std::unique_ptr<ad::Graph> tape = std::make_unique<ad::Graph>(ad::Graph::Detached{});
     std::shared_ptr<Tensor<T, 2, D>> cos = std::make_shared<Tensor<T, 2, D>>();  // (nq, Dh/2)
     std::shared_ptr<Tensor<T, 2, D>> sin = std::make_shared<Tensor<T, 2, D>>();
-    std::vector<Tensor<index_t, 1, D>> qpos;           // per layer (B): rel on the device (eager steps)
-    std::vector<index_t> rows, tpos;                   // rows fed and their positions (lockstep: one position)
-    std::vector<std::vector<index_t>> slot, lo, rel;   // per layer: the slots of tpos, the first slot
-                                                       // each query reads, slot - lo
-    bool lock = false;                                 // the lockstep path: (B, 1), one position
+    std::vector<Tensor<index_t, 1, D>> qpos;          // per layer (B): rel on the device (eager steps)
+    std::vector<index_t> rows, tpos;                  // rows fed and their positions (lockstep: one position)
+    std::vector<std::vector<index_t>> slot, lo, rel;  // per layer: the slots of tpos, the first slot
+                                                      // each query reads, slot - lo
+    bool lock = false;                                // the lockstep path: (B, 1), one position
   };
 
   /// CPU: the step layouts (lockstep, tokens fed, memory) whose attention scratch is reserved.
@@ -376,8 +383,8 @@ class Decoder {
       check(cap_ == 0 || P <= cap_, "decoder", "the prompt of row ", b, " has ", P,
             " tokens, more than the decoder's capacity ", cap_);
       for (index_t tok : prompts[b])
-        check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ",
-              c.vocab_size, ")");
+        check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ", c.vocab_size,
+              ")");
       same = same && prompts[b].size() == prompts[0].size();
     }
     check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "decoder",
@@ -612,7 +619,8 @@ class Decoder {
     }
     const auto pass = m_->forward(tok, rope, attend, use_memory ? &mem : nullptr);
     if constexpr (V::recurrent) {
-      if (use_memory) mem_.states.view().gather(0, graph_.ring_write()) = pass.source.value().view().select(1, 0);  // slot t % k
+      if (use_memory)
+        mem_.states.view().gather(0, graph_.ring_write()) = pass.source.value().view().select(1, 0);  // slot t % k
     }
     const auto z = m_->head(pass.h);  // (B, 1, Vp)
     store_logits(z.value(), /*lock=*/true);
@@ -644,9 +652,9 @@ class Decoder {
       vc.slice(1, t, t + 1) = v.value();
       keep_sink(0, B_, step_.tpos[0], 0);
       Tensor<T, 3, D> lse(Shape<3>{B_, c.n_head, 1}, uninitialized);
-      NnBackend<D>::template attention_forward<T>(q.value().view(), keys(kc, 0, B_, lo[0], t), keys(vc, 0, B_, lo[0], t),
-                                                  qpos.view().slice(0, 0, 1), t - lo[0], scale, out.view(),
-                                                  lse.view(), /*qpos_checked=*/true);  // the last key
+      NnBackend<D>::template attention_forward<T>(
+          q.value().view(), keys(kc, 0, B_, lo[0], t), keys(vc, 0, B_, lo[0], t), qpos.view().slice(0, 0, 1), t - lo[0],
+          scale, out.view(), lse.view(), /*qpos_checked=*/true);  // the last key
     } else {  // (1, n): token i is row rows[i] at position tpos[i], in slot slot[i]
       Tensor<T, 3, D> lse(Shape<3>{1, c.n_head, 1}, uninitialized);
       for (std::size_t i = 0; i < step_.rows.size(); ++i) {

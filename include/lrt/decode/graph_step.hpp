@@ -82,8 +82,7 @@ class GraphStep {
   template <class Reads>
   void set_memory(index_t r, index_t w, const Reads& reads) {
     if constexpr (Memory) {
-      for (std::size_t b = 0; b < mask_host_.size(); ++b)
-        mask_host_[b] = reads(static_cast<index_t>(b)) ? T(1) : T(0);
+      for (std::size_t b = 0; b < mask_host_.size(); ++b) mask_host_[b] = reads(static_cast<index_t>(b)) ? T(1) : T(0);
       slot_r_->assign(std::span<const index_t>(&r, 1));
       slot_w_->assign(std::span<const index_t>(&w, 1));
       DeviceTraits<D>::copy_from_host(mask_.data(), mask_host_.data(), mask_host_.size() * sizeof(T));
@@ -98,7 +97,8 @@ class GraphStep {
     if constexpr (supported) {
       if (graph_->ready() && memory_ != use_memory) graph_->reset();  // the other layout
       DeviceTraits<D>::copy_from_host(ids_.data(), tokens.data(), tokens.size() * sizeof(index_t));
-      auto [cs, sn] = lrt::rope_tables<T>(TensorView<const index_t, 1>(&t, Shape<1>{1}), c.head_dim(), c.rope_bf16_tables);
+      auto [cs, sn] =
+          lrt::rope_tables<T>(TensorView<const index_t, 1>(&t, Shape<1>{1}), c.head_dim(), c.rope_bf16_tables);
       DeviceTraits<D>::copy_from_host(cos_->data(), cs.data(), static_cast<std::size_t>(cs.numel()) * sizeof(T));
       DeviceTraits<D>::copy_from_host(sin_->data(), sn.data(), static_cast<std::size_t>(sn.numel()) * sizeof(T));
       if (graph_->ready()) {

@@ -30,8 +30,8 @@ struct SamplerOptions {
 /// The sampler's counter for row `row` at position `t`: row * 2^40 + t, unique per (row, position)
 /// for any length a decoder reaches (positions < 2^40, rows < 2^24); row 0's is t.
 inline std::uint64_t sample_counter(index_t row, index_t t) {
-  check(row >= 0 && row < (index_t{1} << 24) && t >= 0 && t < (index_t{1} << 40), "sample",
-        "counter for row ", row, " at position ", t, " outside rows [0, 2^24) x positions [0, 2^40)");
+  check(row >= 0 && row < (index_t{1} << 24) && t >= 0 && t < (index_t{1} << 40), "sample", "counter for row ", row,
+        " at position ", t, " outside rows [0, 2^24) x positions [0, 2^40)");
   return (static_cast<std::uint64_t>(row) << 40) | static_cast<std::uint64_t>(t);
 }
 

@@ -82,8 +82,7 @@ inline void write_file_atomic(const std::string& path, std::string_view bytes) {
     const int err = errno;
     ::close(dfd);
     if (rc != 0 && err != EINVAL && err != ENOTSUP)
-      throw Error("write", "'" + path + "': written, but syncing its directory failed: " +
-                               std::strerror(err));
+      throw Error("write", "'" + path + "': written, but syncing its directory failed: " + std::strerror(err));
   }
 }
 
@@ -131,8 +130,7 @@ inline void ensure_directory(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("mkdir", "'" + dir + "': cannot create directory: " + ec.message());
-  if (!std::filesystem::is_directory(dir, ec))
-    throw Error("mkdir", "'" + dir + "': exists and is not a directory");
+  if (!std::filesystem::is_directory(dir, ec)) throw Error("mkdir", "'" + dir + "': exists and is not a directory");
 }
 
 /// ensure_directory, then proves that this process may create files in `dir` (by creating and

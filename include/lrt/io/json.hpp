@@ -38,14 +38,12 @@ class Value {
   /// Integers (not bool or characters) are stored exactly when they fit int64.
   template <std::integral I>
   requires(!std::same_as<I, bool> && !std::same_as<I, char> && !std::same_as<I, char8_t> &&
-           !std::same_as<I, char16_t> && !std::same_as<I, char32_t> && !std::same_as<I, wchar_t>)
-      Value(I i)
+           !std::same_as<I, char16_t> && !std::same_as<I, char32_t> && !std::same_as<I, wchar_t>) Value(I i)
       : kind_(Kind::Number), num_(static_cast<double>(i)) {
     if constexpr (std::is_signed_v<I>) {
       int_ = static_cast<std::int64_t>(i);
       is_int_ = true;
-    } else if (static_cast<std::uint64_t>(i) <=
-               static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    } else if (static_cast<std::uint64_t>(i) <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
       int_ = static_cast<std::int64_t>(i);
       is_int_ = true;
     }
@@ -145,14 +143,19 @@ class Value {
   friend bool operator==(const Value& a, const Value& b) {
     if (a.kind_ != b.kind_) return false;
     switch (a.kind_) {
-      case Kind::Null: return true;
-      case Kind::Bool: return a.bool_ == b.bool_;
+      case Kind::Null:
+        return true;
+      case Kind::Bool:
+        return a.bool_ == b.bool_;
       case Kind::Number:
         if (a.is_int_ && b.is_int_) return a.int_ == b.int_;
         return a.num_ == b.num_;
-      case Kind::String: return a.str_ == b.str_;
-      case Kind::Array: return a.arr_ == b.arr_;
-      case Kind::Object: return a.obj_ == b.obj_;
+      case Kind::String:
+        return a.str_ == b.str_;
+      case Kind::Array:
+        return a.arr_ == b.arr_;
+      case Kind::Object:
+        return a.obj_ == b.obj_;
     }
     return false;
   }
@@ -167,12 +170,18 @@ class Value {
 
   static std::string_view kind_name(Kind k) {
     switch (k) {
-      case Kind::Null: return "null";
-      case Kind::Bool: return "bool";
-      case Kind::Number: return "number";
-      case Kind::String: return "string";
-      case Kind::Array: return "array";
-      case Kind::Object: return "object";
+      case Kind::Null:
+        return "null";
+      case Kind::Bool:
+        return "bool";
+      case Kind::Number:
+        return "number";
+      case Kind::String:
+        return "string";
+      case Kind::Array:
+        return "array";
+      case Kind::Object:
+        return "object";
     }
     return "?";
   }
@@ -182,8 +191,7 @@ class Value {
 
   void expect(Kind k) const {
     if (kind_ != k)
-      throw Error("json", "expected " + std::string(kind_name(k)) + ", got " +
-                              std::string(kind_name(kind_)));
+      throw Error("json", "expected " + std::string(kind_name(k)) + ", got " + std::string(kind_name(kind_)));
   }
 
   static std::string format_double(double d) {
@@ -218,8 +226,12 @@ class Value {
 
   void dump_to(std::string& out) const {
     switch (kind_) {
-      case Kind::Null: out += "null"; break;
-      case Kind::Bool: out += bool_ ? "true" : "false"; break;
+      case Kind::Null:
+        out += "null";
+        break;
+      case Kind::Bool:
+        out += bool_ ? "true" : "false";
+        break;
       case Kind::Number:
         if (is_int_) {
           out += std::to_string(int_);
@@ -228,7 +240,9 @@ class Value {
           out += format_double(num_);
         }
         break;
-      case Kind::String: dump_string(out, str_); break;
+      case Kind::String:
+        dump_string(out, str_);
+        break;
       case Kind::Array:
         out += '[';
         for (std::size_t i = 0; i < arr_.size(); ++i) {
@@ -278,8 +292,7 @@ class Parser {
  private:
   [[noreturn]] void fail(std::string_view reason) const { fail_at(reason, pos_); }
   [[noreturn]] void fail_at(std::string_view reason, std::size_t at) const {
-    throw Error("json",
-                std::string(what_) + ": " + std::string(reason) + " at byte " + std::to_string(at));
+    throw Error("json", std::string(what_) + ": " + std::string(reason) + " at byte " + std::to_string(at));
   }
 
   bool eof() const { return pos_ >= s_.size(); }
@@ -297,12 +310,21 @@ class Parser {
   Value parse_value(int depth) {
     if (eof()) fail("unexpected end of input");
     switch (peek()) {
-      case '{': return parse_object(depth + 1);
-      case '[': return parse_array(depth + 1);
-      case '"': return Value(parse_string());
-      case 't': expect_literal("true"); return Value(true);
-      case 'f': expect_literal("false"); return Value(false);
-      case 'n': expect_literal("null"); return Value();
+      case '{':
+        return parse_object(depth + 1);
+      case '[':
+        return parse_array(depth + 1);
+      case '"':
+        return Value(parse_string());
+      case 't':
+        expect_literal("true");
+        return Value(true);
+      case 'f':
+        expect_literal("false");
+        return Value(false);
+      case 'n':
+        expect_literal("null");
+        return Value();
       default:
         if (peek() == '-' || (peek() >= '0' && peek() <= '9')) return parse_number();
         fail("unexpected character");
@@ -372,8 +394,7 @@ class Parser {
     if (m.size() > 1) {
       std::vector<std::size_t> idx(m.size());
       for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-      std::stable_sort(idx.begin(), idx.end(),
-                       [&](std::size_t a, std::size_t b) { return m[a].first < m[b].first; });
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return m[a].first < m[b].first; });
       std::size_t dup = m.size();
       for (std::size_t i = 1; i < idx.size(); ++i)
         if (m[idx[i]].first == m[idx[i - 1]].first) dup = std::min(dup, idx[i]);
@@ -468,14 +489,30 @@ class Parser {
       if (eof()) fail_at("unterminated string", start);
       const char e = s_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xDC00 && cp <= 0xDFFF) fail_at("lone low surrogate in \\u escape", esc);
@@ -489,7 +526,8 @@ class Parser {
           put_utf8(out, cp);
           break;
         }
-        default: fail_at("invalid escape", esc);
+        default:
+          fail_at("invalid escape", esc);
       }
     }
   }

@@ -40,40 +40,51 @@ enum class DType { F32, BF16, F16, F64, I64, I32, U8 };
 
 inline std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "F32";
-    case DType::BF16: return "BF16";
-    case DType::F16: return "F16";
-    case DType::F64: return "F64";
-    case DType::I64: return "I64";
-    case DType::I32: return "I32";
-    case DType::U8: return "U8";
+    case DType::F32:
+      return "F32";
+    case DType::BF16:
+      return "BF16";
+    case DType::F16:
+      return "F16";
+    case DType::F64:
+      return "F64";
+    case DType::I64:
+      return "I64";
+    case DType::I32:
+      return "I32";
+    case DType::U8:
+      return "U8";
   }
   return "?";
 }
 
 inline std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::BF16: return 2;
-    case DType::F16: return 2;
-    case DType::F64: return 8;
-    case DType::I64: return 8;
-    case DType::I32: return 4;
-    case DType::U8: return 1;
+    case DType::F32:
+      return 4;
+    case DType::BF16:
+      return 2;
+    case DType::F16:
+      return 2;
+    case DType::F64:
+      return 8;
+    case DType::I64:
+      return 8;
+    case DType::I32:
+      return 4;
+    case DType::U8:
+      return 1;
   }
   return 0;
 }
 
 inline std::optional<DType> dtype_from_name(std::string_view s) {
-  for (DType t :
-       {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8})
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8})
     if (dtype_name(t) == s) return t;
   return std::nullopt;
 }
 
-inline bool is_floating(DType t) {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64;
-}
+inline bool is_floating(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64; }
 
 /// float -> bfloat16 bits, rounding to nearest, ties to even (as PyTorch). NaN stays a (quiet) NaN
 /// with its sign; values beyond the bf16 range round to infinity.
@@ -83,9 +94,7 @@ inline std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-inline float bf16_to_f32(std::uint16_t h) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
+inline float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
 /// IEEE half bits -> float (exact: every half is a float).
 inline float f16_to_f32(std::uint16_t h) {
@@ -125,8 +134,7 @@ namespace detail {
 // Elements of a shape, or nullopt when a dimension is negative or the product of the nonzero
 // dimensions times elem_size overflows int64 (so strides and byte counts stay representable even
 // for empty tensors).
-inline std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& shape,
-                                                 std::size_t elem_size) {
+inline std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& shape, std::size_t elem_size) {
   constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
   std::int64_t bound = static_cast<std::int64_t>(elem_size), n = 1;
   for (std::int64_t d : shape) {
@@ -165,8 +173,7 @@ class Writer {
     std::string bytes(reinterpret_cast<const char*>(data.data()), data.size_bytes());
     push(std::move(name), DType::F64, std::move(shape), std::move(bytes));
   }
-  void add_i64(std::string name, std::span<const std::int64_t> data,
-               std::vector<std::int64_t> shape) {
+  void add_i64(std::string name, std::span<const std::int64_t> data, std::vector<std::int64_t> shape) {
     check_new(name, shape, data.size());
     std::string bytes(reinterpret_cast<const char*>(data.data()), data.size_bytes());
     push(std::move(name), DType::I64, std::move(shape), std::move(bytes));
@@ -228,15 +235,13 @@ class Writer {
     std::string bytes;
   };
 
-  void check_new(const std::string& name, const std::vector<std::int64_t>& shape,
-                 std::size_t n) const {
+  void check_new(const std::string& name, const std::vector<std::int64_t>& shape, std::size_t n) const {
     check(name != "__metadata__", "safetensors", "'__metadata__' is reserved, not a tensor name");
     check(!names_.count(name), "safetensors", "tensor '", name, "' added twice");
     const auto numel = detail::checked_numel(shape, 8);
-    check(numel.has_value(), "safetensors", "tensor '", name, "': invalid shape ",
-          shape_string(shape));
-    check(static_cast<std::uint64_t>(*numel) == n, "safetensors", "tensor '", name, "': shape ",
-          shape_string(shape), " has ", *numel, " elements, data has ", n);
+    check(numel.has_value(), "safetensors", "tensor '", name, "': invalid shape ", shape_string(shape));
+    check(static_cast<std::uint64_t>(*numel) == n, "safetensors", "tensor '", name, "': shape ", shape_string(shape),
+          " has ", *numel, " elements, data has ", n);
   }
 
   void push(std::string name, DType t, std::vector<std::int64_t> shape, std::string bytes) {
@@ -255,9 +260,7 @@ class Reader {
   /// Largest header accepted (the reference implementation's limit).
   static constexpr std::uint64_t max_header_bytes = 100'000'000;
 
-  static Reader open(const std::string& path) {
-    return from_bytes(read_file(path, "safetensors"), path);
-  }
+  static Reader open(const std::string& path) { return from_bytes(read_file(path, "safetensors"), path); }
 
   /// `label` names the source in errors (a path, "<memory>", ...).
   static Reader from_bytes(std::string bytes, std::string label) {
@@ -294,34 +297,35 @@ class Reader {
 
   /// Reads a floating tensor (F32, BF16, F16 or F64 stored) as float; its shape must equal
   /// `expected` and out must hold exactly its elements.
-  void read_f32(std::string_view name, std::span<float> out,
-                const std::vector<std::int64_t>& expected) const {
+  void read_f32(std::string_view name, std::span<float> out, const std::vector<std::int64_t>& expected) const {
     const Tensor& t = checked(name, expected);
     if (out.size() != t.numel)
-      fail("tensor '", t.name, "': destination holds ", out.size(), " elements, tensor has ",
-           t.numel);
+      fail("tensor '", t.name, "': destination holds ", out.size(), " elements, tensor has ", t.numel);
     const char* p = bytes_.data() + data_start_ + t.begin;
     switch (t.dtype) {
       case DType::F32:
         if (!out.empty()) std::memcpy(out.data(), p, out.size_bytes());
         break;
-      case DType::BF16: convert<std::uint16_t>(p, out, bf16_to_f32); break;
-      case DType::F16: convert<std::uint16_t>(p, out, f16_to_f32); break;
+      case DType::BF16:
+        convert<std::uint16_t>(p, out, bf16_to_f32);
+        break;
+      case DType::F16:
+        convert<std::uint16_t>(p, out, f16_to_f32);
+        break;
       case DType::F64:
         convert<double>(p, out, [](double d) { return static_cast<float>(d); });
         break;
-      default: wrong_dtype(t, "F32");
+      default:
+        wrong_dtype(t, "F32");
     }
   }
-  std::vector<float> read_f32(std::string_view name,
-                              const std::vector<std::int64_t>& expected) const {
+  std::vector<float> read_f32(std::string_view name, const std::vector<std::int64_t>& expected) const {
     std::vector<float> out(checked(name, expected).numel);
     read_f32(name, out, expected);
     return out;
   }
   /// Reads a floating tensor (F64 exactly; F32, BF16, F16 widened) as double.
-  std::vector<double> read_f64(std::string_view name,
-                               const std::vector<std::int64_t>& expected) const {
+  std::vector<double> read_f64(std::string_view name, const std::vector<std::int64_t>& expected) const {
     const Tensor& t = checked(name, expected);
     std::vector<double> out(t.numel);
     const char* p = bytes_.data() + data_start_ + t.begin;
@@ -330,7 +334,9 @@ class Reader {
       case DType::F64:
         if (t.numel) std::memcpy(out.data(), p, t.numel * 8);
         break;
-      case DType::F32: convert<float>(p, std::span<double>(out), widen); break;
+      case DType::F32:
+        convert<float>(p, std::span<double>(out), widen);
+        break;
       case DType::BF16:
         convert<std::uint16_t>(p, std::span<double>(out),
                                [](std::uint16_t h) { return static_cast<double>(bf16_to_f32(h)); });
@@ -339,13 +345,13 @@ class Reader {
         convert<std::uint16_t>(p, std::span<double>(out),
                                [](std::uint16_t h) { return static_cast<double>(f16_to_f32(h)); });
         break;
-      default: wrong_dtype(t, "F64");
+      default:
+        wrong_dtype(t, "F64");
     }
     return out;
   }
   /// Reads an integer tensor (I64; I32 and U8 widened exactly) as int64.
-  std::vector<std::int64_t> read_i64(std::string_view name,
-                                     const std::vector<std::int64_t>& expected) const {
+  std::vector<std::int64_t> read_i64(std::string_view name, const std::vector<std::int64_t>& expected) const {
     const Tensor& t = checked(name, expected);
     std::vector<std::int64_t> out(t.numel);
     const char* p = bytes_.data() + data_start_ + t.begin;
@@ -354,9 +360,14 @@ class Reader {
       case DType::I64:
         if (t.numel) std::memcpy(out.data(), p, t.numel * 8);
         break;
-      case DType::I32: convert<std::int32_t>(p, std::span<std::int64_t>(out), widen); break;
-      case DType::U8: convert<std::uint8_t>(p, std::span<std::int64_t>(out), widen); break;
-      default: wrong_dtype(t, "I64");
+      case DType::I32:
+        convert<std::int32_t>(p, std::span<std::int64_t>(out), widen);
+        break;
+      case DType::U8:
+        convert<std::uint8_t>(p, std::span<std::int64_t>(out), widen);
+        break;
+      default:
+        wrong_dtype(t, "I64");
     }
     return out;
   }
@@ -382,8 +393,7 @@ class Reader {
     };
     std::string msg;
     if (!missing.empty()) msg += "missing tensors " + list(missing);
-    if (!unexpected.empty())
-      msg += (msg.empty() ? "" : "; ") + std::string("unexpected tensors ") + list(unexpected);
+    if (!unexpected.empty()) msg += (msg.empty() ? "" : "; ") + std::string("unexpected tensors ") + list(unexpected);
     fail(msg);
   }
 
@@ -412,18 +422,14 @@ class Reader {
   const Tensor& checked(std::string_view name, const std::vector<std::int64_t>& expected) const {
     const Tensor& t = entry(name);
     if (t.shape != expected)
-      fail("tensor '", t.name, "': shape ", shape_string(t.shape), " expected ",
-           shape_string(expected));
+      fail("tensor '", t.name, "': shape ", shape_string(t.shape), " expected ", shape_string(expected));
     return t;
   }
 
-  static std::string kind(const json::Value& v) {
-    return std::string(json::Value::kind_name(v.kind()));
-  }
+  static std::string kind(const json::Value& v) { return std::string(json::Value::kind_name(v.kind())); }
 
   [[noreturn]] void wrong_dtype(const Tensor& t, const char* as) const {
-    fail("tensor '", t.name, "': stored as ", std::string(dtype_name(t.dtype)),
-         ", cannot be read as ", as);
+    fail("tensor '", t.name, "': stored as ", std::string(dtype_name(t.dtype)), ", cannot be read as ", as);
   }
 
   template <class Src, class Dst, class F>
@@ -440,8 +446,7 @@ class Reader {
     if (size < 8) fail("file too short (", size, " bytes) for the 8-byte header length");
     std::uint64_t n = 0;
     std::memcpy(&n, bytes_.data(), 8);
-    if (n > max_header_bytes)
-      fail("header length ", n, " exceeds the limit of ", max_header_bytes, " bytes");
+    if (n > max_header_bytes) fail("header length ", n, " exceeds the limit of ", max_header_bytes, " bytes");
     if (n > size - 8) fail("header length ", n, " exceeds the file size (", size, " bytes)");
     data_start_ = 8 + n;
     const std::uint64_t data_size = size - data_start_;
@@ -483,25 +488,22 @@ class Reader {
     for (std::size_t i : order) {
       const Tensor& t = tensors_[i];
       if (t.begin < at)
-        fail("tensor '", t.name, "': data_offsets [", t.begin, ", ", t.end, "] overlap tensor '",
-             prev->name, "' [", prev->begin, ", ", prev->end, "]");
+        fail("tensor '", t.name, "': data_offsets [", t.begin, ", ", t.end, "] overlap tensor '", prev->name, "' [",
+             prev->begin, ", ", prev->end, "]");
       if (t.begin > at)
-        fail("tensor '", t.name, "': data_offsets [", t.begin, ", ", t.end, "] leave a gap of ",
-             t.begin - at, " bytes ",
-             prev ? "after tensor '" + prev->name + "'" : std::string("at the start"));
+        fail("tensor '", t.name, "': data_offsets [", t.begin, ", ", t.end, "] leave a gap of ", t.begin - at,
+             " bytes ", prev ? "after tensor '" + prev->name + "'" : std::string("at the start"));
       at = t.end;
       prev = &t;
     }
-    if (at != data_size)
-      fail("data section has ", data_size - at, " trailing bytes after the last tensor");
+    if (at != data_size) fail("data section has ", data_size - at, " trailing bytes after the last tensor");
   }
 
   Tensor parse_entry(const std::string& name, const json::Value& e, std::uint64_t data_size) {
     const std::string where = "tensor '" + name + "': ";
     if (!e.is_object()) fail(where, "entry is a JSON ", kind(e), ", not an object");
     for (const auto& [k, v] : e.members())
-      if (k != "dtype" && k != "shape" && k != "data_offsets")
-        fail(where, "unexpected field '", k, "'");
+      if (k != "dtype" && k != "shape" && k != "data_offsets") fail(where, "unexpected field '", k, "'");
     for (const char* k : {"dtype", "shape", "data_offsets"})
       if (!e.find(k)) fail(where, "missing field '", k, "'");
 
@@ -517,8 +519,7 @@ class Reader {
     if (!sh.is_array()) fail(where, "shape is not an array");
     for (const auto& d : sh.items()) {
       if (!d.is_integer() || d.as_int() < 0)
-        fail(where, "shape must hold non-negative integers, got ",
-             d.is_number() ? d.dump() : kind(d));
+        fail(where, "shape must hold non-negative integers, got ", d.is_number() ? d.dump() : kind(d));
       t.shape.push_back(d.as_int());
     }
     const auto numel = detail::checked_numel(t.shape, dtype_size(t.dtype));
@@ -526,22 +527,18 @@ class Reader {
     t.numel = static_cast<std::size_t>(*numel);
 
     const json::Value& off = e.at("data_offsets");
-    if (!(off.is_array() && off.items().size() == 2 && off.items()[0].is_integer() &&
-          off.items()[1].is_integer() && off.items()[0].as_int() >= 0 &&
-          off.items()[1].as_int() >= 0))
+    if (!(off.is_array() && off.items().size() == 2 && off.items()[0].is_integer() && off.items()[1].is_integer() &&
+          off.items()[0].as_int() >= 0 && off.items()[1].as_int() >= 0))
       fail(where, "data_offsets must be two non-negative integers");
     t.begin = static_cast<std::uint64_t>(off.items()[0].as_int());
     t.end = static_cast<std::uint64_t>(off.items()[1].as_int());
-    if (t.begin > t.end)
-      fail(where, "data_offsets [", t.begin, ", ", t.end, "] end before they begin");
+    if (t.begin > t.end) fail(where, "data_offsets [", t.begin, ", ", t.end, "] end before they begin");
     const std::uint64_t nbytes = static_cast<std::uint64_t>(*numel) * dtype_size(t.dtype);
     if (t.end - t.begin != nbytes)
-      fail(where, "data_offsets [", t.begin, ", ", t.end, "] span ", t.end - t.begin,
-           " bytes, but ", std::string(dtype_name(t.dtype)), " ", shape_string(t.shape), " needs ",
-           nbytes);
+      fail(where, "data_offsets [", t.begin, ", ", t.end, "] span ", t.end - t.begin, " bytes, but ",
+           std::string(dtype_name(t.dtype)), " ", shape_string(t.shape), " needs ", nbytes);
     if (t.end > data_size)
-      fail(where, "data_offsets [", t.begin, ", ", t.end, "] exceed the data section (", data_size,
-           " bytes)");
+      fail(where, "data_offsets [", t.begin, ", ", t.end, "] exceed the data section (", data_size, " bytes)");
     return t;
   }
 

@@ -43,8 +43,7 @@ inline std::int64_t schedule_count(std::string_view spec, std::string_view name)
 /// weights), multi_refine_detach, multi_refine_loss_weights ([] = all 1). Other schedules and an
 /// empty one keep the defaults (use_interleaved = the variant is recurrent, N = 2).
 template <class V = variants::Baseline>
-json::Value release_config_json(const ModelConfig& c, std::string_view schedule = {},
-                                const ScheduleOptions& o = {}) {
+json::Value release_config_json(const ModelConfig& c, std::string_view schedule = {}, const ScheduleOptions& o = {}) {
   const std::int64_t S = V::recurrent ? ckpt_detail::schedule_count(schedule, "interleaved") : -1;
   const std::int64_t K = V::recurrent ? ckpt_detail::schedule_count(schedule, "multirefine") : -1;
   json::Value j = json::Value::object();
@@ -79,8 +78,10 @@ json::Value lrt_config_json(const ModelConfig& c) {
   json::Value j = json::Value::object();
   j["injection"] = to_string(V::injection);
   j["projection"] = to_string(V::projection);
-  if (V::source_layer < 0) j["source_layer"] = "final";
-  else j["source_layer"] = V::source_layer;
+  if (V::source_layer < 0)
+    j["source_layer"] = "final";
+  else
+    j["source_layer"] = V::source_layer;
   j["mem_offset"] = c.mem_offset;
   j["reset_at_bos"] = c.reset_at_bos;
   j["rope_bf16_tables"] = c.rope_bf16_tables;
@@ -245,9 +246,9 @@ GPT<T> load_model(const std::string& path, const ModelConfig* config = nullptr) 
 /// The training schedule a release model_config records (spec §9), in schedule_spec's spelling,
 /// with its options.
 struct ReleaseSchedule {
-  bool recurrent = false;              // use_interleaved or use_multi_refine: the release's LRT model
-  std::string schedule = "standard";   // interleaved:N, multirefine:K or standard
-  ScheduleOptions options;             // kv_refresh; detach, loss_weights
+  bool recurrent = false;             // use_interleaved or use_multi_refine: the release's LRT model
+  std::string schedule = "standard";  // interleaved:N, multirefine:K or standard
+  ScheduleOptions options;            // kv_refresh; detach, loss_weights
 };
 
 /// Reads the schedule fields of a release model_config (or of a meta_XXXXXX.json holding one):
@@ -319,7 +320,8 @@ inline std::optional<VariantStructure> structure_from_lrt_config(const json::Val
   VariantStructure s{*inj, Projection::Shared, -1};
   if (j.find("projection")) {
     const auto p = parse_projection(str("projection"));
-    check(p.has_value(), "checkpoint", what, ": lrt_config projection '", str("projection"), "' is not shared or layerwise");
+    check(p.has_value(), "checkpoint", what, ": lrt_config projection '", str("projection"),
+          "' is not shared or layerwise");
     s.projection = *p;
   }
   if (const json::Value* v = j.find("source_layer")) {
@@ -363,15 +365,17 @@ inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::V
   if (v && !external) {  // lrt's own checkpoint
     const std::string file = "'" + r.label() + "'";
     std::optional<VariantStructure> st;
-    if (const auto l = r.meta("lrt_config")) st = structure_from_lrt_config(json::parse(*l, file + " lrt_config"), file);
+    if (const auto l = r.meta("lrt_config"))
+      st = structure_from_lrt_config(json::parse(*l, file + " lrt_config"), file);
     const std::optional<VariantStructure> named = parse_variant(*v);
-    check(st || named, "checkpoint", file, ": variant '", *v, "' is neither a named variant (",
-          [] {
-            std::string n;
-            for (const NamedVariant& x : named_variants) n += (n.empty() ? "" : ", ") + std::string(x.name);
-            return n;
-          }(),
-          ") nor a spelling injection/projection/source, and the file has no lrt_config structure");
+    check(
+        st || named, "checkpoint", file, ": variant '", *v, "' is neither a named variant (",
+        [] {
+          std::string n;
+          for (const NamedVariant& x : named_variants) n += (n.empty() ? "" : ", ") + std::string(x.name);
+          return n;
+        }(),
+        ") nor a spelling injection/projection/source, and the file has no lrt_config structure");
     check(!st || !named || *st == *named, "checkpoint", file, ": variant '", *v, "' (", spell(*named),
           ") contradicts lrt_config's structure ", spell(*st));
     const VariantStructure structure = st ? *st : *named;
@@ -382,7 +386,8 @@ inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::V
     }
     return c;
   }
-  constexpr VariantStructure baseline = structure_of<variants::Baseline>(), release = structure_of<variants::LrtRelease>();
+  constexpr VariantStructure baseline = structure_of<variants::Baseline>(),
+                             release = structure_of<variants::LrtRelease>();
   if (!config) return {"baseline", "standard", {}, baseline};
   ReleaseSchedule rs = release_schedule_from_json(*config, what);
   if (!rs.recurrent) return {"baseline", "standard", {}, baseline};
@@ -390,7 +395,8 @@ inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::V
 }
 
 /// The (variant, schedule) a checkpoint was trained with (checkpoint_schedule without the options).
-inline std::pair<std::string, std::string> checkpoint_variant(const st::Reader& r, const json::Value* config = nullptr) {
+inline std::pair<std::string, std::string> checkpoint_variant(const st::Reader& r,
+                                                              const json::Value* config = nullptr) {
   CheckpointSchedule c = checkpoint_schedule(r, config);
   return {std::move(c.variant), std::move(c.schedule)};
 }

@@ -18,9 +18,12 @@ enum class VELayout { None, Every, Alternating };
 
 inline std::string_view to_string(VELayout v) {
   switch (v) {
-    case VELayout::None: return "none";
-    case VELayout::Every: return "every";
-    case VELayout::Alternating: return "alternating";
+    case VELayout::None:
+      return "none";
+    case VELayout::Every:
+      return "every";
+    case VELayout::Alternating:
+      return "alternating";
   }
   return "?";
 }
@@ -36,7 +39,7 @@ struct ModelConfig {
   index_t n_embd = 128;        // d
   std::string window_pattern = "SSSL";
   VELayout ve_layout = VELayout::Every;
-  index_t ve_gate_channels = 0;  // c; 0 means d
+  index_t ve_gate_channels = 0;   // c; 0 means d
   bool use_resid_lambdas = true;  // x = alpha_l x
   bool use_x0_residual = true;    // x += beta_l x0
   bool rope_bf16_tables = true;   // round the cos/sin tables to bf16 like the release
@@ -62,9 +65,12 @@ struct ModelConfig {
   /// Whether layer l has a value embedding (None/Residual variants).
   bool has_ve(index_t l) const {
     switch (ve_layout) {
-      case VELayout::None: return false;
-      case VELayout::Every: return true;
-      case VELayout::Alternating: return l % 2 == (n_layer - 1) % 2;
+      case VELayout::None:
+        return false;
+      case VELayout::Every:
+        return true;
+      case VELayout::Alternating:
+        return l % 2 == (n_layer - 1) % 2;
     }
     return false;
   }
@@ -88,13 +94,13 @@ struct ModelConfig {
     check(!window_pattern.empty(), op, "window_pattern must not be empty");
     for (char c : window_pattern)
       check(c == 'S' || c == 'L', op, "window_pattern '", window_pattern, "' may only contain 'S' and 'L'");
-    check(bos_id >= -1 && bos_id < vocab_size, op, "bos_id must be -1 (the last id) or in [0, vocab_size = ",
-          vocab_size, "), got ", bos_id);
+    check(bos_id >= -1 && bos_id < vocab_size, op,
+          "bos_id must be -1 (the last id) or in [0, vocab_size = ", vocab_size, "), got ", bos_id);
     check(std::isfinite(logit_softcap) && logit_softcap > 0, op, "logit_softcap must be a finite number > 0, got ",
           logit_softcap);
     check(mem_offset >= 1, op, "mem_offset (the memory offset k) must be >= 1, got ", mem_offset);
-    check(ve_gate_channels >= 0 && ve_gate_channels <= n_embd, op, "ve_gate_channels must be in [0, n_embd = ",
-          n_embd, "], got ", ve_gate_channels);
+    check(ve_gate_channels >= 0 && ve_gate_channels <= n_embd, op, "ve_gate_channels must be in [0, n_embd = ", n_embd,
+          "], got ", ve_gate_channels);
   }
 };
 
@@ -107,12 +113,18 @@ inline ModelConfig preset(std::string_view name) {
   auto gpu = [&](index_t L, index_t d, index_t H) {
     c.n_layer = L, c.n_embd = d, c.n_head = H, c.n_kv_head = H, c.sequence_len = 2048, c.vocab_size = 32768;
   };
-  if (name == "tiny") bytes(4, 128, 4, 128);
-  else if (name == "small") bytes(6, 256, 4, 256);
-  else if (name == "medium") bytes(8, 512, 8, 256);
-  else if (name == "d12") gpu(12, 768, 6);
-  else if (name == "d20") gpu(20, 1280, 10);
-  else if (name == "d24") gpu(24, 1536, 12);
+  if (name == "tiny")
+    bytes(4, 128, 4, 128);
+  else if (name == "small")
+    bytes(6, 256, 4, 256);
+  else if (name == "medium")
+    bytes(8, 512, 8, 256);
+  else if (name == "d12")
+    gpu(12, 768, 6);
+  else if (name == "d20")
+    gpu(20, 1280, 10);
+  else if (name == "d24")
+    gpu(24, 1536, 12);
   else
     throw Error("config", detail::str_cat("unknown preset '", name, "' (known: tiny, small, medium, d12, d20, d24)"));
   return c;

@@ -1,9 +1,9 @@
 // lrt/model/gpt.hpp: the model of LRT-SPEC §2-3 for every variant (Variant, variants::*,
-// Model<V, T, D>): the nanochat-style GPT backbone and the LRT memory wiring; parameters with the release's names and shapes, its initialisation, the differentiable forward
-// and the loss. The forward of one block is written once and reused by every code path (training,
-// evaluation, KV-cache decoding): the caller passes how a layer attends (all positions at once, or
-// one new position against a cache).
-// Shapes: B batch, T time, d width, H heads, Hkv KV heads, Dh head dim, D = Hkv*Dh, Vp padded vocab.
+// Model<V, T, D>): the nanochat-style GPT backbone and the LRT memory wiring; parameters with the release's names and
+// shapes, its initialisation, the differentiable forward and the loss. The forward of one block is written once and
+// reused by every code path (training, evaluation, KV-cache decoding): the caller passes how a layer attends (all
+// positions at once, or one new position against a cache). Shapes: B batch, T time, d width, H heads, Hkv KV heads, Dh
+// head dim, D = Hkv*Dh, Vp padded vocab.
 #pragma once
 
 #include <cmath>
@@ -55,16 +55,22 @@ ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x
     const T bl = use_b ? b.value()(l) : T(0);
     y = x.value() * al + x0.value() * bl;  // alpha_l x first, then + beta_l x0 (the release's order)
   } else {
-    if (use_a && use_b) y = x.value() * coef(a.value(), l) + x0.value() * coef(b.value(), l);
-    else if (use_a) y = x.value() * coef(a.value(), l);
-    else if (use_b) y = x.value() + x0.value() * coef(b.value(), l);
-    else y = x.value();
+    if (use_a && use_b)
+      y = x.value() * coef(a.value(), l) + x0.value() * coef(b.value(), l);
+    else if (use_a)
+      y = x.value() * coef(a.value(), l);
+    else if (use_b)
+      y = x.value() + x0.value() * coef(b.value(), l);
+    else
+      y = x.value();
   }
   return ad::record<T, 3, D>(
       "lambda_mix", std::move(y),
       [x, x0, a, b, l, use_a, use_b](const Tensor<T, 3, D>& gy, const Tensor<T, 3, D>&) {
-        if (use_a) ad::accumulate(x, gy * coef(a.value(), l));
-        else ad::accumulate(x, gy);
+        if (use_a)
+          ad::accumulate(x, gy * coef(a.value(), l));
+        else
+          ad::accumulate(x, gy);
         if (use_b) ad::accumulate(x0, gy * coef(b.value(), l));
         if (use_a)
           if (auto* ga = ad::grad_slot(a)) add_sum_at(*ga, l, gy * x.value());
@@ -76,7 +82,8 @@ ad::Var<T, 3, D> lambda_mix(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& x
 
 /// y = x + g[l] m (the Residual injection gamma_l m). x, m (B, T, d); g (L).
 template <class T, Device D>
-ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m, const ad::Var<T, 1, D>& g, index_t l) {
+ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m, const ad::Var<T, 1, D>& g,
+                            index_t l) {
   Tensor<T, 3, D> y(x.shape(), uninitialized);
   y = x.value() + m.value() * coef(g.value(), l);
   return ad::record<T, 3, D>(
@@ -104,8 +111,9 @@ struct FinalSource {
 /// Source of the memory: N(x after block L) [P]. Checked against the layer count at construction.
 template <int L>
 struct BlockSource {
-  static_assert(L >= 0, "BlockSource<L>: the source layer is a block index and must be >= 0 (FinalSource is the final "
-                        "normed state)");
+  static_assert(L >= 0,
+                "BlockSource<L>: the source layer is a block index and must be >= 0 (FinalSource is the final "
+                "normed state)");
   static constexpr int index = L;
 };
 
@@ -121,19 +129,23 @@ struct Variant {
 };
 
 namespace variants {
-using Baseline = Variant<Injection::None>;                                // `baseline`
-using Lrt = Variant<Injection::Both, Projection::Shared>;                 // `lrt`: the paper's default
-using LrtRelease = Variant<Injection::Both, Projection::Layerwise>;       // `lrt-release`
-using ResidualOnly = Variant<Injection::Residual>;                        // `residual`
-using KVOnly = Variant<Injection::KV, Projection::Shared>;                // `kv`
+using Baseline = Variant<Injection::None>;                           // `baseline`
+using Lrt = Variant<Injection::Both, Projection::Shared>;            // `lrt`: the paper's default
+using LrtRelease = Variant<Injection::Both, Projection::Layerwise>;  // `lrt-release`
+using ResidualOnly = Variant<Injection::Residual>;                   // `residual`
+using KVOnly = Variant<Injection::KV, Projection::Shared>;           // `kv`
 }  // namespace variants
 
 inline std::string_view to_string(Injection i) {
   switch (i) {
-    case Injection::None: return "none";
-    case Injection::Residual: return "residual";
-    case Injection::KV: return "kv";
-    case Injection::Both: return "both";
+    case Injection::None:
+      return "none";
+    case Injection::Residual:
+      return "residual";
+    case Injection::KV:
+      return "kv";
+    case Injection::Both:
+      return "both";
   }
   return "?";
 }
@@ -150,12 +162,18 @@ enum class ParamRole {
 };
 inline std::string_view to_string(ParamRole r) {
   switch (r) {
-    case ParamRole::Embedding: return "embedding";
-    case ParamRole::Unembedding: return "unembedding";
-    case ParamRole::Matrix: return "matrix";
-    case ParamRole::ResidLambda: return "resid_lambda";
-    case ParamRole::X0Lambda: return "x0_lambda";
-    case ParamRole::MemoryGain: return "memory_gain";
+    case ParamRole::Embedding:
+      return "embedding";
+    case ParamRole::Unembedding:
+      return "unembedding";
+    case ParamRole::Matrix:
+      return "matrix";
+    case ParamRole::ResidLambda:
+      return "resid_lambda";
+    case ParamRole::X0Lambda:
+      return "x0_lambda";
+    case ParamRole::MemoryGain:
+      return "memory_gain";
   }
   return "?";
 }
@@ -221,7 +239,8 @@ class Model {
         b.value_embed =
             std::make_unique<P2>(unif({Vp, Dk}), "interleaved_init_value_embeds." + std::to_string(l) + ".weight");
         if constexpr (V::projection == Projection::Layerwise) {
-          b.proj_v = std::make_unique<P2>(unif({Dk, d}), "interleaved_projections." + std::to_string(l) + ".W_v.weight");
+          b.proj_v =
+              std::make_unique<P2>(unif({Dk, d}), "interleaved_projections." + std::to_string(l) + ".W_v.weight");
           b.proj_k =
               std::make_unique<P2>(unif({Dk, d}), "interleaved_key_projections." + std::to_string(l) + ".W_v.weight");
         }
@@ -377,8 +396,7 @@ class Model {
   /// logits over non-ignored targets (-1), plus per-token nats (for bits per byte).
   ad::CrossEntropy<T, D> loss(const Ids& inputs, const Ids& targets) const {
     const index_t B = inputs.shape()[0], Tt = inputs.shape()[1];
-    check(targets.shape() == inputs.shape(), "gpt.loss", "inputs ", inputs.shape(), " vs targets ",
-          targets.shape());
+    check(targets.shape() == inputs.shape(), "gpt.loss", "inputs ", inputs.shape(), " vs targets ", targets.shape());
     check(Tt <= cfg_.sequence_len, "gpt.loss", "sequence length ", Tt, " exceeds the model's sequence_len ",
           cfg_.sequence_len);
     const auto qpos = IndexList<D>::range(0, Tt);
@@ -428,7 +446,7 @@ class Model {
       }
       v = v + g_ve * e;
       if (observe) (*observe)(l, g_rec, k);  // k: pre-RoPE, pre-norm (kv_refresh's kpre)
-    } else if (b.value_embed) {  // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
+    } else if (b.value_embed) {              // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
       const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
       const Var3 g = ad::gate2(ad::linear(gin, b.ve_gate->var()));  // (B, Tq, Hkv)
       const Var4 e = ad::reshape(ad::embedding(tok, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});

@@ -38,7 +38,8 @@ template <class V>
 using default_schedule = std::conditional_t<V::recurrent, Interleaved<2>, Standard>;
 /// The spelling of the natural schedule of a variant with (recurrent) or without memory.
 inline std::string natural_schedule_spec(bool recurrent) {
-  return recurrent ? schedule_spec<default_schedule<variants::Lrt>>() : schedule_spec<default_schedule<variants::Baseline>>();
+  return recurrent ? schedule_spec<default_schedule<variants::Lrt>>()
+                   : schedule_spec<default_schedule<variants::Baseline>>();
 }
 
 /// Throws lrt::Error when options o do not apply to schedule Sched on variant V: kv_refresh
@@ -48,10 +49,12 @@ inline std::string natural_schedule_spec(bool recurrent) {
 template <TrainingSchedule Sched, class V>
 void check_schedule_options(const ScheduleOptions& o) {
   if (o.kv_refresh) {
-    check(V::kv, "schedule", "kv_refresh patches the buffered recurrent K/V and needs KV injection (variant kv or "
-          "both); this variant's injection is '", to_string(V::injection), "'");
-    check(Sched::takes_kv_refresh, "schedule", "kv_refresh is an option of Interleaved<S> (spec 4.2), not of schedule '",
-          schedule_spec<Sched>(), "'");
+    check(V::kv, "schedule",
+          "kv_refresh patches the buffered recurrent K/V and needs KV injection (variant kv or "
+          "both); this variant's injection is '",
+          to_string(V::injection), "'");
+    check(Sched::takes_kv_refresh, "schedule",
+          "kv_refresh is an option of Interleaved<S> (spec 4.2), not of schedule '", schedule_spec<Sched>(), "'");
   }
   if constexpr (!Sched::takes_loss_weights) {
     check(o.loss_weights.empty() && !o.detach, "schedule",
@@ -75,16 +78,18 @@ ScheduleResult<T, D> schedule_loss(const Model<V, T, D>& m, const Tensor<index_t
   check(tg.shape() == ids.shape(), "schedule", "inputs ", ids.shape(), " vs targets ", tg.shape());
   check(Tt >= 1, "schedule", "empty sequence ", ids.shape());
   check(Tt <= c.sequence_len || !ad::grad_enabled(), "schedule", "sequence length ", Tt,
-        " exceeds sequence_len = ", c.sequence_len, " (longer inputs are allowed only without gradients, "
+        " exceeds sequence_len = ", c.sequence_len,
+        " (longer inputs are allowed only without gradients, "
         "under ad::NoGrad: the windows and RoPE carry on, as in decoding)");
   check_schedule_options<Sched, V>(o);
   ScheduleResult<T, D> r;
-  if constexpr (V::recurrent) r = Sched::run(m, ids, tg, o);
-  else r = Standard::run(m, ids, tg, o);
+  if constexpr (V::recurrent)
+    r = Sched::run(m, ids, tg, o);
+  else
+    r = Standard::run(m, ids, tg, o);
   r.token_forwards = pass_factor<Sched, V>() * static_cast<double>(ids.numel());
   return r;
 }
-
 
 }  // namespace v0
 }  // namespace lrt

@@ -43,9 +43,9 @@ class AdamW {
  public:
   /// Adds a group; parameter names must be unique across the optimizer.
   void add_group(AdamWGroup g) {
-    check(g.lr >= 0 && g.beta1 >= 0 && g.beta1 < 1 && g.beta2 >= 0 && g.beta2 < 1 && g.eps >= 0,
-          "AdamW", "group '", g.name, "': need lr >= 0, betas in [0, 1), eps >= 0; got lr ", g.lr,
-          ", betas (", g.beta1, ", ", g.beta2, "), eps ", g.eps);
+    check(g.lr >= 0 && g.beta1 >= 0 && g.beta1 < 1 && g.beta2 >= 0 && g.beta2 < 1 && g.eps >= 0, "AdamW", "group '",
+          g.name, "': need lr >= 0, betas in [0, 1), eps >= 0; got lr ", g.lr, ", betas (", g.beta1, ", ", g.beta2,
+          "), eps ", g.eps);
     for (const auto& p : g.params) detail::check_param(p, "AdamW");
     std::set<std::string> seen;
     for (const auto& gr : groups_)
@@ -78,8 +78,8 @@ class AdamW {
         const float step_size = static_cast<float>(lr / (1.0 - std::pow(double(g.beta1), double(t))));
         const float bias2 = static_cast<float>(1.0 - std::pow(double(g.beta2), double(t)));
         if (p.device) {
-          p.device->adamw_update({w, grad, s.m.data(), s.v.data(), p.numel(), decay != 1.f, decay,
-                                  c1, c2, step_size, bias2, eps});
+          p.device->adamw_update(
+              {w, grad, s.m.data(), s.v.data(), p.numel(), decay != 1.f, decay, c1, c2, step_size, bias2, eps});
           continue;
         }
         float* m = s.m.data();
@@ -138,8 +138,7 @@ class AdamW {
         const auto it = counters.find(base + ".step");
         check(it != counters.end() && it->second >= 0, "AdamW::load", "state of parameter '", p.name,
               "': missing or negative counter '", base, ".step'");
-        next[gi].push_back({detail::StateBuffer(p.device, m.data), detail::StateBuffer(p.device, v.data),
-                            it->second});
+        next[gi].push_back({detail::StateBuffer(p.device, m.data), detail::StateBuffer(p.device, v.data), it->second});
         expected.insert(base + ".m");
         expected.insert(base + ".v");
       }
@@ -177,9 +176,8 @@ class AdamW {
           const index_t n = ps[pi].numel();
           st.push_back({detail::StateBuffer(ps[pi].device, n), detail::StateBuffer(ps[pi].device, n), 0});
         }
-        check(st[pi].m.size() == ps[pi].numel(), "AdamW", "parameter '",
-              ps[pi].name, "' changed size: (", ps[pi].rows, ", ", ps[pi].cols, ") but its state holds ",
-              st[pi].m.size(), " values");
+        check(st[pi].m.size() == ps[pi].numel(), "AdamW", "parameter '", ps[pi].name, "' changed size: (", ps[pi].rows,
+              ", ", ps[pi].cols, ") but its state holds ", st[pi].m.size(), " values");
         check(st[pi].m.device() == ps[pi].device, "AdamW", "parameter '", ps[pi].name,
               "' moved to another device after its state was made");
       }

@@ -99,8 +99,7 @@ __global__ void __launch_bounds__(assign_threads) adamw_kernel(optim::AdamWDevic
 /// x[i]^2 over its elements (i = b*T + t + k*gridDim.x*T). Launch with optim_threads threads.
 template <class T>
 __global__ void __launch_bounds__(optim_threads)
-    nesterov_sumsq_kernel(index_t n, const float* g, float* buf, float* x, float c, float mu,
-                          double* partial) {
+    nesterov_sumsq_kernel(index_t n, const float* g, float* buf, float* x, float c, float mu, double* partial) {
   __shared__ double sh[optim_threads];
   const index_t step = index_t{blockDim.x} * gridDim.x;
   double acc = 0;
@@ -129,18 +128,15 @@ __global__ void __launch_bounds__(optim_threads)
   double acc = 0;
   for (index_t k = threadIdx.x; k < parts; k += blockDim.x) acc = __dadd_rn(acc, partial[k]);
   const double s = optim_block_sum(acc, sh);
-  if (threadIdx.x == 0)
-    *denom = static_cast<float>(__dadd_rn(__dmul_rn(1.02, __dsqrt_rn(s)), 1e-6));
+  if (threadIdx.x == 0) *denom = static_cast<float>(__dadd_rn(__dmul_rn(1.02, __dsqrt_rn(s)), 1e-6));
 }
 
 /// x[i] /= *denom for i < n.
 template <class T>
-__global__ void __launch_bounds__(assign_threads)
-    divide_kernel(index_t n, float* x, const float* denom) {
+__global__ void __launch_bounds__(assign_threads) divide_kernel(index_t n, float* x, const float* denom) {
   const float d = *denom;
   const index_t step = index_t{blockDim.x} * gridDim.x;
-  for (index_t i = index_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step)
-    x[i] = __fdiv_rn(x[i], d);
+  for (index_t i = index_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step) x[i] = __fdiv_rn(x[i], d);
 }
 
 /// sums[k] = fp64 sum of squares of row k of r (rows x cols) if per_row, else of column k, in
@@ -154,8 +150,7 @@ __global__ void __launch_bounds__(optim_threads)
     double acc = 0;
     if (per_row) {
       const float* p = r + k * cols;
-      for (index_t j = 0; j < cols; ++j)
-        acc = __dadd_rn(acc, __dmul_rn(double(p[j]), double(p[j])));
+      for (index_t j = 0; j < cols; ++j) acc = __dadd_rn(acc, __dmul_rn(double(p[j]), double(p[j])));
     } else {
       for (index_t i = 0; i < rows; ++i) {
         const double v = r[i * cols + k];
@@ -171,8 +166,7 @@ __global__ void __launch_bounds__(optim_threads)
 /// scale[k] = float(st * ||X||_F / max(||X (.) st||_F, 1e-10)), both norms in fp64 from sums.
 template <class T>
 __global__ void __launch_bounds__(optim_threads)
-    second_moment_kernel(const double* sums, index_t len, index_t red, float* sm, float c2,
-                         float* scale) {
+    second_moment_kernel(const double* sums, index_t len, index_t red, float* sm, float c2, float* scale) {
   __shared__ double sh[optim_threads];
   double n2 = 0, s2 = 0;
   for (index_t k = threadIdx.x; k < len; k += blockDim.x) {
@@ -200,8 +194,8 @@ __global__ void __launch_bounds__(optim_threads)
 /// mask = X (.) w >= 0: the CPU's update, operation for operation.
 template <class T>
 __global__ void __launch_bounds__(assign_threads)
-    muon_apply_kernel(const float* r, const float* scale, float* w, index_t rows, index_t cols,
-                      bool per_row, float le, float lwd) {
+    muon_apply_kernel(const float* r, const float* scale, float* w, index_t rows, index_t cols, bool per_row, float le,
+                      float lwd) {
   const index_t n = rows * cols, step = index_t{blockDim.x} * gridDim.x;
   for (index_t k = index_t{blockIdx.x} * blockDim.x + threadIdx.x; k < n; k += step) {
     const index_t i = k / cols, j = k - i * cols;
@@ -262,31 +256,27 @@ inline MuonScratch muon_scratch(void* base, index_t rows, index_t cols) {
 /// Copies n floats within the device, queued on lrt's stream (no sync).
 inline void copy_floats_async(float* dst, const float* src, index_t n, const char* what) {
   if (n <= 0 || dst == src) return;
-  check_cuda(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(float),
-                             cudaMemcpyDeviceToDevice, stream()),
+  check_cuda(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream()),
              what);
 }
 
 /// x (rows x cols, device) <- x / (1.02 ||x||_F + 1e-6), with the partials and denom of sc.
 /// With g, x is first set to the Nesterov blend of g and buf (buf updated): see
 /// nesterov_sumsq_kernel.
-inline void normalise_async(index_t n, const float* g, float* buf, float* x, float c, float mu,
-                            const MuonScratch& sc) {
+inline void normalise_async(index_t n, const float* g, float* buf, float* x, float c, float mu, const MuonScratch& sc) {
   const index_t parts = sumsq_blocks(n);
   launch(nesterov_sumsq_kernel<float>, static_cast<unsigned>(parts), optim_threads, 0,
          "Muon kernel launch (momentum and norm)", n, g, buf, x, c, mu, sc.partial);
-  launch(frobenius_denom_kernel<float>, 1, optim_threads, 0, "Muon kernel launch (norm)",
-         sc.partial, parts, sc.denom);
-  launch(divide_kernel<float>, grid_for(n, assign_threads), assign_threads, 0,
-         "Muon kernel launch (normalisation)", n, x, sc.denom);
+  launch(frobenius_denom_kernel<float>, 1, optim_threads, 0, "Muon kernel launch (norm)", sc.partial, parts, sc.denom);
+  launch(divide_kernel<float>, grid_for(n, assign_threads), assign_threads, 0, "Muon kernel launch (normalisation)", n,
+         x, sc.denom);
 }
 
 /// `steps` Polar Express iterations on X (rows x cols, device, row-major) held in x; xn, a and b
 /// are scratch (rows*cols, s*s, s*s floats). The CPU's detail::polar_express_iterations with
 /// device views, except that the Gram products are full cuBLAS GEMMs (the CPU computes one
 /// triangle and mirrors it); stream-ordered copies. Returns the buffer with the result.
-inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, index_t rows,
-                                       index_t cols, int steps) {
+inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, index_t rows, index_t cols, int steps) {
   using V = TensorView<float, 2, cuda::Device>;
   const bool tall = rows > cols;
   const index_t s = tall ? cols : rows, n = rows * cols;
@@ -296,13 +286,17 @@ inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, 
     const float cb = static_cast<float>(optim::detail::polar_express_coeffs[k][1]);
     const float ce = static_cast<float>(optim::detail::polar_express_coeffs[k][2]);
     const V X(x, Shape<2>{rows, cols}), Xn(xn, Shape<2>{rows, cols});
-    if (tall) lrt::gemm(A, X.t(), X);  // A = X^T X (cols x cols)
-    else lrt::gemm(A, X, X.t());       // A = X X^T (rows x rows)
+    if (tall)
+      lrt::gemm(A, X.t(), X);  // A = X^T X (cols x cols)
+    else
+      lrt::gemm(A, X, X.t());  // A = X X^T (rows x rows)
     copy_floats_async(b, a, s * s, "cudaMemcpyAsync (Polar Express, A)");
     lrt::gemm(B, A, A, ce, cb);  // B = b A + e A^2
     copy_floats_async(xn, x, n, "cudaMemcpyAsync (Polar Express, X)");
-    if (tall) lrt::gemm(Xn, X, B, 1.f, ca);  // X' = a X + X B
-    else lrt::gemm(Xn, B, X, 1.f, ca);       // X' = a X + B X
+    if (tall)
+      lrt::gemm(Xn, X, B, 1.f, ca);  // X' = a X + X B
+    else
+      lrt::gemm(Xn, B, X, 1.f, ca);  // X' = a X + B X
     std::swap(x, xn);
   }
   return x;
@@ -320,12 +314,9 @@ inline void* optim_allocate_zeroed(std::size_t bytes) {
   }
   return p;
 }
-inline void optim_deallocate(void* p, std::size_t bytes) noexcept {
-  DeviceTraits<cuda::Device>::deallocate(p, bytes);
-}
+inline void optim_deallocate(void* p, std::size_t bytes) noexcept { DeviceTraits<cuda::Device>::deallocate(p, bytes); }
 inline void optim_upload(float* dev, const float* host, index_t n) {
-  DeviceTraits<cuda::Device>::copy_from_host(dev, host,
-                                             static_cast<std::size_t>(n) * sizeof(float));
+  DeviceTraits<cuda::Device>::copy_from_host(dev, host, static_cast<std::size_t>(n) * sizeof(float));
 }
 inline void optim_download(float* host, const float* dev, index_t n) {
   DeviceTraits<cuda::Device>::copy_to_host(host, dev, static_cast<std::size_t>(n) * sizeof(float));
@@ -336,8 +327,7 @@ inline void optim_copy(float* dst, const float* src, index_t n) {
 
 inline void optim_adamw_update(const optim::AdamWDeviceArgs& a) {
   if (a.n <= 0) return;
-  launch(adamw_kernel<float>, grid_for(a.n, assign_threads), assign_threads, 0,
-         "AdamW kernel launch", a);
+  launch(adamw_kernel<float>, grid_for(a.n, assign_threads), assign_threads, 0, "AdamW kernel launch", a);
 }
 
 inline std::size_t optim_muon_scratch_bytes(index_t rows, index_t cols) {
@@ -348,8 +338,8 @@ inline void optim_muon_update(const optim::MuonDeviceArgs& a) {
   const index_t rows = a.rows, cols = a.cols, n = rows * cols;
   optim::detail::check_pe_args(rows, cols, a.ns_steps, "Muon");
   const MuonScratch sc = muon_scratch(a.scratch, rows, cols);
-  check(a.scratch != nullptr && a.scratch_bytes >= sc.bytes, "Muon", "device scratch of ",
-        a.scratch_bytes, " bytes for a (", rows, ", ", cols, ") matrix that needs ", sc.bytes);
+  check(a.scratch != nullptr && a.scratch_bytes >= sc.bytes, "Muon", "device scratch of ", a.scratch_bytes,
+        " bytes for a (", rows, ", ", cols, ") matrix that needs ", sc.bytes);
   // Nesterov momentum, Frobenius normalisation, Polar Express.
   normalise_async(n, a.g, a.buf, sc.x, 1.f - a.mu, a.mu, sc);
   const float* r = polar_express_iterations(sc.x, sc.xn, sc.a, sc.b, rows, cols, a.ns_steps);
@@ -358,24 +348,17 @@ inline void optim_muon_update(const optim::MuonDeviceArgs& a) {
   const index_t len = per_row ? rows : cols, red = per_row ? cols : rows;
   launch(square_sums_kernel<float>, grid_for(len, optim_threads), optim_threads, 0,
          "Muon kernel launch (row/column statistics)", r, rows, cols, per_row, sc.sums);
-  launch(second_moment_kernel<float>, 1, optim_threads, 0, "Muon kernel launch (second moment)",
-         sc.sums, len, red, a.sm, 1.f - a.beta2, sc.scale);
+  launch(second_moment_kernel<float>, 1, optim_threads, 0, "Muon kernel launch (second moment)", sc.sums, len, red,
+         a.sm, 1.f - a.beta2, sc.scale);
   // Update with cautious weight decay.
-  launch(muon_apply_kernel<float>, grid_for(n, assign_threads), assign_threads, 0,
-         "Muon kernel launch (update)", r, sc.scale, a.w, rows, cols, per_row, a.lr_eff, a.lr_wd);
+  launch(muon_apply_kernel<float>, grid_for(n, assign_threads), assign_threads, 0, "Muon kernel launch (update)", r,
+         sc.scale, a.w, rows, cols, per_row, a.lr_eff, a.lr_wd);
 }
 
 /// The optimizers' operations on lrt::cuda::Device (one table per program: an inline variable).
 inline constexpr optim::DeviceOps optim_ops{
-    "cuda",
-    &optim_allocate_zeroed,
-    &optim_deallocate,
-    &optim_upload,
-    &optim_download,
-    &optim_copy,
-    &optim_adamw_update,
-    &optim_muon_scratch_bytes,
-    &optim_muon_update,
+    "cuda",      &optim_allocate_zeroed, &optim_deallocate,         &optim_upload,      &optim_download,
+    &optim_copy, &optim_adamw_update,    &optim_muon_scratch_bytes, &optim_muon_update,
 };
 
 }  // namespace cuda::detail

@@ -28,8 +28,8 @@ inline std::int64_t round_half_even(double x) {
 /// Number of warm-down steps W = round(warmdown_frac N).
 inline std::int64_t warmdown_steps(std::int64_t N, double warmdown_frac = 0.5) {
   check(N >= 1, "lr_multiplier", "the horizon N must be >= 1, got ", N);
-  check(warmdown_frac >= 0 && warmdown_frac <= 1, "lr_multiplier",
-        "warmdown_frac must be in [0, 1], got ", warmdown_frac);
+  check(warmdown_frac >= 0 && warmdown_frac <= 1, "lr_multiplier", "warmdown_frac must be in [0, 1], got ",
+        warmdown_frac);
   return round_half_even(warmdown_frac * double(N));
 }
 

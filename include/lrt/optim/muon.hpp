@@ -71,8 +71,8 @@ inline void gram(float* c, const float* x, index_t rows, index_t cols, bool tall
       const index_t r0 = blk * gram_block, r1 = std::min(s, r0 + gram_block);
       // rows r0..r1 of G, columns 0..r1: op(A) = rows r0..r1 of X (or columns, tall), op(B) =
       // the first r1 rows of X transposed (or X's first r1 columns).
-      const lrt::MatRef<float> a = tall ? lrt::MatRef<float>{x + r0, cols, true}
-                                        : lrt::MatRef<float>{x + r0 * cols, cols, false};
+      const lrt::MatRef<float> a =
+          tall ? lrt::MatRef<float>{x + r0, cols, true} : lrt::MatRef<float>{x + r0 * cols, cols, false};
       const lrt::MatRef<float> b = tall ? lrt::MatRef<float>{x, cols, false} : lrt::MatRef<float>{x, cols, true};
       cpu::detail::gemm1<float>(r1 - r0, r1, inner, alpha, a, b, beta, c + r0 * s, s);
     }
@@ -84,8 +84,7 @@ inline void gram(float* c, const float* x, index_t rows, index_t cols, bool tall
 /// Runs `steps` Polar Express iterations on X (rows x cols, row-major) held in x. xn (rows*cols),
 /// a and b (s*s, s = min(rows, cols)) are scratch. Returns the buffer holding the result (x or xn).
 /// A = X X^T (or X^T X) and A^2 = A A^T are symmetric: both are Gram products (gram above).
-inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, index_t rows,
-                                       index_t cols, int steps) {
+inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, index_t rows, index_t cols, int steps) {
   const bool tall = rows > cols;
   const index_t s = tall ? cols : rows, n = rows * cols;
   const TensorView<float, 2> B(b, Shape<2>{s, s});
@@ -98,8 +97,10 @@ inline float* polar_express_iterations(float* x, float* xn, float* a, float* b, 
     std::memcpy(b, a, sizeof(float) * static_cast<std::size_t>(s * s));
     gram(b, a, s, s, false, ce, cb);  // B = b A + e A A^T (= b A + e A^2: A is symmetric)
     std::memcpy(xn, x, sizeof(float) * static_cast<std::size_t>(n));
-    if (tall) gemm(Xn, X, B, 1.f, ca);  // X' = a X + X B
-    else gemm(Xn, B, X, 1.f, ca);       // X' = a X + B X
+    if (tall)
+      gemm(Xn, X, B, 1.f, ca);  // X' = a X + X B
+    else
+      gemm(Xn, B, X, 1.f, ca);  // X' = a X + B X
     std::swap(x, xn);
   }
   return x;
@@ -135,8 +136,7 @@ class Muon {
     detail::check_param(p, "Muon");
     check(p.rank == 2, "Muon", "parameter '", p.name, "' has rank ", p.rank, ": Muon takes matrices");
     for (const auto& q : params_)
-      check(q.name != p.name, "Muon", "parameter name '", p.name,
-            "' appears twice: optimizer state is keyed by name");
+      check(q.name != p.name, "Muon", "parameter name '", p.name, "' appears twice: optimizer state is keyed by name");
     const index_t n = p.numel(), s = std::min(p.rows, p.cols), len = std::max(p.rows, p.cols);
     if (p.device) {
       add_device(p);
@@ -164,8 +164,10 @@ class Muon {
       if (!g) continue;
       float* w = p.value();
       check(w != nullptr, "Muon", "parameter '", p.name, "' has no value storage");
-      if (p.device) update_device(p, state_[pi], g, w, lr, momentum, weight_decay);
-      else update(p, state_[pi], g, w, lr, momentum, weight_decay);
+      if (p.device)
+        update_device(p, state_[pi], g, w, lr, momentum, weight_decay);
+      else
+        update(p, state_[pi], g, w, lr, momentum, weight_decay);
     }
   }
 
@@ -308,27 +310,28 @@ class Muon {
     params_.reserve(params_.size() + 1);
     state_.reserve(state_.size() + 1);
     dev_scratch_.reserve(dev_scratch_.size() + 1);
-    if (at == dev_scratch_.size()) dev_scratch_.push_back(DeviceScratch{std::move(grown)});
-    else if (grown.get()) dev_scratch_[at].mem = std::move(grown);
+    if (at == dev_scratch_.size())
+      dev_scratch_.push_back(DeviceScratch{std::move(grown)});
+    else if (grown.get())
+      dev_scratch_[at].mem = std::move(grown);
     state_.push_back(std::move(st));
     params_.push_back(std::move(p));
   }
 
   /// update() for a matrix on a device: the scalars as on the host, the rest on the device.
-  void update_device(const ParamRef& p, State& st, const float* g, float* w, double lr, float mu,
-                     float wd) {
+  void update_device(const ParamRef& p, State& st, const float* g, float* w, double lr, float mu, float wd) {
     const DeviceOps* d = p.device;
     const detail::DeviceBuffer* scratch = nullptr;
     for (const auto& s : dev_scratch_)
       if (s.mem.ops() == d) scratch = &s.mem;
-    check(scratch != nullptr && scratch->bytes() >= d->muon_scratch_bytes(p.rows, p.cols), "Muon",
-          "parameter '", p.name, "': no scratch on device '", d->name, "'");
+    check(scratch != nullptr && scratch->bytes() >= d->muon_scratch_bytes(p.rows, p.cols), "Muon", "parameter '",
+          p.name, "': no scratch on device '", d->name, "'");
     check(st.buf.device() == d && st.buf.size() == p.numel(), "Muon", "parameter '", p.name,
           "' changed size or device after it was added");
     const double lr_eff = lr * std::sqrt(std::max(1.0, double(p.rows) / double(p.cols)));
-    d->muon_update({p.rows, p.cols, g, w, st.buf.data(), st.sm.data(), mu, opt_.beta2,
-                    opt_.ns_steps, static_cast<float>(lr_eff), static_cast<float>(lr_eff * double(wd)),
-                    scratch->get(), scratch->bytes()});
+    d->muon_update({p.rows, p.cols, g, w, st.buf.data(), st.sm.data(), mu, opt_.beta2, opt_.ns_steps,
+                    static_cast<float>(lr_eff), static_cast<float>(lr_eff * double(wd)), scratch->get(),
+                    scratch->bytes()});
   }
 
   /// Muon's scratch on one device (contents are not state: a copy gets a buffer of its own).
@@ -347,7 +350,7 @@ class Muon {
   MuonOptions opt_;
   std::vector<ParamRef> params_;
   std::vector<State> state_;
-  std::vector<DeviceScratch> dev_scratch_;  // one per device holding matrices
+  std::vector<DeviceScratch> dev_scratch_;     // one per device holding matrices
   std::vector<float> x_, xn_, a_, b_, scale_;  // scratch, sized for the largest matrix
   std::vector<double> sums_;
   std::int64_t steps_ = 0;

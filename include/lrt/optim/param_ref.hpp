@@ -67,12 +67,12 @@ struct MuonDeviceArgs {
 /// two updates. Every operation is queued in the device's order of work (no host sync) except
 /// allocate_zeroed, upload, download and copy, which return when they are done.
 struct DeviceOps {
-  const char* name;                                             // "cuda", for messages
-  void* (*allocate_zeroed)(std::size_t bytes);                  // zero-filled; throws on failure
+  const char* name;                             // "cuda", for messages
+  void* (*allocate_zeroed)(std::size_t bytes);  // zero-filled; throws on failure
   void (*deallocate)(void* p, std::size_t bytes) noexcept;
-  void (*upload)(float* dev, const float* host, index_t n);     // host -> device
-  void (*download)(float* host, const float* dev, index_t n);   // device -> host
-  void (*copy)(float* dst, const float* src, index_t n);        // device -> device
+  void (*upload)(float* dev, const float* host, index_t n);    // host -> device
+  void (*download)(float* host, const float* dev, index_t n);  // device -> host
+  void (*copy)(float* dst, const float* src, index_t n);       // device -> device
   void (*adamw_update)(const AdamWDeviceArgs& a);
   std::size_t (*muon_scratch_bytes)(index_t rows, index_t cols);
   void (*muon_update)(const MuonDeviceArgs& a);
@@ -150,17 +150,15 @@ inline std::string shape_str(const std::vector<std::int64_t>& s) {
 /// Checks that a parameter is usable by an optimizer: named, sane shape, both functions set.
 inline void check_param(const ParamRef& p, const char* op) {
   check(!p.name.empty(), op, "a parameter of shape (", p.rows, ", ", p.cols, ") has no name");
-  check(p.rank == 1 || p.rank == 2, op, "parameter '", p.name, "' has rank ", p.rank,
-        ": optimizers take rank 1 or 2");
-  check(p.rows >= 1 && p.cols >= 1 && (p.rank == 2 || p.rows == 1), op, "parameter '", p.name,
-        "' has a bad shape (", p.rows, ", ", p.cols, ")");
+  check(p.rank == 1 || p.rank == 2, op, "parameter '", p.name, "' has rank ", p.rank, ": optimizers take rank 1 or 2");
+  check(p.rows >= 1 && p.cols >= 1 && (p.rank == 2 || p.rows == 1), op, "parameter '", p.name, "' has a bad shape (",
+        p.rows, ", ", p.cols, ")");
   check(static_cast<bool>(p.value) && static_cast<bool>(p.grad), op, "parameter '", p.name,
         "' lacks a value or grad accessor");
   if (const DeviceOps* d = p.device)
-    check(d->allocate_zeroed && d->deallocate && d->upload && d->download && d->copy &&
-              d->adamw_update && d->muon_scratch_bytes && d->muon_update,
-          op, "parameter '", p.name, "': the operations table of device '",
-          d->name ? d->name : "?", "' is incomplete");
+    check(d->allocate_zeroed && d->deallocate && d->upload && d->download && d->copy && d->adamw_update &&
+              d->muon_scratch_bytes && d->muon_update,
+          op, "parameter '", p.name, "': the operations table of device '", d->name ? d->name : "?", "' is incomplete");
 }
 
 /// Device memory from a DeviceOps table, freed with it (move-only; empty when bytes == 0).
@@ -210,8 +208,10 @@ class StateBuffer {
   StateBuffer() = default;
   /// n zeros.
   StateBuffer(const DeviceOps* device, index_t n) : device_(device), n_(n) {
-    if (!device) host_.assign(static_cast<std::size_t>(n), 0.f);
-    else mem_ = DeviceBuffer(device, bytes());
+    if (!device)
+      host_.assign(static_cast<std::size_t>(n), 0.f);
+    else
+      mem_ = DeviceBuffer(device, bytes());
   }
   /// A copy of values (n = values.size()).
   StateBuffer(const DeviceOps* device, const std::vector<float>& values)
@@ -240,9 +240,7 @@ class StateBuffer {
   index_t size() const noexcept { return n_; }
   /// The storage: a host pointer, or a device pointer when device() is set.
   float* data() noexcept { return device_ ? static_cast<float*>(mem_.get()) : host_.data(); }
-  const float* data() const noexcept {
-    return device_ ? static_cast<const float*>(mem_.get()) : host_.data();
-  }
+  const float* data() const noexcept { return device_ ? static_cast<const float*>(mem_.get()) : host_.data(); }
   /// The values, on the host.
   std::vector<float> to_vector() const {
     if (!device_) return host_;
@@ -260,26 +258,24 @@ class StateBuffer {
 };
 
 /// Finds the buffer `name` in `in` with exactly `shape`, or throws naming `param`.
-inline const NamedBuffer& find_buffer(const std::map<std::string, const NamedBuffer*>& by_name,
-                                      const std::string& name,
-                                      const std::vector<std::int64_t>& shape,
-                                      const std::string& param, const char* op) {
+inline const NamedBuffer& find_buffer(const std::map<std::string, const NamedBuffer*>& by_name, const std::string& name,
+                                      const std::vector<std::int64_t>& shape, const std::string& param,
+                                      const char* op) {
   const auto it = by_name.find(name);
   check(it != by_name.end(), op, "state of parameter '", param, "': no buffer named '", name, "'");
   const NamedBuffer& b = *it->second;
-  check(b.shape == shape, op, "state of parameter '", param, "': buffer '", name, "' has shape ",
-        shape_str(b.shape), ", expected ", shape_str(shape));
+  check(b.shape == shape, op, "state of parameter '", param, "': buffer '", name, "' has shape ", shape_str(b.shape),
+        ", expected ", shape_str(shape));
   std::int64_t n = 1;
   for (const auto e : shape) n *= e;
-  check(static_cast<std::int64_t>(b.data.size()) == n, op, "state of parameter '", param,
-        "': buffer '", name, "' holds ", b.data.size(), " values for shape ", shape_str(shape));
+  check(static_cast<std::int64_t>(b.data.size()) == n, op, "state of parameter '", param, "': buffer '", name,
+        "' holds ", b.data.size(), " values for shape ", shape_str(shape));
   return b;
 }
 
 /// Indexes buffers by name, throwing on duplicates among those starting with `prefix`.
 inline std::map<std::string, const NamedBuffer*> index_buffers(const std::vector<NamedBuffer>& in,
-                                                               const std::string& prefix,
-                                                               const char* op) {
+                                                               const std::string& prefix, const char* op) {
   std::map<std::string, const NamedBuffer*> m;
   for (const auto& b : in) {
     if (b.name.rfind(prefix, 0) != 0) continue;

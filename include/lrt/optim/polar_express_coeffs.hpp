@@ -22,8 +22,8 @@ inline constexpr int polar_express_max_steps = 5;
 
 inline void check_pe_args(index_t rows, index_t cols, int steps, const char* op) {
   check(rows >= 1 && cols >= 1, op, "matrix shape (", rows, ", ", cols, ") is empty");
-  check(steps >= 0 && steps <= polar_express_max_steps, op, "ns_steps must be in [0, ",
-        polar_express_max_steps, "], got ", steps);
+  check(steps >= 0 && steps <= polar_express_max_steps, op, "ns_steps must be in [0, ", polar_express_max_steps,
+        "], got ", steps);
 }
 
 }  // namespace detail

@@ -26,10 +26,8 @@ bool broadcasts_to(const Shape<Re>& e, const Shape<R>& dst) {
 template <class Dst, class E>
 constexpr void check_assign_types() {
   using T = typename Dst::value_type;
-  static_assert(!std::is_const_v<typename Dst::element_type>,
-                "cannot assign to a view of const elements");
-  static_assert(Dst::rank >= E::rank,
-                "rank mismatch: the expression has a higher rank than the destination");
+  static_assert(!std::is_const_v<typename Dst::element_type>, "cannot assign to a view of const elements");
+  static_assert(Dst::rank >= E::rank, "rank mismatch: the expression has a higher rank than the destination");
   static_assert(std::is_same_v<typename E::value_type, T>,
                 "assigning an expression of another element type: convert it with "
                 "lrt::cast<T>(expr)");
@@ -66,8 +64,8 @@ bool unsafe_alias(const TensorView<DT, R, D>& dst, bool dst_indexed, const E& e)
 template <class T, int R, Device D, Expression E>
 void assign(const TensorView<T, R, D>& dst, const E& e, const char* op) {
   detail::check_assign_types<TensorView<T, R, D>, E>();
-  check(detail::broadcasts_to(e.shape(), dst.shape()), op, "shape mismatch: destination ",
-        dst.shape(), " vs expression ", e.shape());
+  check(detail::broadcasts_to(e.shape(), dst.shape()), op, "shape mismatch: destination ", dst.shape(),
+        " vs expression ", e.shape());
   if (dst.numel() == 0) return;
   if (detail::unsafe_alias(dst, false, e)) {
     Tensor<T, R, D> tmp(dst.shape(), uninitialized);
@@ -84,8 +82,8 @@ template <Expression E>
 const IndexedView<T, R, D>& IndexedView<T, R, D>::operator=(const E& e) const {
   detail::check_assign_types<IndexedView, E>();
   check(idx_->unique(), "scatter", "index list repeats an index: scatter would be ambiguous");
-  check(detail::broadcasts_to(e.shape(), shape_), "scatter", "shape mismatch: destination ",
-        shape_, " vs expression ", e.shape());
+  check(detail::broadcasts_to(e.shape(), shape_), "scatter", "shape mismatch: destination ", shape_, " vs expression ",
+        e.shape());
   if (shape_.numel() == 0) return *this;
   if (detail::unsafe_alias(base_, true, e)) {
     Tensor<value_type, R, D> tmp(shape_, uninitialized);
@@ -101,19 +99,18 @@ void TensorView<T, R, D>::fill(value_type x) const {
   assign(*this, ScalarExpr<value_type>(x), "fill");
 }
 
-#define LRT_COMPOUND(opeq, opfn)                                      \
-  template <class T, int R, Device D>                                 \
-  template <class E>                                                  \
-  Tensor<T, R, D>& Tensor<T, R, D>::opeq(const E& e) {                \
-    auto v = view();                                                  \
-    assign(v, opfn(v, e));                                            \
-    return *this;                                                     \
-  }                                                                   \
-  template <class T, int R, Device D, class E>                        \
-    requires(Expression<E> || Scalar<E>)                              \
-  const TensorView<T, R, D>& opeq(const TensorView<T, R, D>& v, const E& e) { \
-    assign(v, opfn(v, e));                                            \
-    return v;                                                         \
+#define LRT_COMPOUND(opeq, opfn)                                                                                   \
+  template <class T, int R, Device D>                                                                              \
+  template <class E>                                                                                               \
+  Tensor<T, R, D>& Tensor<T, R, D>::opeq(const E& e) {                                                             \
+    auto v = view();                                                                                               \
+    assign(v, opfn(v, e));                                                                                         \
+    return *this;                                                                                                  \
+  }                                                                                                                \
+  template <class T, int R, Device D, class E>                                                                     \
+  requires(Expression<E> || Scalar<E>) const TensorView<T, R, D>& opeq(const TensorView<T, R, D>& v, const E& e) { \
+    assign(v, opfn(v, e));                                                                                         \
+    return v;                                                                                                      \
   }
 #define LRT_OPFN_ADD(a, b) (a + b)
 #define LRT_OPFN_SUB(a, b) (a - b)

@@ -126,16 +126,12 @@ struct BinaryEval {
 template <class Op, class A, class B>
 class BinaryExpr : public ExprBase<BinaryExpr<Op, A, B>> {
  public:
-  using value_type =
-      decltype(Op{}(std::declval<typename A::value_type>(), std::declval<typename A::value_type>()));
-  using device_type = typename detail::common_device<typename A::device_type,
-                                                    typename B::device_type>::type;
+  using value_type = decltype(Op{}(std::declval<typename A::value_type>(), std::declval<typename A::value_type>()));
+  using device_type = typename detail::common_device<typename A::device_type, typename B::device_type>::type;
   static constexpr int rank = A::rank > B::rank ? A::rank : B::rank;
 
   BinaryExpr(A a, B b)
-      : a_(std::move(a)),
-        b_(std::move(b)),
-        shape_(detail::broadcast_shapes<rank>(a_.shape(), b_.shape(), Op::name)) {}
+      : a_(std::move(a)), b_(std::move(b)), shape_(detail::broadcast_shapes<rank>(a_.shape(), b_.shape(), Op::name)) {}
   const Shape<rank>& shape() const { return shape_; }
   template <int Ro>
   bool linear_ok(const Shape<Ro>& out) const {
@@ -143,8 +139,8 @@ class BinaryExpr : public ExprBase<BinaryExpr<Op, A, B>> {
   }
   template <int Ro>
   auto evaluator(const Shape<Ro>& out) const {
-    return BinaryEval<Op, decltype(a_.evaluator(out)), decltype(b_.evaluator(out))>{
-        a_.evaluator(out), b_.evaluator(out)};
+    return BinaryEval<Op, decltype(a_.evaluator(out)), decltype(b_.evaluator(out))>{a_.evaluator(out),
+                                                                                    b_.evaluator(out)};
   }
   template <class F>
   void visit_leaves(F&& f) const {
@@ -176,8 +172,8 @@ class SelectExpr : public ExprBase<SelectExpr<C, A, B>> {
  public:
   using value_type = typename A::value_type;
   using device_type = typename detail::common_device<
-      typename C::device_type, typename detail::common_device<typename A::device_type,
-                                                              typename B::device_type>::type>::type;
+      typename C::device_type,
+      typename detail::common_device<typename A::device_type, typename B::device_type>::type>::type;
   static constexpr int rank = C::rank > A::rank ? (C::rank > B::rank ? C::rank : B::rank)
                                                 : (A::rank > B::rank ? A::rank : B::rank);
 
@@ -185,9 +181,8 @@ class SelectExpr : public ExprBase<SelectExpr<C, A, B>> {
       : c_(std::move(c)),
         a_(std::move(a)),
         b_(std::move(b)),
-        shape_(detail::broadcast_shapes<rank>(
-            detail::broadcast_shapes<rank>(c_.shape(), a_.shape(), "where"), b_.shape(),
-            "where")) {}
+        shape_(detail::broadcast_shapes<rank>(detail::broadcast_shapes<rank>(c_.shape(), a_.shape(), "where"),
+                                              b_.shape(), "where")) {}
   const Shape<rank>& shape() const { return shape_; }
   template <int Ro>
   bool linear_ok(const Shape<Ro>& out) const {
@@ -195,9 +190,8 @@ class SelectExpr : public ExprBase<SelectExpr<C, A, B>> {
   }
   template <int Ro>
   auto evaluator(const Shape<Ro>& out) const {
-    return SelectEval<decltype(c_.evaluator(out)), decltype(a_.evaluator(out)),
-                      decltype(b_.evaluator(out))>{c_.evaluator(out), a_.evaluator(out),
-                                                   b_.evaluator(out)};
+    return SelectEval<decltype(c_.evaluator(out)), decltype(a_.evaluator(out)), decltype(b_.evaluator(out))>{
+        c_.evaluator(out), a_.evaluator(out), b_.evaluator(out)};
   }
   template <class F>
   void visit_leaves(F&& f) const {
@@ -233,9 +227,7 @@ class GeneratorExpr : public ExprBase<GeneratorExpr<G, R>> {
   using device_type = AnyDevice;
   static constexpr int rank = R;
 
-  GeneratorExpr(G g, const Shape<R>& shape) : g_(g), shape_(shape) {
-    detail::check_extents(shape, "generator");
-  }
+  GeneratorExpr(G g, const Shape<R>& shape) : g_(g), shape_(shape) { detail::check_extents(shape, "generator"); }
   const Shape<R>& shape() const { return shape_; }
   template <int Ro>
   bool linear_ok(const Shape<Ro>& out) const {
@@ -263,17 +255,16 @@ constexpr void check_operands() {
   static_assert(std::is_same_v<value_t<A>, value_t<B>>,
                 "operands of an elementwise expression must have the same element type: "
                 "convert one with lrt::cast<T>(e)");
-  static_assert(common_device<typename std::remove_cvref_t<A>::device_type,
-                              typename std::remove_cvref_t<B>::device_type>::ok,
-                "mixing devices in one expression: copy one operand with lrt::to<Device>(t) "
-                "first");
+  static_assert(
+      common_device<typename std::remove_cvref_t<A>::device_type, typename std::remove_cvref_t<B>::device_type>::ok,
+      "mixing devices in one expression: copy one operand with lrt::to<Device>(t) "
+      "first");
 }
 
 template <class Op, class A, class B>
 auto make_binary(A&& a, B&& b) {
   check_operands<A, B>();
-  return BinaryExpr<Op, hold_t<A&&>, hold_t<B&&>>(hold(std::forward<A>(a)),
-                                                  hold(std::forward<B>(b)));
+  return BinaryExpr<Op, hold_t<A&&>, hold_t<B&&>>(hold(std::forward<A>(a)), hold(std::forward<B>(b)));
 }
 template <class Op, class A>
 auto make_unary(A&& a) {
@@ -287,18 +278,18 @@ auto scalar_like(S s) {
 
 // Binary operators and functions: expression (op) expression, expression (op) scalar,
 // scalar (op) expression.
-#define LRT_DEFINE_BINARY(fn, Op)                                                        \
-  template <Expression A, Expression B>                                                  \
-  auto fn(A&& a, B&& b) {                                                                \
-    return detail::make_binary<Op>(std::forward<A>(a), std::forward<B>(b));              \
-  }                                                                                      \
-  template <Expression A, Scalar S>                                                      \
-  auto fn(A&& a, S s) {                                                                  \
-    return detail::make_binary<Op>(std::forward<A>(a), detail::scalar_like<A>(s));       \
-  }                                                                                      \
-  template <Scalar S, Expression B>                                                      \
-  auto fn(S s, B&& b) {                                                                  \
-    return detail::make_binary<Op>(detail::scalar_like<B>(s), std::forward<B>(b));      \
+#define LRT_DEFINE_BINARY(fn, Op)                                                  \
+  template <Expression A, Expression B>                                            \
+  auto fn(A&& a, B&& b) {                                                          \
+    return detail::make_binary<Op>(std::forward<A>(a), std::forward<B>(b));        \
+  }                                                                                \
+  template <Expression A, Scalar S>                                                \
+  auto fn(A&& a, S s) {                                                            \
+    return detail::make_binary<Op>(std::forward<A>(a), detail::scalar_like<A>(s)); \
+  }                                                                                \
+  template <Scalar S, Expression B>                                                \
+  auto fn(S s, B&& b) {                                                            \
+    return detail::make_binary<Op>(detail::scalar_like<B>(s), std::forward<B>(b)); \
   }
 LRT_DEFINE_BINARY(operator+, op::Add)
 LRT_DEFINE_BINARY(operator-, op::Sub)
@@ -357,12 +348,12 @@ auto where(C&& c, A&& a, B&& b) {
   auto ha = wrap(std::forward<A>(a));
   auto hb = wrap(std::forward<B>(b));
   detail::check_operands<decltype(ha), decltype(hb)>();
-  static_assert(detail::common_device<typename std::remove_cvref_t<C>::device_type,
-                                      typename decltype(ha)::device_type>::ok,
-                "mixing devices in one expression: copy one operand with lrt::to<Device>(t) "
-                "first");
-  return SelectExpr<detail::hold_t<C&&>, decltype(ha), decltype(hb)>(
-      detail::hold(std::forward<C>(c)), std::move(ha), std::move(hb));
+  static_assert(
+      detail::common_device<typename std::remove_cvref_t<C>::device_type, typename decltype(ha)::device_type>::ok,
+      "mixing devices in one expression: copy one operand with lrt::to<Device>(t) "
+      "first");
+  return SelectExpr<detail::hold_t<C&&>, decltype(ha), decltype(hb)>(detail::hold(std::forward<C>(c)), std::move(ha),
+                                                                     std::move(hb));
 }
 
 namespace detail {

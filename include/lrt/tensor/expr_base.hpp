@@ -27,8 +27,7 @@ struct ExprBase {
 
 /// Anything that can stand in an elementwise expression.
 template <class E>
-concept Expression =
-    std::derived_from<std::remove_cvref_t<E>, ExprBase<std::remove_cvref_t<E>>>;
+concept Expression = std::derived_from<std::remove_cvref_t<E>, ExprBase<std::remove_cvref_t<E>>>;
 
 /// A plain number usable as a broadcast scalar in an expression.
 template <class S>
@@ -57,8 +56,7 @@ Shape<Ro> broadcast_shapes(const Shape<Ra>& a, const Shape<Rb>& b, const char* o
 
 /// Strides (in elements) that read a rank-R operand as a broadcast rank-Ro operand.
 template <int Ro, int R>
-LRT_HD Strides<Ro> broadcast_strides(const Shape<R>& shape, const Strides<R>& strides,
-                                     const Shape<Ro>& out) {
+LRT_HD Strides<Ro> broadcast_strides(const Shape<R>& shape, const Strides<R>& strides, const Shape<Ro>& out) {
   Strides<Ro> bs;
   for (int k = 0; k < Ro; ++k) {
     const int d = k - (Ro - R);

@@ -47,15 +47,17 @@ inline double sin(double x) { return std::sin(x); }
 
 namespace op {
 
-#define LRT_BINARY_FUNCTOR(Name, str, expr)                       \
-  struct Name {                                                   \
-    static constexpr const char* name = str;                      \
-    template <class A>                                            \
-    LRT_HD auto operator()(A a, A b) const { return expr; }       \
+#define LRT_BINARY_FUNCTOR(Name, str, expr)  \
+  struct Name {                              \
+    static constexpr const char* name = str; \
+    template <class A>                       \
+    LRT_HD auto operator()(A a, A b) const { \
+      return expr;                           \
+    }                                        \
   };
 LRT_BINARY_FUNCTOR(Add, "add", a + b)
 LRT_BINARY_FUNCTOR(Sub, "sub", a - b)
-LRT_BINARY_FUNCTOR(Mul, "mul", a * b)
+LRT_BINARY_FUNCTOR(Mul, "mul", a* b)
 LRT_BINARY_FUNCTOR(Div, "div", a / b)
 LRT_BINARY_FUNCTOR(Min, "minimum", b < a ? b : a)
 LRT_BINARY_FUNCTOR(Max, "maximum", a < b ? b : a)
@@ -69,11 +71,13 @@ LRT_BINARY_FUNCTOR(And, "logical_and", bool(a) && bool(b))
 LRT_BINARY_FUNCTOR(Or, "logical_or", bool(a) || bool(b))
 #undef LRT_BINARY_FUNCTOR
 
-#define LRT_UNARY_FUNCTOR(Name, str, expr)                 \
-  struct Name {                                            \
-    static constexpr const char* name = str;               \
-    template <class A>                                     \
-    LRT_HD A operator()(A x) const { return expr; }        \
+#define LRT_UNARY_FUNCTOR(Name, str, expr)   \
+  struct Name {                              \
+    static constexpr const char* name = str; \
+    template <class A>                       \
+    LRT_HD A operator()(A x) const {         \
+      return expr;                           \
+    }                                        \
   };
 LRT_UNARY_FUNCTOR(Neg, "neg", -x)
 LRT_UNARY_FUNCTOR(Abs, "abs", x < A(0) ? -x : x)
@@ -82,7 +86,7 @@ LRT_UNARY_FUNCTOR(Log, "log", math::log(x))
 LRT_UNARY_FUNCTOR(Tanh, "tanh", math::tanh(x))
 LRT_UNARY_FUNCTOR(Sqrt, "sqrt", math::sqrt(x))
 LRT_UNARY_FUNCTOR(Rsqrt, "rsqrt", math::rsqrt(x))
-LRT_UNARY_FUNCTOR(Square, "square", x * x)
+LRT_UNARY_FUNCTOR(Square, "square", x* x)
 LRT_UNARY_FUNCTOR(Relu, "relu", x > A(0) ? x : A(0))
 LRT_UNARY_FUNCTOR(Sigmoid, "sigmoid", A(1) / (A(1) + math::exp(-x)))
 #undef LRT_UNARY_FUNCTOR

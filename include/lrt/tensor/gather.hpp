@@ -24,8 +24,8 @@ class IndexList {
   IndexList(std::initializer_list<index_t> il) { init(std::span<const index_t>(il.begin(), il.size())); }
   /// begin, begin+step, ... < end.
   static IndexList range(index_t begin, index_t end, index_t step = 1) {
-    check(step >= 1 && begin >= 0, "index_list", "range needs begin >= 0 and step >= 1, got begin ",
-          begin, ", step ", step);
+    check(step >= 1 && begin >= 0, "index_list", "range needs begin >= 0 and step >= 1, got begin ", begin, ", step ",
+          step);
     std::vector<index_t> v;
     for (index_t i = begin; i < end; i += step) v.push_back(i);
     return IndexList(v);
@@ -62,8 +62,8 @@ class IndexList {
     for (index_t i : sorted) check(i >= 0, "index_list", "negative index ", i);
     std::sort(sorted.begin(), sorted.end());
     host_.assign(host.begin(), host.end());
-    increasing_ = std::adjacent_find(host_.begin(), host_.end(),
-                                     [](index_t a, index_t b) { return b <= a; }) == host_.end();
+    increasing_ =
+        std::adjacent_find(host_.begin(), host_.end(), [](index_t a, index_t b) { return b <= a; }) == host_.end();
     unique_ = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
     max_ = sorted.empty() ? -1 : sorted.back();
   }
@@ -84,8 +84,7 @@ struct IndexedEval {
   Shape<Ro> out;
   LRT_HD index_t offset(const Index<Ro>& i) const {
     index_t off = 0;
-    for (int k = 0; k < Ro; ++k)
-      off += (k == ax) ? idx[ax_bcast ? 0 : i[k]] * ax_stride : i[k] * bs[k];
+    for (int k = 0; k < Ro; ++k) off += (k == ax) ? idx[ax_bcast ? 0 : i[k]] * ax_stride : i[k] * bs[k];
     return off;
   }
   LRT_HD T& at(const Index<Ro>& i) const { return p[offset(i)]; }
@@ -103,8 +102,8 @@ class IndexedView : public ExprBase<IndexedView<T, R, D>> {
 
   IndexedView(const TensorView<T, R, D>& base, int axis, const IndexList<D>& idx)
       : base_(base), axis_(detail::normalize_axis(axis, R, "gather")), idx_(&idx) {
-    check(idx.max() < base.shape()[axis_], "gather", "index ", idx.max(),
-          " out of bounds for axis ", axis_, " of shape ", base.shape());
+    check(idx.max() < base.shape()[axis_], "gather", "index ", idx.max(), " out of bounds for axis ", axis_,
+          " of shape ", base.shape());
     shape_ = base.shape();
     shape_[axis_] = idx.size();
   }
@@ -112,9 +111,7 @@ class IndexedView : public ExprBase<IndexedView<T, R, D>> {
   /// Scatter: writes e into the selected rows (the index list must not repeat an index).
   template <Expression E>
   const IndexedView& operator=(const E& e) const;
-  const IndexedView& operator=(const IndexedView& o) const {
-    return this->operator= <IndexedView>(o);
-  }
+  const IndexedView& operator=(const IndexedView& o) const { return this->operator=<IndexedView>(o); }
 
   const Shape<R>& shape() const noexcept { return shape_; }
   const TensorView<T, R, D>& base() const noexcept { return base_; }
@@ -130,9 +127,7 @@ class IndexedView : public ExprBase<IndexedView<T, R, D>> {
   IndexedEval<const value_type, Ro> evaluator(const Shape<Ro>& out) const {
     return make_eval<const value_type>(out);
   }
-  IndexedEval<value_type, R> dst_evaluator() const
-    requires(!std::is_const_v<T>)
-  {
+  IndexedEval<value_type, R> dst_evaluator() const requires(!std::is_const_v<T>) {
     return make_eval<value_type>(shape_);
   }
   template <class F>

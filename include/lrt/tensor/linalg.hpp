@@ -76,17 +76,16 @@ void gemm(CV&& c_, const AV& a_, const BV& b_, typename std::remove_cvref_t<CV>:
   using D = typename decltype(c)::device_type;
   static_assert(decltype(a)::rank == 2 && decltype(b)::rank == 2 && decltype(c)::rank == 2,
                 "gemm multiplies rank-2 views: use gemm_batched for rank 3");
-  static_assert(std::is_same_v<typename decltype(a)::value_type, T> &&
-                    std::is_same_v<typename decltype(b)::value_type, T>,
-                "gemm operands must have the same element type");
-  static_assert(std::is_same_v<typename decltype(a)::device_type, D> &&
-                    std::is_same_v<typename decltype(b)::device_type, D>,
-                "gemm operands must live on the same device");
+  static_assert(
+      std::is_same_v<typename decltype(a)::value_type, T> && std::is_same_v<typename decltype(b)::value_type, T>,
+      "gemm operands must have the same element type");
+  static_assert(
+      std::is_same_v<typename decltype(a)::device_type, D> && std::is_same_v<typename decltype(b)::device_type, D>,
+      "gemm operands must live on the same device");
   const index_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-  check(b.shape()[0] == K, "gemm", "inner dims differ: ", a.shape(), " vs ",
-        b.shape());
-  check(c.shape()[0] == M && c.shape()[1] == N, "gemm", "output shape ", c.shape(),
-        " does not match ", a.shape(), " x ", b.shape());
+  check(b.shape()[0] == K, "gemm", "inner dims differ: ", a.shape(), " vs ", b.shape());
+  check(c.shape()[0] == M && c.shape()[1] == N, "gemm", "output shape ", c.shape(), " does not match ", a.shape(),
+        " x ", b.shape());
   if (M == 0 || N == 0) return;
   index_t lda, ldb, ldc;
   bool ta, tb, tc;
@@ -100,19 +99,18 @@ void gemm(CV&& c_, const AV& a_, const BV& b_, typename std::remove_cvref_t<CV>:
     return;
   }
   if (tc) {  // C^T = B^T A^T: a column-major C is a row-major C^T
-    GemmBackend<D>::run(1, N, M, K, alpha, MatRef<T>{b.data(), ldb, !tb}, 0,
-                        MatRef<T>{a.data(), lda, !ta}, 0, beta, c.data(), ldc, 0);
+    GemmBackend<D>::run(1, N, M, K, alpha, MatRef<T>{b.data(), ldb, !tb}, 0, MatRef<T>{a.data(), lda, !ta}, 0, beta,
+                        c.data(), ldc, 0);
     return;
   }
-  GemmBackend<D>::run(1, M, N, K, alpha, MatRef<T>{a.data(), lda, ta}, 0,
-                      MatRef<T>{b.data(), ldb, tb}, 0, beta, c.data(), ldc, 0);
+  GemmBackend<D>::run(1, M, N, K, alpha, MatRef<T>{a.data(), lda, ta}, 0, MatRef<T>{b.data(), ldb, tb}, 0, beta,
+                      c.data(), ldc, 0);
 }
 
 /// Strided-batched GEMM: C[i] = alpha * A[i] * B[i] + beta * C[i] over the leading axis.
 /// A batch stride of 0 (a broadcast view) shares one matrix across the batch.
 template <class CV, class AV, class BV>
-void gemm_batched(CV&& c_, const AV& a_, const BV& b_,
-                  typename std::remove_cvref_t<CV>::value_type alpha = 1,
+void gemm_batched(CV&& c_, const AV& a_, const BV& b_, typename std::remove_cvref_t<CV>::value_type alpha = 1,
                   typename std::remove_cvref_t<CV>::value_type beta = 0) {
   const auto c = detail::as_view(std::forward<CV>(c_));
   const auto a = detail::as_view(a_);
@@ -121,18 +119,16 @@ void gemm_batched(CV&& c_, const AV& a_, const BV& b_,
   using D = typename decltype(c)::device_type;
   static_assert(decltype(a)::rank == 3 && decltype(b)::rank == 3 && decltype(c)::rank == 3,
                 "gemm_batched multiplies rank-3 views (batch, rows, cols)");
-  static_assert(std::is_same_v<typename decltype(a)::value_type, T> &&
-                    std::is_same_v<typename decltype(b)::value_type, T>,
-                "gemm operands must have the same element type");
-  static_assert(std::is_same_v<typename decltype(a)::device_type, D> &&
-                    std::is_same_v<typename decltype(b)::device_type, D>,
-                "gemm operands must live on the same device");
+  static_assert(
+      std::is_same_v<typename decltype(a)::value_type, T> && std::is_same_v<typename decltype(b)::value_type, T>,
+      "gemm operands must have the same element type");
+  static_assert(
+      std::is_same_v<typename decltype(a)::device_type, D> && std::is_same_v<typename decltype(b)::device_type, D>,
+      "gemm operands must live on the same device");
   const index_t Bt = c.shape()[0], M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
-  check(b.shape()[1] == K, "gemm_batched", "inner dims differ: ", a.shape(), " vs ",
-        b.shape());
-  check(a.shape()[0] == Bt && b.shape()[0] == Bt && c.shape()[1] == M && c.shape()[2] == N,
-        "gemm_batched", "shapes do not match: ", c.shape(), " = ", a.shape(),
-        " x ", b.shape());
+  check(b.shape()[1] == K, "gemm_batched", "inner dims differ: ", a.shape(), " vs ", b.shape());
+  check(a.shape()[0] == Bt && b.shape()[0] == Bt && c.shape()[1] == M && c.shape()[2] == N, "gemm_batched",
+        "shapes do not match: ", c.shape(), " = ", a.shape(), " x ", b.shape());
   if (Bt == 0 || M == 0 || N == 0) return;
   index_t lda, ldb, ldc;
   bool ta, tb, tc;
@@ -148,17 +144,16 @@ void gemm_batched(CV&& c_, const AV& a_, const BV& b_,
     assign(c, tmp.view());
     return;
   }
-  GemmBackend<D>::run(Bt, M, N, K, alpha, MatRef<T>{a.data(), lda, ta}, a.strides()[0],
-                      MatRef<T>{b.data(), ldb, tb}, b.strides()[0], beta, c.data(), ldc,
-                      c.strides()[0]);
+  GemmBackend<D>::run(Bt, M, N, K, alpha, MatRef<T>{a.data(), lda, ta}, a.strides()[0], MatRef<T>{b.data(), ldb, tb},
+                      b.strides()[0], beta, c.data(), ldc, c.strides()[0]);
 }
 
 /// Batched GEMM over lists of matrices (any shapes per entry must agree within the call).
 template <class T, class D>
 void gemm_batched(std::span<const TensorView<T, 2, D>> c, std::span<const TensorView<const T, 2, D>> a,
                   std::span<const TensorView<const T, 2, D>> b, T alpha = 1, T beta = 0) {
-  check(a.size() == c.size() && b.size() == c.size(), "gemm_batched",
-        "list lengths differ: C ", c.size(), ", A ", a.size(), ", B ", b.size());
+  check(a.size() == c.size() && b.size() == c.size(), "gemm_batched", "list lengths differ: C ", c.size(), ", A ",
+        a.size(), ", B ", b.size());
   for (std::size_t i = 0; i < c.size(); ++i) gemm(c[i], a[i], b[i], alpha, beta);
 }
 
@@ -172,8 +167,7 @@ auto matmul(const AV& a_, const BV& b_) {
   constexpr int Ra = decltype(a)::rank, Rb = decltype(b)::rank;
   static_assert((Ra == 2 || Ra == 3) && Rb <= Ra && Rb >= 2,
                 "matmul supports (M,K)x(K,N), (B,M,K)x(B,K,N) and (B,M,K)x(K,N)");
-  check(a.shape()[Ra - 1] == b.shape()[Rb - 2], "matmul", "inner dims differ: ",
-        a.shape(), " vs ", b.shape());
+  check(a.shape()[Ra - 1] == b.shape()[Rb - 2], "matmul", "inner dims differ: ", a.shape(), " vs ", b.shape());
   if constexpr (Ra == 2) {
     Tensor<T, 2, D> c(Shape<2>{a.shape()[0], b.shape()[1]}, uninitialized);
     gemm(c, a, b);
@@ -190,8 +184,7 @@ auto matmul(const AV& a_, const BV& b_) {
         gemm_batched(c, a, bb);
       }
     } else {
-      check(a.shape()[0] == b.shape()[0], "matmul", "batch sizes differ: ", a.shape(),
-            " vs ", b.shape());
+      check(a.shape()[0] == b.shape()[0], "matmul", "batch sizes differ: ", a.shape(), " vs ", b.shape());
       gemm_batched(c, a, b);
     }
     return c;

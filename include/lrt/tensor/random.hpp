@@ -37,16 +37,12 @@ struct Philox {
   }
   /// lrt's streams: counter = (block index, 0), key = seed.
   LRT_HD static Block generate(std::uint64_t seed, std::uint64_t block) {
-    const std::uint32_t ctr[4] = {static_cast<std::uint32_t>(block),
-                                  static_cast<std::uint32_t>(block >> 32), 0u, 0u};
-    const std::uint32_t key[2] = {static_cast<std::uint32_t>(seed),
-                                  static_cast<std::uint32_t>(seed >> 32)};
+    const std::uint32_t ctr[4] = {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 0u, 0u};
+    const std::uint32_t key[2] = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
     return generate(ctr, key);
   }
   /// The 32-bit word number n of the stream (word n is lane n % 4 of block n / 4).
-  LRT_HD static std::uint32_t word(std::uint64_t seed, std::uint64_t n) {
-    return generate(seed, n >> 2).v[n & 3];
-  }
+  LRT_HD static std::uint32_t word(std::uint64_t seed, std::uint64_t n) { return generate(seed, n >> 2).v[n & 3]; }
 };
 
 namespace detail {
@@ -89,16 +85,14 @@ struct NormalGen {
 
 /// Uniform values in [lo, hi) over shape: element i uses stream position offset + i.
 template <class T, int R>
-auto uniform(const Shape<R>& shape, std::uint64_t seed, std::uint64_t offset = 0, T lo = T(0),
-             T hi = T(1)) {
+auto uniform(const Shape<R>& shape, std::uint64_t seed, std::uint64_t offset = 0, T lo = T(0), T hi = T(1)) {
   static_assert(std::is_floating_point_v<T>, "uniform() fills floating-point tensors");
   return GeneratorExpr<detail::UniformGen<T>, R>({seed, offset, lo, hi}, shape);
 }
 
 /// Normal values N(mean, std^2) over shape: element i uses stream position offset + i.
 template <class T, int R>
-auto normal(const Shape<R>& shape, std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0),
-            T std = T(1)) {
+auto normal(const Shape<R>& shape, std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T std = T(1)) {
   static_assert(std::is_floating_point_v<T>, "normal() fills floating-point tensors");
   return GeneratorExpr<detail::NormalGen<T>, R>({seed, offset, mean, std}, shape);
 }
@@ -107,8 +101,7 @@ auto normal(const Shape<R>& shape, std::uint64_t seed, std::uint64_t offset = 0,
 /// sequence of draws is reproducible and resumable from (seed, offset).
 class Generator {
  public:
-  explicit Generator(std::uint64_t seed = 0, std::uint64_t offset = 0)
-      : seed_(seed), offset_(offset) {}
+  explicit Generator(std::uint64_t seed = 0, std::uint64_t offset = 0) : seed_(seed), offset_(offset) {}
   template <class T, int R>
   auto uniform(const Shape<R>& shape, T lo = T(0), T hi = T(1)) {
     return lrt::uniform<T>(shape, seed_, advance(shape.numel()), lo, hi);

@@ -30,8 +30,8 @@ template <class T, int R, class D>
 struct is_view_like<Tensor<T, R, D>> : std::true_type {};
 
 template <class E>
-using eval_device_t = std::conditional_t<std::is_same_v<typename E::device_type, AnyDevice>,
-                                         cpu::Device, typename E::device_type>;
+using eval_device_t =
+    std::conditional_t<std::is_same_v<typename E::device_type, AnyDevice>, cpu::Device, typename E::device_type>;
 
 /// Calls f(view) with a view of e's values, evaluating e into a temporary if needed.
 template <class E, class F>
@@ -45,16 +45,20 @@ decltype(auto) with_values(const E& e, F&& f) {
 }
 
 template <ReduceOp Op, class T>
-using reduce_result_t =
-    std::conditional_t<Op == ReduceOp::ArgMax || Op == ReduceOp::ArgMin, index_t, T>;
+using reduce_result_t = std::conditional_t<Op == ReduceOp::ArgMax || Op == ReduceOp::ArgMin, index_t, T>;
 
 inline const char* reduce_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::ArgMax: return "argmax";
-    case ReduceOp::ArgMin: return "argmin";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::ArgMax:
+      return "argmax";
+    case ReduceOp::ArgMin:
+      return "argmin";
   }
   return "reduce";
 }
@@ -63,8 +67,8 @@ template <ReduceOp Op, class T, int R, class D>
 Tensor<reduce_result_t<Op, T>, R - 1, D> reduce_axis(const TensorView<const T, R, D>& v, int axis) {
   static_assert(R >= 1, "reducing over an axis needs rank >= 1");
   const int a = normalize_axis(axis, R, reduce_name(Op));
-  check(Op == ReduceOp::Sum || v.shape()[a] > 0, reduce_name(Op), "reduction over the empty axis ",
-        a, " of shape ", v.shape());
+  check(Op == ReduceOp::Sum || v.shape()[a] > 0, reduce_name(Op), "reduction over the empty axis ", a, " of shape ",
+        v.shape());
   Shape<R - 1> out_shape;
   for (int k = 0, j = 0; k < R; ++k)
     if (k != a) out_shape[j++] = v.shape()[k];
@@ -75,8 +79,7 @@ Tensor<reduce_result_t<Op, T>, R - 1, D> reduce_axis(const TensorView<const T, R
 
 template <ReduceOp Op, class T, int R, class D>
 reduce_result_t<Op, T> reduce_all(const TensorView<const T, R, D>& v) {
-  check(Op == ReduceOp::Sum || v.numel() > 0, reduce_name(Op), "reduction over an empty tensor of shape ",
-        v.shape());
+  check(Op == ReduceOp::Sum || v.numel() > 0, reduce_name(Op), "reduction over an empty tensor of shape ", v.shape());
   if (!v.is_contiguous()) {
     const Tensor<T, R, D> c(v);
     return reduce_all<Op>(c.view());
@@ -105,10 +108,10 @@ auto sum_tensor(const E& e) {
     using T = std::remove_const_t<typename V::value_type>;
     using D = typename V::device_type;
     if (v.numel() == 0) return Tensor<T, 0, D>(Shape<0>{});
-    if (v.is_contiguous())
-      return detail::reduce_axis<ReduceOp::Sum>(v.template reshape<1>(Shape<1>{v.numel()}), 0);
+    if (v.is_contiguous()) return detail::reduce_axis<ReduceOp::Sum>(v.template reshape<1>(Shape<1>{v.numel()}), 0);
     const Tensor<T, V::rank, D> c(v);
-    return detail::reduce_axis<ReduceOp::Sum>(TensorView<const T, 1, D>(c.view().template reshape<1>(Shape<1>{c.numel()})), 0);
+    return detail::reduce_axis<ReduceOp::Sum>(
+        TensorView<const T, 1, D>(c.view().template reshape<1>(Shape<1>{c.numel()})), 0);
   });
 }
 /// Sum over axis (the axis is removed from the shape).
@@ -135,13 +138,13 @@ auto mean(const E& e, int axis) {
   return s;
 }
 
-#define LRT_DEFINE_REDUCTION(fn, OP)                                                     \
-  template <Expression E>                                                                \
-  auto fn(const E& e) {                                                                  \
-    return detail::with_values(e, [](auto v) { return detail::reduce_all<OP>(v); });     \
-  }                                                                                      \
-  template <Expression E>                                                                \
-  auto fn(const E& e, int axis) {                                                        \
+#define LRT_DEFINE_REDUCTION(fn, OP)                                                         \
+  template <Expression E>                                                                    \
+  auto fn(const E& e) {                                                                      \
+    return detail::with_values(e, [](auto v) { return detail::reduce_all<OP>(v); });         \
+  }                                                                                          \
+  template <Expression E>                                                                    \
+  auto fn(const E& e, int axis) {                                                            \
     return detail::with_values(e, [&](auto v) { return detail::reduce_axis<OP>(v, axis); }); \
   }
 /// Largest element (over all, or over axis); NaN if any element is NaN; throws when empty.

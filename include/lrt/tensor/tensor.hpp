@@ -82,8 +82,7 @@ class Tensor : public ExprBase<Tensor<T, R, D>>, public ViewOps<Tensor<T, R, D>,
   Tensor(const Shape<R>& shape, Uninitialized) : shape_(checked(shape)), buf_(shape.numel()) {}
   /// Evaluates an expression into a new tensor of its shape.
   template <Expression E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
-  Tensor(const E& e) : Tensor(shape_of(e), uninitialized) {
+  requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>) Tensor(const E& e) : Tensor(shape_of(e), uninitialized) {
     assign(view(), e);
   }
   Tensor(const Tensor& o) : Tensor(o.shape_, uninitialized) {
@@ -101,8 +100,7 @@ class Tensor : public ExprBase<Tensor<T, R, D>>, public ViewOps<Tensor<T, R, D>,
   /// Evaluates e into this tensor. A tensor with no elements takes e's shape; otherwise the
   /// shapes must match (after broadcasting e).
   template <Expression E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
-  Tensor& operator=(const E& e) {
+  requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>) Tensor& operator=(const E& e) {
     if (numel() == 0 && E::rank == R) {
       const Shape<R> s = shape_of(e);
       if (s != shape_) *this = Tensor(s, uninitialized);
@@ -121,9 +119,7 @@ class Tensor : public ExprBase<Tensor<T, R, D>>, public ViewOps<Tensor<T, R, D>,
   void fill(T x) { view().fill(x); }
 
   TensorView<T, R, D> view() noexcept { return {buf_.data(), shape_, row_major_strides(shape_)}; }
-  TensorView<const T, R, D> view() const noexcept {
-    return {buf_.data(), shape_, row_major_strides(shape_)};
-  }
+  TensorView<const T, R, D> view() const noexcept { return {buf_.data(), shape_, row_major_strides(shape_)}; }
   operator TensorView<T, R, D>() noexcept { return view(); }
   operator TensorView<const T, R, D>() const noexcept { return view(); }
 
@@ -189,8 +185,7 @@ class Tensor : public ExprBase<Tensor<T, R, D>>, public ViewOps<Tensor<T, R, D>,
     if constexpr (E::rank == R) {
       return e.shape();
     } else {
-      throw Error("tensor", detail::str_cat("cannot size a rank-", R,
-                                            " tensor from a lower-rank expression of shape ",
+      throw Error("tensor", detail::str_cat("cannot size a rank-", R, " tensor from a lower-rank expression of shape ",
                                             to_string(e.shape())));
     }
   }

@@ -29,15 +29,14 @@ namespace detail {
 /// The view operations, written once for any element constness U.
 struct ViewFns {
   template <class U, int R, class D>
-  static TensorView<U, R, D> slice(const TensorView<U, R, D>& s, int axis, index_t begin,
-                                   index_t end, index_t step) {
+  static TensorView<U, R, D> slice(const TensorView<U, R, D>& s, int axis, index_t begin, index_t end, index_t step) {
     const int a = normalize_axis(axis, R, "slice");
     const index_t n = s.shape()[a];
     if (begin < 0) begin += n;
     if (end < 0) end += n;
     check(step >= 1, "slice", "step must be >= 1, got ", step);
-    check(0 <= begin && begin <= end && end <= n, "slice", "range [", begin, ", ", end,
-          ") out of bounds for axis ", a, " of shape ", to_string(s.shape()));
+    check(0 <= begin && begin <= end && end <= n, "slice", "range [", begin, ", ", end, ") out of bounds for axis ", a,
+          " of shape ", to_string(s.shape()));
     Shape<R> sh = s.shape();
     Strides<R> st = s.strides();
     sh[a] = (end - begin + step - 1) / step;
@@ -49,8 +48,7 @@ struct ViewFns {
     static_assert(R >= 1, "select needs rank >= 1");
     const int a = normalize_axis(axis, R, "select");
     if (i < 0) i += s.shape()[a];
-    check(0 <= i && i < s.shape()[a], "select", "index ", i, " out of bounds for axis ", a,
-          " of shape ", s.shape());
+    check(0 <= i && i < s.shape()[a], "select", "index ", i, " out of bounds for axis ", a, " of shape ", s.shape());
     Shape<R - 1> sh;
     Strides<R - 1> st;
     for (int k = 0, j = 0; k < R; ++k)
@@ -67,8 +65,7 @@ struct ViewFns {
     Strides<R> st;
     for (int k = 0; k < R; ++k) {
       const index_t p = perm[k];
-      check(p >= 0 && p < R && !seen[p], "permute", "invalid permutation ", perm,
-            " for rank ", R);
+      check(p >= 0 && p < R && !seen[p], "permute", "invalid permutation ", perm, " for rank ", R);
       seen[p] = true;
       sh[k] = s.shape()[p];
       st[k] = s.strides()[p];
@@ -87,10 +84,10 @@ struct ViewFns {
   template <int R2, class U, int R, class D>
   static TensorView<U, R2, D> reshape(const TensorView<U, R, D>& s, const Shape<R2>& shape) {
     check_extents(shape, "reshape");
-    check(shape.numel() == s.numel(), "reshape", "cannot reshape ", s.shape(), " (",
-          s.numel(), " elements) to ", shape, " (", shape.numel(), " elements)");
-    check(s.is_contiguous(), "reshape", "view of shape ", s.shape(), " with strides ",
-          s.strides(), " is not contiguous: call contiguous() first");
+    check(shape.numel() == s.numel(), "reshape", "cannot reshape ", s.shape(), " (", s.numel(), " elements) to ", shape,
+          " (", shape.numel(), " elements)");
+    check(s.is_contiguous(), "reshape", "view of shape ", s.shape(), " with strides ", s.strides(),
+          " is not contiguous: call contiguous() first");
     return TensorView<U, R2, D>(s.data(), shape, row_major_strides(shape));
   }
   template <class U, int R, class D>
@@ -121,12 +118,11 @@ class ViewOps {
   decltype(auto) self() const { return static_cast<const Derived&>(*this).view(); }
 
  public:
-#define LRT_VIEW_FN(name, params, ...)                                           \
-  auto name params { return detail::ViewFns::name(self(), __VA_ARGS__); }        \
+#define LRT_VIEW_FN(name, params, ...)                                    \
+  auto name params { return detail::ViewFns::name(self(), __VA_ARGS__); } \
   auto name params const { return detail::ViewFns::name(self(), __VA_ARGS__); }
   /// Elements [begin, end) with step along axis (negative begin/end count from the end).
-  LRT_VIEW_FN(slice, (int axis, index_t begin, index_t end, index_t step = 1),
-              axis, begin, end, step)
+  LRT_VIEW_FN(slice, (int axis, index_t begin, index_t end, index_t step = 1), axis, begin, end, step)
   /// The sub-tensor at index i of axis (rank R-1; negative i counts from the end).
   LRT_VIEW_FN(select, (int axis, index_t i), axis, i)
   /// Axes reordered: result axis k is input axis perm[k].
@@ -161,16 +157,14 @@ class ViewOps {
 
  private:
   template <class U>
-  static IndexedView<U, R, D> make_indexed(const TensorView<U, R, D>& v, int axis,
-                                           const IndexList<D>& idx) {
+  static IndexedView<U, R, D> make_indexed(const TensorView<U, R, D>& v, int axis, const IndexList<D>& idx) {
     return IndexedView<U, R, D>(v, axis, idx);
   }
 };
 
 /// A non-owning view: pointer, runtime extents and strides (in elements, row-major by default).
 template <class T, int R, Device D = cpu::Device>
-class TensorView : public ExprBase<TensorView<T, R, D>>,
-                   public ViewOps<TensorView<T, R, D>, T, R, D> {
+class TensorView : public ExprBase<TensorView<T, R, D>>, public ViewOps<TensorView<T, R, D>, T, R, D> {
  public:
   using element_type = T;
   using value_type = std::remove_const_t<T>;
@@ -178,16 +172,15 @@ class TensorView : public ExprBase<TensorView<T, R, D>>,
   static constexpr int rank = R;
 
   TensorView() = default;
-  TensorView(T* data, const Shape<R>& shape)
-      : TensorView(data, shape, row_major_strides(shape)) {}
+  TensorView(T* data, const Shape<R>& shape) : TensorView(data, shape, row_major_strides(shape)) {}
   TensorView(T* data, const Shape<R>& shape, const Strides<R>& strides)
       : data_(data), shape_(shape), strides_(strides) {
     detail::check_extents(shape, "view");
   }
   /// A mutable view converts to a read-only one.
   template <class U>
-    requires(std::is_const_v<T> && std::is_same_v<const U, T>)
-  TensorView(const TensorView<U, R, D>& o) : TensorView(o.data(), o.shape(), o.strides()) {}
+  requires(std::is_const_v<T>&& std::is_same_v<const U, T>) TensorView(const TensorView<U, R, D>& o)
+      : TensorView(o.data(), o.shape(), o.strides()) {}
 
   TensorView(const TensorView&) = default;
   /// Writes o's elements into this view (shapes must match); does not rebind.
@@ -243,8 +236,8 @@ class TensorView : public ExprBase<TensorView<T, R, D>>,
     static_assert(sizeof...(I) == R, "at() needs exactly one index per axis");
     const index_t idx[R > 0 ? R : 1] = {static_cast<index_t>(i)...};
     for (int k = 0; k < R; ++k)
-      check(idx[k] >= 0 && idx[k] < shape_[k], "at", "index ", idx[k], " out of bounds for axis ",
-            k, " of shape ", shape_);
+      check(idx[k] >= 0 && idx[k] < shape_[k], "at", "index ", idx[k], " out of bounds for axis ", k, " of shape ",
+            shape_);
     return (*this)(i...);
   }
 
@@ -261,11 +254,7 @@ class TensorView : public ExprBase<TensorView<T, R, D>>,
   LeafEval<value_type, Ro> evaluator(const Shape<Ro>& out) const {
     return {data_, detail::broadcast_strides(shape_, strides_, out)};
   }
-  DstEval<value_type, R> dst_evaluator() const
-    requires(!std::is_const_v<T>)
-  {
-    return {data_, strides_};
-  }
+  DstEval<value_type, R> dst_evaluator() const requires(!std::is_const_v<T>) { return {data_, strides_}; }
   template <class F>
   void visit_leaves(F&& f) const {
     f(*this, false);

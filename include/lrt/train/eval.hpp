@@ -19,9 +19,9 @@ namespace lrt {
 inline namespace v0 {
 
 struct BpbResult {
-  double nats = 0;    // over targets with bytes > 0
-  index_t bytes = 0;  // raw bytes those targets stand for
-  index_t tokens = 0; // targets scored (bytes > 0)
+  double nats = 0;     // over targets with bytes > 0
+  index_t bytes = 0;   // raw bytes those targets stand for
+  index_t tokens = 0;  // targets scored (bytes > 0)
   double bpb() const { return bytes > 0 ? nats / (std::numbers::ln2 * static_cast<double>(bytes)) : 0.0; }
   /// Mean nats per scored token (the validation loss).
   double loss() const { return tokens > 0 ? nats / static_cast<double>(tokens) : 0.0; }
@@ -160,9 +160,8 @@ template <class V, class T, Device D, class Batches>
 BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches, const TokenBytes& token_bytes) {
   detail::check_token_bytes(token_bytes, m.config(), "evaluate_sequential");
   BpbResult r;
-  detail::sequential_scores(m, batches, token_bytes, [&](index_t, double nats, index_t nb) {
-    r.nats += nats, r.bytes += nb, r.tokens += 1;
-  });
+  detail::sequential_scores(m, batches, token_bytes,
+                            [&](index_t, double nats, index_t nb) { r.nats += nats, r.bytes += nb, r.tokens += 1; });
   return r;
 }
 
@@ -178,11 +177,14 @@ std::vector<BpbResult> evaluate_sequential_by_position(const Model<V, T, D>& m, 
   check(width >= 0, "evaluate_sequential_by_position", "band width must be >= 0, got ", width);
   if (width == 0) width = m.config().sequence_len;
   std::vector<BpbResult> r;
-  detail::sequential_scores(m, batches, token_bytes, [&](index_t t, double nats, index_t nb) {
-    const std::size_t i = static_cast<std::size_t>(t / width);
-    if (r.size() <= i) r.resize(i + 1);
-    r[i].nats += nats, r[i].bytes += nb, r[i].tokens += 1;
-  }, sinks);
+  detail::sequential_scores(
+      m, batches, token_bytes,
+      [&](index_t t, double nats, index_t nb) {
+        const std::size_t i = static_cast<std::size_t>(t / width);
+        if (r.size() <= i) r.resize(i + 1);
+        r[i].nats += nats, r[i].bytes += nb, r[i].tokens += 1;
+      },
+      sinks);
   return r;
 }
 

@@ -24,7 +24,7 @@ struct TrainOptions {
   std::uint64_t seed = 0;   // data order (the model's init seed is separate)
   // Learning rates before scaling (spec §8); dls = (d/768)^-0.5 scales the embedding and head.
   float matrix_lr = 0.02f, embedding_lr = 0.3f, unembedding_lr = 0.004f, scalar_lr = 0.5f, resid_lr = 0.005f;
-  bool release_batch_scaling = false;  // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
+  bool release_batch_scaling = false;                      // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
   float muon_weight_decay = optim::cpu_muon_weight_decay;  // base of wd = base (1 - it/N)
   double warmdown_frac = 0.5;
 
@@ -55,9 +55,8 @@ template <class V, class T, Device D>
 std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const TrainOptions& o, index_t tokens_per_step) {
   const ModelConfig& c = m.config();
   const float dls = static_cast<float>(std::pow(static_cast<double>(c.n_embd) / 768.0, -0.5));
-  const float bls = o.release_batch_scaling
-                        ? static_cast<float>(std::sqrt(static_cast<double>(tokens_per_step) / 524288.0))
-                        : 1.f;
+  const float bls =
+      o.release_batch_scaling ? static_cast<float>(std::sqrt(static_cast<double>(tokens_per_step) / 524288.0)) : 1.f;
   using optim::ParamRef;
   auto opt = std::make_unique<Optimizers>(optim::MuonOptions{o.matrix_lr * bls, 0.95f, 5});
   optim::AdamWGroup head{"lm_head", o.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
@@ -67,12 +66,24 @@ std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const Train
   optim::AdamWGroup gamma{"interleaved_lambdas", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
   m.for_each_param_role([&](auto& p, ParamRole r) {
     switch (r) {
-      case ParamRole::Matrix: opt->muon.add(ParamRef::of(p)); break;
-      case ParamRole::Embedding: emb.params.push_back(ParamRef::of(p)); break;
-      case ParamRole::Unembedding: head.params.push_back(ParamRef::of(p)); break;
-      case ParamRole::ResidLambda: resid.params.push_back(ParamRef::of(p)); break;
-      case ParamRole::X0Lambda: x0.params.push_back(ParamRef::of(p)); break;
-      case ParamRole::MemoryGain: gamma.params.push_back(ParamRef::of(p)); break;
+      case ParamRole::Matrix:
+        opt->muon.add(ParamRef::of(p));
+        break;
+      case ParamRole::Embedding:
+        emb.params.push_back(ParamRef::of(p));
+        break;
+      case ParamRole::Unembedding:
+        head.params.push_back(ParamRef::of(p));
+        break;
+      case ParamRole::ResidLambda:
+        resid.params.push_back(ParamRef::of(p));
+        break;
+      case ParamRole::X0Lambda:
+        x0.params.push_back(ParamRef::of(p));
+        break;
+      case ParamRole::MemoryGain:
+        gamma.params.push_back(ParamRef::of(p));
+        break;
     }
   });
   for (auto* g : {&head, &emb, &resid, &x0, &gamma})

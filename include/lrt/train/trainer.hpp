@@ -67,9 +67,9 @@ inline namespace v0 {
 /// A checkpoint found on disk (find_checkpoint): the directory holding its model.safetensors and
 /// optim.safetensors, their step, and a note when DIR/latest could not be used.
 struct CheckpointLocation {
-  std::string dir;         // a step directory, or the directory itself for the one-level layout
+  std::string dir;  // a step directory, or the directory itself for the one-level layout
   std::int64_t step = 0;
-  std::string note;        // non-empty: why `latest` was not used, and what was used instead
+  std::string note;  // non-empty: why `latest` was not used, and what was used instead
   std::string model_path() const { return dir + "/model.safetensors"; }
   std::string optim_path() const { return dir + "/optim.safetensors"; }
 };
@@ -171,8 +171,8 @@ inline OpenedCheckpoint open_checkpoint(const std::string& path) {
     for (const auto& [step, name] : step_dirs(ckdir)) {
       std::string w;
       if (auto c = open_checkpoint_dir(ckdir + "/" + name, w)) {
-        c->where.note = why + "; using the newest complete checkpoint, '" + c->where.dir + "' (step " +
-                        std::to_string(step) + ")";
+        c->where.note =
+            why + "; using the newest complete checkpoint, '" + c->where.dir + "' (step " + std::to_string(step) + ")";
         return std::move(*c);
       }
     }
@@ -302,9 +302,7 @@ class Trainer {
   }
   index_t tokens_per_step() const noexcept { return o_.batch_rows * T_; }
   /// Single-token forwards per optimizer step (tokens x the schedule's pass factor).
-  double forwards_per_step() const {
-    return pass_factor<Sched, V>() * static_cast<double>(tokens_per_step());
-  }
+  double forwards_per_step() const { return pass_factor<Sched, V>() * static_cast<double>(tokens_per_step()); }
   /// Token-forwards computed so far in this process.
   double forwards_done() const noexcept { return forwards_; }
   ScheduleOptions& schedule_options() noexcept { return sched_opts_; }
@@ -323,8 +321,7 @@ class Trainer {
     for (index_t a = 0; a < accum; ++a) {
       const data::Batch b = loader_->next();
       ad::Graph g;
-      const auto ce = schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets),
-                                           sched_opts_);
+      const auto ce = schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets), sched_opts_);
       forwards_ += ce.token_forwards;
       if constexpr (D::host_accessible) {
         check_loss(ce.loss.value()());
@@ -367,8 +364,7 @@ class Trainer {
     {
       ad::Graph g;
       ad::backward(
-          schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets), sched_opts_)
-              .loss);
+          schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets), sched_opts_).loss);
     }
     m_->zero_grad();
     DeviceTraits<D>::synchronize();

@@ -49,12 +49,18 @@ typedef struct cublasContext* cublasHandle_t;
 
 inline const char* cublasGetStatusString(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    case CUBLAS_STATUS_SUCCESS:
+      return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "the library was not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "the resource allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "the GPU program failed to execute";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "the functionality requested is not supported";
   }
   return "unknown error";
 }
@@ -87,8 +93,7 @@ inline cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void* ws, std::size_t
 }
 inline cublasStatus_t cublasSetPointerMode(cublasHandle_t h, cublasPointerMode_t m) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (m != CUBLAS_POINTER_MODE_HOST && m != CUBLAS_POINTER_MODE_DEVICE)
-    return CUBLAS_STATUS_INVALID_VALUE;
+  if (m != CUBLAS_POINTER_MODE_HOST && m != CUBLAS_POINTER_MODE_DEVICE) return CUBLAS_STATUS_INVALID_VALUE;
   h->mode = m;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -133,10 +138,9 @@ inline std::size_t matrix_span(long long r, long long c, long long ld, std::size
 }
 
 template <class T>
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb,
-                    long long sb, const T* beta, T* C, int ldc, long long sc, int batch,
-                    InputRounding rounding = InputRounding::none) {
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const T* alpha,
+                    const T* A, int lda, long long sa, const T* B, int ldb, long long sb, const T* beta, T* C, int ldc,
+                    long long sc, int batch, InputRounding rounding = InputRounding::none) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
   const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;  // A as stored
@@ -159,20 +163,19 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
       const bool use_ab = k > 0 && al != T(0);
       if ((use_ab && (!region_is(Ab, matrix_span(ar, ac, lda, sizeof(T)), true) ||
                       !region_is(Bb, matrix_span(br, bc, ldb, sizeof(T)), true))) ||
-          !region_is(Cb, matrix_span(m, n, ldc, sizeof(T)), true))
-        {
-          ok = false;
-          return;
-        }
+          !region_is(Cb, matrix_span(m, n, ldc, sizeof(T)), true)) {
+        ok = false;
+        return;
+      }
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
           T acc = T(0);
           if (use_ab)
             for (int l = 0; l < k; ++l) {
-              const T a = ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda]
-                                            : Ab[l + static_cast<long long>(i) * lda];
-              const T x = tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb]
-                                            : Bb[j + static_cast<long long>(l) * ldb];
+              const T a =
+                  ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda] : Ab[l + static_cast<long long>(i) * lda];
+              const T x =
+                  tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb] : Bb[j + static_cast<long long>(l) * ldb];
               acc += round_input(a, rounding) * round_input(x, rounding);
             }
           T& c = Cb[i + static_cast<long long>(j) * ldc];
@@ -196,52 +199,49 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
 }
 
 /// cublasGemmEx's checks for the types the emulator supports; sets the input rounding.
-inline cublasStatus_t gemm_ex_types(cudaDataType at, cudaDataType bt, cudaDataType ct,
-                                    cublasComputeType_t comp, cublasGemmAlgo_t algo,
-                                    InputRounding& r) {
+inline cublasStatus_t gemm_ex_types(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp,
+                                    cublasGemmAlgo_t algo, InputRounding& r) {
   if (at != CUDA_R_32F || bt != CUDA_R_32F || ct != CUDA_R_32F || algo != CUBLAS_GEMM_DEFAULT)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   switch (comp) {
-    case CUBLAS_COMPUTE_32F: r = InputRounding::none; return CUBLAS_STATUS_SUCCESS;
-    case CUBLAS_COMPUTE_32F_FAST_16BF: r = InputRounding::bf16; return CUBLAS_STATUS_SUCCESS;
-    case CUBLAS_COMPUTE_32F_FAST_TF32: r = InputRounding::tf32; return CUBLAS_STATUS_SUCCESS;
-    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+    case CUBLAS_COMPUTE_32F:
+      r = InputRounding::none;
+      return CUBLAS_STATUS_SUCCESS;
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+      r = InputRounding::bf16;
+      return CUBLAS_STATUS_SUCCESS;
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+      r = InputRounding::tf32;
+      return CUBLAS_STATUS_SUCCESS;
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;
   }
 }
 
 }  // namespace detail
 }  // namespace lrt_cuda_emu
 
-inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                                  int m, int n, int k, const float* alpha, const float* A, int lda,
-                                  const float* B, int ldb, const float* beta, float* C, int ldc) {
-  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
-                                    0, 1);
+inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                  const float* alpha, const float* A, int lda, const float* B, int ldb,
+                                  const float* beta, float* C, int ldc) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
 }
-inline cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                                  int m, int n, int k, const double* alpha, const double* A,
-                                  int lda, const double* B, int ldb, const double* beta, double* C,
-                                  int ldc) {
-  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
-                                    0, 1);
+inline cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                  const double* alpha, const double* A, int lda, const double* B, int ldb,
+                                  const double* beta, double* C, int ldc) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
 }
-inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
-                                                cublasOperation_t tb, int m, int n, int k,
-                                                const float* alpha, const float* A, int lda,
-                                                long long sa, const float* B, int ldb, long long sb,
-                                                const float* beta, float* C, int ldc, long long sc,
-                                                int batch) {
-  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C,
-                                    ldc, sc, batch);
-}
-inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
-                                                cublasOperation_t tb, int m, int n, int k,
-                                                const double* alpha, const double* A, int lda,
-                                                long long sa, const double* B, int ldb,
-                                                long long sb, const double* beta, double* C,
+inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                int n, int k, const float* alpha, const float* A, int lda, long long sa,
+                                                const float* B, int ldb, long long sb, const float* beta, float* C,
                                                 int ldc, long long sc, int batch) {
-  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C,
-                                    ldc, sc, batch);
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+}
+inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                int n, int k, const double* alpha, const double* A, int lda,
+                                                long long sa, const double* B, int ldb, long long sb,
+                                                const double* beta, double* C, int ldc, long long sc, int batch) {
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 
 namespace lrt_cuda_emu::detail {
@@ -265,29 +265,27 @@ inline float* widen_bf16(const void* p, int rows, int cols, int ld, long long s,
 }
 }  // namespace lrt_cuda_emu::detail
 
-inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
-                                                 cublasOperation_t tb, int m, int n, int k,
-                                                 const void* alpha, const void* A, cudaDataType at,
-                                                 int lda, long long sa, const void* B,
-                                                 cudaDataType bt, int ldb, long long sb,
-                                                 const void* beta, void* C, cudaDataType ct,
-                                                 int ldc, long long sc, int batch,
-                                                 cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                 int n, int k, const void* alpha, const void* A, cudaDataType at,
+                                                 int lda, long long sa, const void* B, cudaDataType bt, int ldb,
+                                                 long long sb, const void* beta, void* C, cudaDataType ct, int ldc,
+                                                 long long sc, int batch, cublasComputeType_t comp,
+                                                 cublasGemmAlgo_t algo) {
   if (at == CUDA_R_16BF && bt == CUDA_R_16BF && ct == CUDA_R_32F && comp == CUBLAS_COMPUTE_32F &&
       algo == CUBLAS_GEMM_DEFAULT) {  // bfloat16 storage (the benchmark's R_ref): widened, then 32F
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (h->stream && h->stream->capture) return CUBLAS_STATUS_NOT_SUPPORTED;  // not emulated
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
-      return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F,
-                                        ldb, sb, beta, C, ct, ldc, sc, batch, comp, algo);
-    float* a = lrt_cuda_emu::detail::widen_bf16(A, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m,
-                                                lda, sa, batch);
-    float* b = lrt_cuda_emu::detail::widen_bf16(B, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k,
-                                                ldb, sb, batch);
+      return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb, beta,
+                                        C, ct, ldc, sc, batch, comp, algo);
+    float* a =
+        lrt_cuda_emu::detail::widen_bf16(A, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m, lda, sa, batch);
+    float* b =
+        lrt_cuda_emu::detail::widen_bf16(B, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k, ldb, sb, batch);
     cublasStatus_t st = CUBLAS_STATUS_EXECUTION_FAILED;
     if (a && b)
-      st = cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_32F, lda, sa, b, CUDA_R_32F, ldb,
-                                      sb, beta, C, ct, ldc, sc, batch, comp, algo);
+      st = cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_32F, lda, sa, b, CUDA_R_32F, ldb, sb, beta,
+                                      C, ct, ldc, sc, batch, comp, algo);
     if (a) (void)cudaFree(a);
     if (b) (void)cudaFree(b);
     return st;
@@ -296,17 +294,14 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperati
   if (const cublasStatus_t s = lrt_cuda_emu::detail::gemm_ex_types(at, bt, ct, comp, algo, r);
       s != CUBLAS_STATUS_SUCCESS)
     return s;
-  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, static_cast<const float*>(alpha),
-                                    static_cast<const float*>(A), lda, sa,
-                                    static_cast<const float*>(B), ldb, sb,
-                                    static_cast<const float*>(beta), static_cast<float*>(C), ldc,
-                                    sc, batch, r);
+  return lrt_cuda_emu::detail::gemm(h, ta, tb, m, n, k, static_cast<const float*>(alpha), static_cast<const float*>(A),
+                                    lda, sa, static_cast<const float*>(B), ldb, sb, static_cast<const float*>(beta),
+                                    static_cast<float*>(C), ldc, sc, batch, r);
 }
-inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                                   int m, int n, int k, const void* alpha, const void* A,
-                                   cudaDataType at, int lda, const void* B, cudaDataType bt,
-                                   int ldb, const void* beta, void* C, cudaDataType ct, int ldc,
+inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                   const void* alpha, const void* A, cudaDataType at, int lda, const void* B,
+                                   cudaDataType bt, int ldb, const void* beta, void* C, cudaDataType ct, int ldc,
                                    cublasComputeType_t comp, cublasGemmAlgo_t algo) {
-  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta,
-                                    C, ct, ldc, 0, 1, comp, algo);
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ct, ldc, 0, 1,
+                                    comp, algo);
 }

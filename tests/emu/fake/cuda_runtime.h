@@ -231,8 +231,7 @@ class Memory {
     *p = nullptr;
     if (n == 0) return cudaSuccess;
     if (n > device_memory) return cudaErrorMemoryAllocation;
-    if (memory_limit != 0 && (n > memory_limit || bytes_ > memory_limit - n))
-      return cudaErrorMemoryAllocation;
+    if (memory_limit != 0 && (n > memory_limit || bytes_ > memory_limit - n)) return cudaErrorMemoryAllocation;
     void* q = std::malloc(n);
     if (!q) return cudaErrorMemoryAllocation;
     std::memset(q, 0xff, n);  // uninitialised device memory: NaN, not zeros
@@ -315,12 +314,12 @@ inline void switch_context(Context& from, const Context& to) { switch_stacks(&fr
 inline void start_context(Context& c, char* stack, std::size_t size, void (*f)()) {
   auto top = reinterpret_cast<std::uintptr_t>(stack + size) & ~std::uintptr_t{15};
   auto* w = reinterpret_cast<std::uint64_t*>(top);
-  w[-1] = 0;                                       // f's (never used) return address
-  w[-2] = reinterpret_cast<std::uintptr_t>(f);     // where the switch returns to
-  for (int k = 3; k <= 8; ++k) w[-k] = 0;          // rbp, rbx, r12 .. r15
+  w[-1] = 0;                                    // f's (never used) return address
+  w[-2] = reinterpret_cast<std::uintptr_t>(f);  // where the switch returns to
+  for (int k = 3; k <= 8; ++k) w[-k] = 0;       // rbp, rbx, r12 .. r15
   std::uint32_t fp[2] = {0, 0};
   asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(fp[0]), "=m"(fp[1]));
-  std::memcpy(&w[-9], fp, sizeof fp);              // the caller's floating-point modes
+  std::memcpy(&w[-9], fp, sizeof fp);  // the caller's floating-point modes
   c.sp = &w[-9];
 }
 #else
@@ -435,8 +434,7 @@ inline void yield(Wait w) {
 inline void resume(Engine& e, unsigned t) {
   Fiber& f = e.fibers[t];
   e.current = t;
-  thread_idx = uint3{t % block_dim.x, (t / block_dim.x) % block_dim.y,
-                     t / (block_dim.x * block_dim.y)};
+  thread_idx = uint3{t % block_dim.x, (t / block_dim.x) % block_dim.y, t / (block_dim.x * block_dim.y)};
   f.wait = Wait::run;
   ++stats.switches;
 #if defined(LRT_CUDA_EMU_ASAN)
@@ -450,11 +448,16 @@ inline void resume(Engine& e, unsigned t) {
 
 inline const char* op_name(WarpOp op) {
   switch (op) {
-    case WarpOp::shfl_idx: return "__shfl_sync";
-    case WarpOp::shfl_up: return "__shfl_up_sync";
-    case WarpOp::shfl_down: return "__shfl_down_sync";
-    case WarpOp::shfl_xor: return "__shfl_xor_sync";
-    case WarpOp::syncwarp: return "__syncwarp";
+    case WarpOp::shfl_idx:
+      return "__shfl_sync";
+    case WarpOp::shfl_up:
+      return "__shfl_up_sync";
+    case WarpOp::shfl_down:
+      return "__shfl_down_sync";
+    case WarpOp::shfl_xor:
+      return "__shfl_xor_sync";
+    case WarpOp::syncwarp:
+      return "__syncwarp";
   }
   return "?";
 }
@@ -465,14 +468,15 @@ inline void complete_warp_op(Engine& e, unsigned w0) {
   for (unsigned l = 0; l < 32; ++l) {
     const Fiber& f = e.fibers[w0 + l];
     if (f.op != f0.op || f.mask != f0.mask || f.width != f0.width || f.size != f0.size)
-      fatal("block (%u, %u, %u), warp %u: lane 0 calls %s (mask %#x, width %d) while lane %u calls "
-            "%s (mask %#x, width %d)",
-            block_idx.x, block_idx.y, block_idx.z, w0 / 32, op_name(f0.op), f0.mask, f0.width, l,
-            op_name(f.op), f.mask, f.width);
+      fatal(
+          "block (%u, %u, %u), warp %u: lane 0 calls %s (mask %#x, width %d) while lane %u calls "
+          "%s (mask %#x, width %d)",
+          block_idx.x, block_idx.y, block_idx.z, w0 / 32, op_name(f0.op), f0.mask, f0.width, l, op_name(f.op), f.mask,
+          f.width);
   }
   if (f0.mask != 0xffffffffu)
-    fatal("block (%u, %u, %u), warp %u: %s with mask %#x: the emulator supports full warps only",
-          block_idx.x, block_idx.y, block_idx.z, w0 / 32, op_name(f0.op), f0.mask);
+    fatal("block (%u, %u, %u), warp %u: %s with mask %#x: the emulator supports full warps only", block_idx.x,
+          block_idx.y, block_idx.z, w0 / 32, op_name(f0.op), f0.mask);
   const int w = f0.width;
   if (f0.op != WarpOp::syncwarp && (w < 1 || w > 32 || (w & (w - 1)) != 0))
     fatal("%s with width %d (must be a power of two <= 32)", op_name(f0.op), w);
@@ -481,15 +485,22 @@ inline void complete_warp_op(Engine& e, unsigned w0) {
     const int lane = static_cast<int>(l), seg = lane / (w ? w : 1) * w;
     int src = lane;
     switch (f.op) {
-      case WarpOp::shfl_idx: src = seg + ((f.arg % w) + w) % w; break;
-      case WarpOp::shfl_up: src = lane - seg >= f.arg ? lane - f.arg : lane; break;
-      case WarpOp::shfl_down: src = lane - seg + f.arg < w ? lane + f.arg : lane; break;
+      case WarpOp::shfl_idx:
+        src = seg + ((f.arg % w) + w) % w;
+        break;
+      case WarpOp::shfl_up:
+        src = lane - seg >= f.arg ? lane - f.arg : lane;
+        break;
+      case WarpOp::shfl_down:
+        src = lane - seg + f.arg < w ? lane + f.arg : lane;
+        break;
       case WarpOp::shfl_xor: {
         const int s = lane ^ f.arg;
         src = s >= 0 && s < 32 && s / w <= lane / w ? s : lane;  // later groups: own value
         break;
       }
-      case WarpOp::syncwarp: break;
+      case WarpOp::syncwarp:
+        break;
     }
     std::memcpy(f.out, e.fibers[w0 + static_cast<unsigned>(src)].in, f.size);
     f.wait = Wait::run;
@@ -534,8 +545,10 @@ inline void run_block(Engine& e, unsigned nt) {
         for (unsigned l = w0; l < nt && l < w0 + 32; ++l) waiting += e.fibers[l].wait == Wait::warp;
         if (waiting == 0) continue;
         if (nt - w0 < 32)
-          fatal("block (%u, %u, %u): a warp operation in the partial warp %u (a block of %u "
-                "threads)", block_idx.x, block_idx.y, block_idx.z, w0 / 32, nt);
+          fatal(
+              "block (%u, %u, %u): a warp operation in the partial warp %u (a block of %u "
+              "threads)",
+              block_idx.x, block_idx.y, block_idx.z, w0 / 32, nt);
         if (waiting == 32) {
           complete_warp_op(e, w0);
           progress = true;
@@ -544,15 +557,18 @@ inline void run_block(Engine& e, unsigned nt) {
     }
     if (sync > 0 && sync + done == nt) {
       if (done > 0)
-        fatal("block (%u, %u, %u): %u of %u threads wait at __syncthreads() but the others have "
-              "exited", block_idx.x, block_idx.y, block_idx.z, sync, nt);
+        fatal(
+            "block (%u, %u, %u): %u of %u threads wait at __syncthreads() but the others have "
+            "exited",
+            block_idx.x, block_idx.y, block_idx.z, sync, nt);
       for (Fiber& f : e.fibers) f.wait = Wait::run;
       progress = true;
     }
     if (!progress)
-      fatal("block (%u, %u, %u) is stuck: of %u threads, %u have exited, %u wait at "
-            "__syncthreads() and %u at warp operations whose warps are not all there",
-            block_idx.x, block_idx.y, block_idx.z, nt, done, sync, warp);
+      fatal(
+          "block (%u, %u, %u) is stuck: of %u threads, %u have exited, %u wait at "
+          "__syncthreads() and %u at warp operations whose warps are not all there",
+          block_idx.x, block_idx.y, block_idx.z, nt, done, sync, warp);
   }
 }
 
@@ -606,8 +622,7 @@ struct Call {
 
 template <class T>
 void warp_op(WarpOp op, unsigned mask, T& v, int arg, int width) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
-                "warp shuffles take values of at most 8 bytes");
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "warp shuffles take values of at most 8 bytes");
   Engine& e = engine();
   if (!e.in_launch) fatal("%s outside a kernel", op_name(op));
   Fiber& f = e.fibers[e.current];
@@ -625,13 +640,11 @@ void warp_op(WarpOp op, unsigned mask, T& v, int arg, int width) {
 
 /// kernel<<<grid, block, shmem, stream>>>(args...) on the CPU (see the top of this file).
 template <class... P, class... A>
-void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, cudaStream_t stream,
-            A&&... args) {
+void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, cudaStream_t stream, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "a kernel launched with the wrong number of arguments");
   const std::uint64_t nt = std::uint64_t{block.x} * block.y * block.z;
-  if (nt == 0 || nt > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || grid.x == 0 ||
-      grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535u || grid.z > 65535u ||
-      shmem > 48 * 1024) {
+  if (nt == 0 || nt > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 ||
+      grid.z == 0 || grid.x > 2147483647u || grid.y > 65535u || grid.z > 65535u || shmem > 48 * 1024) {
     ++stats.bad_configs;
     detail::fail(cudaErrorInvalidConfiguration);
     return;
@@ -679,14 +692,12 @@ T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  lrt_cuda_emu::detail::warp_op(lrt_cuda_emu::detail::WarpOp::shfl_up, mask, v,
-                                static_cast<int>(delta), width);
+  lrt_cuda_emu::detail::warp_op(lrt_cuda_emu::detail::WarpOp::shfl_up, mask, v, static_cast<int>(delta), width);
   return v;
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  lrt_cuda_emu::detail::warp_op(lrt_cuda_emu::detail::WarpOp::shfl_down, mask, v,
-                                static_cast<int>(delta), width);
+  lrt_cuda_emu::detail::warp_op(lrt_cuda_emu::detail::WarpOp::shfl_down, mask, v, static_cast<int>(delta), width);
   return v;
 }
 template <class T>
@@ -734,18 +745,30 @@ inline double __dsqrt_rn(double a) { return ::sqrt(a); }
 
 inline const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
-    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
-    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
   }
   return "unrecognized error code";
 }
@@ -767,9 +790,15 @@ inline cudaError_t cudaGetDevice(int* d) {
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int device) {
   if (device != 0) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
   switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: *v = 1024; return cudaSuccess;
-    case cudaDevAttrWarpSize: *v = 32; return cudaSuccess;
-    case cudaDevAttrMultiProcessorCount: *v = lrt_cuda_emu::multiprocessors; return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *v = 1024;
+      return cudaSuccess;
+    case cudaDevAttrWarpSize:
+      *v = 32;
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *v = lrt_cuda_emu::multiprocessors;
+      return cudaSuccess;
   }
   return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
 }
@@ -804,8 +833,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned* flags) {
-  if (!lrt_cuda_emu::detail::valid_stream(s))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (!lrt_cuda_emu::detail::valid_stream(s)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
   *flags = s ? s->flags : cudaStreamDefault;
   return cudaSuccess;
 }
@@ -838,8 +866,7 @@ void run_or_record(cudaStream_t s, F&& f) {
 }  // namespace lrt_cuda_emu::detail
 
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  if (!lrt_cuda_emu::detail::valid_stream(s))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (!lrt_cuda_emu::detail::valid_stream(s)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
   if (const cudaError_t e = lrt_cuda_emu::detail::refuse_in_capture(s); e != cudaSuccess) return e;
   ++lrt_cuda_emu::stream_syncs;
   return cudaSuccess;
@@ -864,9 +891,8 @@ inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* st) {
-  if (!lrt_cuda_emu::detail::valid_stream(s))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
-  *st = !(s && s->capture) ? cudaStreamCaptureStatusNone
+  if (!lrt_cuda_emu::detail::valid_stream(s)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  *st = !(s && s->capture)   ? cudaStreamCaptureStatusNone
         : s->capture_invalid ? cudaStreamCaptureStatusInvalidated
                              : cudaStreamCaptureStatusActive;
   return cudaSuccess;
@@ -878,8 +904,7 @@ inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* x, cudaGraph_t g, unsig
 }
 inline cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s) {
   if (!x) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
-  if (!lrt_cuda_emu::detail::valid_stream(s))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (!lrt_cuda_emu::detail::valid_stream(s)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
   if (s && s->capture) return lrt_cuda_emu::detail::fail(cudaErrorStreamCaptureUnsupported);
   for (auto& f : x->nodes) f();
   ++lrt_cuda_emu::stats.graph_launches;
@@ -905,8 +930,7 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   return cudaSuccess;
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
-  if (!e || !lrt_cuda_emu::detail::valid_stream(s))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (!e || !lrt_cuda_emu::detail::valid_stream(s)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
   lrt_cuda_emu::detail::run_or_record(s, [e] {
     e->at = std::chrono::steady_clock::now();
     e->recorded = true;
@@ -957,20 +981,28 @@ inline bool region_is(const void* p, std::size_t n, bool want_device) {
   return Memory::get().where(p, n) == (want_device ? 1 : 0);
 }
 
-inline cudaError_t check_copy(void* dst, std::size_t dn, const void* src, std::size_t sn,
-                              cudaMemcpyKind kind, cudaStream_t s) {
+inline cudaError_t check_copy(void* dst, std::size_t dn, const void* src, std::size_t sn, cudaMemcpyKind kind,
+                              cudaStream_t s) {
   if (!valid_stream(s)) return fail(cudaErrorInvalidResourceHandle);
   bool dd = false, sd = false;
   switch (kind) {
-    case cudaMemcpyHostToHost: break;
-    case cudaMemcpyHostToDevice: dd = true; break;
-    case cudaMemcpyDeviceToHost: sd = true; break;
-    case cudaMemcpyDeviceToDevice: dd = sd = true; break;
+    case cudaMemcpyHostToHost:
+      break;
+    case cudaMemcpyHostToDevice:
+      dd = true;
+      break;
+    case cudaMemcpyDeviceToHost:
+      sd = true;
+      break;
+    case cudaMemcpyDeviceToDevice:
+      dd = sd = true;
+      break;
     case cudaMemcpyDefault:
       dd = Memory::get().where(dst, dn ? dn : 1) == 1;
       sd = Memory::get().where(src, sn ? sn : 1) == 1;
       break;
-    default: return fail(cudaErrorInvalidMemcpyDirection);
+    default:
+      return fail(cudaErrorInvalidMemcpyDirection);
   }
   if (!region_is(dst, dn, dd) || !region_is(src, sn, sd)) return fail(cudaErrorInvalidValue);
   const auto d = reinterpret_cast<std::uintptr_t>(dst), r = reinterpret_cast<std::uintptr_t>(src);
@@ -993,9 +1025,9 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cu
 inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind) {
   return cudaMemcpyAsync(dst, src, n, kind, nullptr);
 }
-inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src,
-                                     std::size_t spitch, std::size_t width, std::size_t height,
-                                     cudaMemcpyKind kind, cudaStream_t s = nullptr) {
+inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
+                                     std::size_t width, std::size_t height, cudaMemcpyKind kind,
+                                     cudaStream_t s = nullptr) {
   if (dpitch < width || spitch < width) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
   const std::size_t dn = height ? (height - 1) * dpitch + width : 0;
   const std::size_t sn = height ? (height - 1) * spitch + width : 0;
@@ -1003,18 +1035,13 @@ inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* 
   const cudaError_t e = lrt_cuda_emu::detail::check_copy(dst, dn, src, sn, kind, s);
   if (e != cudaSuccess) return e;
   for (std::size_t r = 0; r < height && width > 0; ++r)
-    std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
-                width);
+    std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void* p, int v, std::size_t n, cudaStream_t s = nullptr) {
-  if (!lrt_cuda_emu::detail::valid_stream(s))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
-  if (!lrt_cuda_emu::detail::region_is(p, n, true))
-    return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  if (!lrt_cuda_emu::detail::valid_stream(s)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidResourceHandle);
+  if (!lrt_cuda_emu::detail::region_is(p, n, true)) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
   if (n) lrt_cuda_emu::detail::run_or_record(s, [=] { std::memset(p, v, n); });
   return cudaSuccess;
 }
-inline cudaError_t cudaMemset(void* p, int v, std::size_t n) {
-  return cudaMemsetAsync(p, v, n, nullptr);
-}
+inline cudaError_t cudaMemset(void* p, int v, std::size_t n) { return cudaMemsetAsync(p, v, n, nullptr); }

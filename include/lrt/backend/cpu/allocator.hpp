@@ -20,10 +20,10 @@ namespace cpu {
 
 /// Counters of the CPU allocator (bytes are size-class bytes).
 struct MemoryStats {
-  std::size_t in_use = 0;        // bytes held by live tensors
-  std::size_t peak_in_use = 0;   // maximum of in_use since the last reset_peak()
-  std::size_t cached = 0;        // bytes kept in free lists
-  std::size_t system_allocs = 0; // blocks obtained from the system so far
+  std::size_t in_use = 0;         // bytes held by live tensors
+  std::size_t peak_in_use = 0;    // maximum of in_use since the last reset_peak()
+  std::size_t cached = 0;         // bytes kept in free lists
+  std::size_t system_allocs = 0;  // blocks obtained from the system so far
 };
 
 class CachingAllocator {
@@ -61,7 +61,7 @@ class CachingAllocator {
       }
       ++stats_.system_allocs;
     }
-    return ::operator new(c, std::align_val_t{alignment});
+    return ::operator new (c, std::align_val_t{alignment});
   }
 
   void deallocate(void* p, std::size_t bytes) noexcept {
@@ -79,7 +79,7 @@ class CachingAllocator {
         }
       }
     }
-    ::operator delete(p, std::align_val_t{alignment});
+    ::operator delete (p, std::align_val_t{alignment});
   }
 
   /// Gives each size class of the requests unit, 2 unit, ..., count unit bytes `extra` more free
@@ -104,7 +104,7 @@ class CachingAllocator {
   void empty_cache() {
     std::lock_guard<std::mutex> lk(m_);
     for (auto& [c, list] : free_)
-      for (void* p : list) ::operator delete(p, std::align_val_t{alignment});
+      for (void* p : list) ::operator delete (p, std::align_val_t{alignment});
     free_.clear();
     stats_.cached = 0;
   }

@@ -145,16 +145,15 @@ void softmax_grad_row(T* dp, const T* p, index_t cols, index_t lo, index_t hi, T
 // out and lse must not overlap the inputs.
 template <class T>
 void attention_forward(TensorView<const T, 4> q, TensorView<const T, 4> k, TensorView<const T, 4> v,
-                       TensorView<const index_t, 1> qpos, index_t window, T scale,
-                       TensorView<T, 4> out, TensorView<T, 3> lse) {
+                       TensorView<const index_t, 1> qpos, index_t window, T scale, TensorView<T, 4> out,
+                       TensorView<T, 3> lse) {
   static_assert(std::is_floating_point_v<T>, "attention kernels take float or double");
   const char* op = "attention";
   // Reused by this calling thread: no allocation per call after the first. (A local reference,
   // so that pool tasks capture the caller's vector, not their own thread's.)
   thread_local std::vector<index_t> pos_storage;
   std::vector<index_t>& pos = pos_storage;
-  lrt::detail::check_attention_forward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(),
-                                       lse.shape());
+  lrt::detail::check_attention_forward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(), lse.shape());
   const detail::AttentionDims d = detail::attention_positions(op, q, k, qpos, pos);
 
   const index_t tiles = d.tiles();
@@ -192,19 +191,18 @@ void attention_forward(TensorView<const T, 4> q, TensorView<const T, 4> k, Tenso
 // -> dq: (B, Tq, H, Dh)  dk, dv: (B, Tk, Hkv, Dh)  (any strided views; outputs must not overlap
 // the inputs). out and lse are attention_forward's, computed with the same arguments.
 template <class T>
-void attention_backward(TensorView<const T, 4> q, TensorView<const T, 4> k,
-                        TensorView<const T, 4> v, TensorView<const index_t, 1> qpos, index_t window,
-                        T scale, TensorView<const T, 4> out, TensorView<const T, 3> lse,
-                        TensorView<const T, 4> dout, TensorView<T, 4> dq, TensorView<T, 4> dk,
-                        TensorView<T, 4> dv) {
+void attention_backward(TensorView<const T, 4> q, TensorView<const T, 4> k, TensorView<const T, 4> v,
+                        TensorView<const index_t, 1> qpos, index_t window, T scale, TensorView<const T, 4> out,
+                        TensorView<const T, 3> lse, TensorView<const T, 4> dout, TensorView<T, 4> dq,
+                        TensorView<T, 4> dk, TensorView<T, 4> dv) {
   static_assert(std::is_floating_point_v<T>, "attention kernels take float or double");
   const char* op = "attention_backward";
   // Reused by this calling thread: no allocation per call after the first. (A local reference,
   // so that pool tasks capture the caller's vector, not their own thread's.)
   thread_local std::vector<index_t> pos_storage;
   std::vector<index_t>& pos = pos_storage;
-  lrt::detail::check_attention_backward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(),
-                                        lse.shape(), dout.shape(), dq.shape(), dk.shape(), dv.shape());
+  lrt::detail::check_attention_backward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(), lse.shape(),
+                                        dout.shape(), dq.shape(), dk.shape(), dv.shape());
   const detail::AttentionDims d = detail::attention_positions(op, q, k, qpos, pos);
 
   // One task per (b, KV head): it owns that head's dk, dv rows and the dq rows of its query
@@ -249,8 +247,7 @@ void attention_backward(TensorView<const T, 4> q, TensorView<const T, 4> k,
           T delta = 0;  // rowsum(dO * O)
           for (index_t e = 0; e < d.Dh; ++e) delta += dt(r, e) * ot(r, e);
           const index_t lo = detail::first_key(pos[i], window) - tile.k0;
-          detail::softmax_grad_row(dp.data() + r * m, p.data() + r * m, m, lo, pos[i] + 1 - tile.k0,
-                                   delta);
+          detail::softmax_grad_row(dp.data() + r * m, p.data() + r * m, m, lo, pos[i] + 1 - tile.k0, delta);
         }
         lrt::gemm(dqt, dp, kr, scale);            // dQ = scale dS K
         lrt::gemm(dkr, dp.t(), qt, scale, T(1));  // dK += scale dS^T Q

@@ -16,19 +16,11 @@ template <>
 struct DeviceTraits<cpu::Device> {
   static constexpr std::size_t alignment = cpu::CachingAllocator::alignment;
   static void* allocate(std::size_t bytes) { return cpu::CachingAllocator::global().allocate(bytes); }
-  static void deallocate(void* p, std::size_t bytes) noexcept {
-    cpu::CachingAllocator::global().deallocate(p, bytes);
-  }
+  static void deallocate(void* p, std::size_t bytes) noexcept { cpu::CachingAllocator::global().deallocate(p, bytes); }
   static void zero(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
-  static void copy_from_host(void* dst, const void* src, std::size_t bytes) {
-    std::memcpy(dst, src, bytes);
-  }
-  static void copy_to_host(void* dst, const void* src, std::size_t bytes) {
-    std::memcpy(dst, src, bytes);
-  }
-  static void copy_within(void* dst, const void* src, std::size_t bytes) {
-    std::memcpy(dst, src, bytes);
-  }
+  static void copy_from_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void copy_to_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void copy_within(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
   static void synchronize() noexcept {}  // the CPU's work is done when its call returns
 };
 

@@ -75,23 +75,30 @@ inline void single_threaded_blas() {
 
 /// One single-threaded GEMM through Eigen: C (M, N) = alpha * op(A) op(B) + beta * C.
 template <class T>
-void eigen_gemm(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b,
-                T beta, T* C, index_t ldc) {
+void eigen_gemm(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b, T beta, T* C,
+                index_t ldc) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using CMap = Eigen::Map<const Mat, 0, Eigen::OuterStride<>>;
   using MMap = Eigen::Map<Mat, 0, Eigen::OuterStride<>>;
   MMap c(C, M, N, Eigen::OuterStride<>(ldc));
   if (K == 0) {
-    if (beta == T(0)) c.setZero(); else c *= beta;
+    if (beta == T(0))
+      c.setZero();
+    else
+      c *= beta;
     return;
   }
   auto with_a = [&](auto&& f) {
-    if (a.trans) f(CMap(a.p, K, M, Eigen::OuterStride<>(a.ld)).transpose());
-    else f(CMap(a.p, M, K, Eigen::OuterStride<>(a.ld)));
+    if (a.trans)
+      f(CMap(a.p, K, M, Eigen::OuterStride<>(a.ld)).transpose());
+    else
+      f(CMap(a.p, M, K, Eigen::OuterStride<>(a.ld)));
   };
   auto with_b = [&](const auto& am, auto&& f) {
-    if (b.trans) f(am, CMap(b.p, N, K, Eigen::OuterStride<>(b.ld)).transpose());
-    else f(am, CMap(b.p, K, N, Eigen::OuterStride<>(b.ld)));
+    if (b.trans)
+      f(am, CMap(b.p, N, K, Eigen::OuterStride<>(b.ld)).transpose());
+    else
+      f(am, CMap(b.p, K, N, Eigen::OuterStride<>(b.ld)));
   };
   with_a([&](const auto& am) {
     with_b(am, [&](const auto& x, const auto& y) {
@@ -138,8 +145,10 @@ void gemv_row(index_t N, index_t K, T alpha, const T* x, const MatRef<T>& b, T b
     }
     return;
   }
-  if (beta == T(0)) std::fill(C, C + N, T(0));
-  else if (beta != T(1)) for (index_t n = 0; n < N; ++n) C[n] *= beta;
+  if (beta == T(0))
+    std::fill(C, C + N, T(0));
+  else if (beta != T(1))
+    for (index_t n = 0; n < N; ++n) C[n] *= beta;
   for (index_t k = 0; k < K; ++k) {
     const T xk = alpha * x[k];
     const T* __restrict row = b.p + k * b.ld;
@@ -150,8 +159,8 @@ void gemv_row(index_t N, index_t K, T alpha, const T* x, const MatRef<T>& b, T b
 
 /// One single-threaded GEMM on the fastest available library.
 template <class T>
-void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b,
-               T beta, T* C, index_t ldc) {
+void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b, T beta, T* C,
+               index_t ldc) {
   if (M == 1 && K > 0 && !a.trans) {
     gemv_row(N, K, alpha, a.p, b, beta, C);
     return;
@@ -160,8 +169,7 @@ void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, con
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (K > 0) {
       const auto ta = a.trans ? CblasTrans : CblasNoTrans, tb = b.trans ? CblasTrans : CblasNoTrans;
-      const auto m = static_cast<blasint>(M), n = static_cast<blasint>(N),
-                 k = static_cast<blasint>(K);
+      const auto m = static_cast<blasint>(M), n = static_cast<blasint>(N), k = static_cast<blasint>(K);
       if constexpr (std::is_same_v<T, float>) {
         cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.p, static_cast<blasint>(a.ld), b.p,
                     static_cast<blasint>(b.ld), beta, C, static_cast<blasint>(ldc));
@@ -178,8 +186,8 @@ void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, con
 
 /// gemm1_run, counted in the GemmProfile when one is installed.
 template <class T>
-void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b,
-           T beta, T* C, index_t ldc) {
+void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b, T beta, T* C,
+           index_t ldc) {
   GemmProfile* prof = gemm_profile_slot().load(std::memory_order_relaxed);
   if (!prof) return gemm1_run(M, N, K, alpha, a, b, beta, C, ldc);
   const auto t0 = std::chrono::steady_clock::now();
@@ -203,8 +211,8 @@ struct GemmBackend<cpu::Device> {
   static constexpr index_t block_rows = 128;
 
   template <class T>
-  static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a,
-                  index_t sa, MatRef<T> b, index_t sb, T beta, T* C, index_t ldc, index_t sc) {
+  static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a, index_t sa, MatRef<T> b,
+                  index_t sb, T beta, T* C, index_t ldc, index_t sc) {
     cpu::detail::single_threaded_blas();
     const double flops = 2.0 * double(M) * double(N) * double(K);
     const int threads = num_threads();

@@ -30,8 +30,7 @@ inline constexpr double rmsnorm_eps = lrt::rmsnorm_eps;
 /// y = x / sqrt(mean(x^2) + eps) per row; rinv[i] = the row's 1/sqrt(...).
 /// x, y: (N, C)   rinv: (N)
 template <class T>
-void rmsnorm_forward(TensorView<const T, 2> x, TensorView<T, 2> y, TensorView<T, 1> rinv,
-                     double eps = rmsnorm_eps) {
+void rmsnorm_forward(TensorView<const T, 2> x, TensorView<T, 2> y, TensorView<T, 1> rinv, double eps = rmsnorm_eps) {
   const index_t N = x.shape()[0], C = x.shape()[1];
   lrt::detail::check_rmsnorm_forward(x.shape(), y.shape(), rinv.shape());
   parallel_for(N, std::max<index_t>(1, 16384 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
@@ -64,13 +63,12 @@ void rmsnorm_backward(TensorView<const T, 2> y, TensorView<const T, 1> rinv, Ten
   });
 }
 
-
 /// Half-split rotation by -theta (the release's sign): with a = x_j, b = x_{j+Dh/2},
 /// y_j = a cos + b sin, y_{j+Dh/2} = -a sin + b cos. inverse = true rotates back (the backward).
 /// x, y: (B, T, H, Dh)   cos, sin: (T, Dh/2), row t for time index t of x
 template <class T>
-void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView<const T, 2> sin,
-                TensorView<T, 4> y, bool inverse = false) {
+void rope_apply(TensorView<const T, 4> x, TensorView<const T, 2> cos, TensorView<const T, 2> sin, TensorView<T, 4> y,
+                bool inverse = false) {
   const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3], half = Dh / 2;
   lrt::detail::check_rope(x.shape(), cos.shape(), sin.shape(), y.shape());
   const T sg = inverse ? T(-1) : T(1);
@@ -180,8 +178,8 @@ void softmax_backward(TensorView<const T, 2> y, TensorView<const T, 2> gy, Tenso
 /// target is ignore_index. lse[i] is saved for the backward.
 /// logits: (N, Vp)   targets: (N)   loss, lse: (N)
 template <class T>
-void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V,
-                          T cap, index_t ignore_index, TensorView<T, 1> loss, TensorView<T, 1> lse) {
+void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V, T cap,
+                          index_t ignore_index, TensorView<T, 1> loss, TensorView<T, 1> lse) {
   const index_t N = logits.shape()[0];
   lrt::detail::check_softcap_xent_forward(logits.shape(), targets.shape(), V, loss.shape(), lse.shape());
   for (index_t i = 0; i < N; ++i) {
@@ -197,8 +195,10 @@ void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_
       Arr z(V), ez(V);
       for (index_t i = b; i < e; ++i) {
         const Eigen::Map<const Arr> l(&logits(i, 0), V);
-        if (cap > T(0)) z = cap * (l / cap).tanh();
-        else z = l;
+        if (cap > T(0))
+          z = cap * (l / cap).tanh();
+        else
+          z = l;
         const T m = z.maxCoeff();
         ez = (z - m).exp();
         const T lrow = m + std::log(ez.sum());
@@ -227,12 +227,11 @@ void softcap_xent_forward(TensorView<const T, 2> logits, TensorView<const index_
 /// dlogits[i, :] = g[i] * (softmax(z_i) - onehot(t_i)) * dz/dl, zero for ignored rows and for
 /// columns >= V.   g: (N) upstream gradient of each row's loss
 template <class T>
-void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V,
-                           T cap, index_t ignore_index, TensorView<const T, 1> lse, TensorView<const T, 1> g,
+void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index_t, 1> targets, index_t V, T cap,
+                           index_t ignore_index, TensorView<const T, 1> lse, TensorView<const T, 1> g,
                            TensorView<T, 2> dlogits) {
   const index_t N = logits.shape()[0], Vp = logits.shape()[1];
-  lrt::detail::check_softcap_xent_backward(logits.shape(), targets.shape(), V, lse.shape(), g.shape(),
-                                           dlogits.shape());
+  lrt::detail::check_softcap_xent_backward(logits.shape(), targets.shape(), V, lse.shape(), g.shape(), dlogits.shape());
   parallel_for(N, std::max<index_t>(1, 8192 / Vp), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i) {
       const index_t t = targets(i);
@@ -247,7 +246,7 @@ void softcap_xent_backward(TensorView<const T, 2> logits, TensorView<const index
         const Eigen::Map<const Arr> lrow(&logits(i, 0), V);
         Eigen::Map<Arr> d(&dlogits(i, 0), V);
         if (cap > T(0)) {
-          d = (lrow / cap).tanh();                          // th
+          d = (lrow / cap).tanh();  // th
           const T th_t = d(t);
           d = gi * ((cap * d - l).exp() * (T(1) - d * d));  // g p dz
           d(t) -= gi * (T(1) - th_t * th_t);                // the one-hot term: - g dz at the target
@@ -281,8 +280,8 @@ void embedding_forward(TensorView<const index_t, 1> ids, TensorView<const T, 2> 
   const index_t N = ids.shape()[0], V = table.shape()[0], C = table.shape()[1];
   lrt::detail::check_embedding_forward(ids.shape(), table.shape(), out.shape());
   for (index_t i = 0; i < N; ++i)
-    check(ids(i) >= 0 && ids(i) < V, "embedding", "id ", ids(i), " at position ", i,
-          " out of range for table ", table.shape());
+    check(ids(i) >= 0 && ids(i) < V, "embedding", "id ", ids(i), " at position ", i, " out of range for table ",
+          table.shape());
   parallel_for(N, std::max<index_t>(1, 8192 / std::max<index_t>(C, 1)), [&](index_t b, index_t e) {
     for (index_t i = b; i < e; ++i)
       for (index_t j = 0; j < C; ++j) out(i, j) = table(ids(i), j);

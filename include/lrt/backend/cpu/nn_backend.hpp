@@ -33,13 +33,12 @@ struct NnBackend<cpu::Device> {
     cpu::rope_apply<T>(x, cos, sin, y, inverse);
   }
   template <class T>
-  static void rope_rmsnorm_forward(V4<const T> x, V2<const T> cos, V2<const T> sin, V4<T> y, V1<T> rinv,
-                                   double eps) {
+  static void rope_rmsnorm_forward(V4<const T> x, V2<const T> cos, V2<const T> sin, V4<T> y, V1<T> rinv, double eps) {
     cpu::rope_rmsnorm_forward<T>(x, cos, sin, y, rinv, eps);
   }
   template <class T>
-  static void rope_rmsnorm_backward(V4<const T> y, V1<const T> rinv, V4<const T> gy, V2<const T> cos,
-                                    V2<const T> sin, V4<T> gx) {
+  static void rope_rmsnorm_backward(V4<const T> y, V1<const T> rinv, V4<const T> gy, V2<const T> cos, V2<const T> sin,
+                                    V4<T> gx) {
     cpu::rope_rmsnorm_backward<T>(y, rinv, gy, cos, sin, gx);
   }
   template <class T>
@@ -78,14 +77,14 @@ struct NnBackend<cpu::Device> {
     cpu::embedding_backward<T>(ids, gout, gtable);
   }
   template <class T>
-  static void attention_forward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
-                                index_t window, T scale, V4<T> out, V3<T> lse, bool /*qpos_checked*/ = false) {
+  static void attention_forward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos, index_t window,
+                                T scale, V4<T> out, V3<T> lse, bool /*qpos_checked*/ = false) {
     cpu::attention_forward<T>(q, k, v, qpos, window, scale, out, lse);
   }
   template <class T>
-  static void attention_backward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
-                                 index_t window, T scale, V4<const T> out, V3<const T> lse, V4<const T> dout,
-                                 V4<T> dq, V4<T> dk, V4<T> dv, bool /*qpos_checked*/ = false) {
+  static void attention_backward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos, index_t window,
+                                 T scale, V4<const T> out, V3<const T> lse, V4<const T> dout, V4<T> dq, V4<T> dk,
+                                 V4<T> dv, bool /*qpos_checked*/ = false) {
     cpu::attention_backward<T>(q, k, v, qpos, window, scale, out, lse, dout, dq, dk, dv);
   }
 };

@@ -89,35 +89,33 @@ struct Reducer<cpu::Device> {
         std::vector<T> part(static_cast<std::size_t>(nb));
         parallel_for(nb, 1, [&](index_t b, index_t e) {
           for (index_t i = b; i < e; ++i)
-            part[i] = cpu::detail::pairwise_sum(in.data() + i * block * s,
-                                                std::min(block, n - i * block), s);
+            part[i] = cpu::detail::pairwise_sum(in.data() + i * block * s, std::min(block, n - i * block), s);
         });
         *out.data() = cpu::detail::pairwise_sum(part.data(), nb, 1);
         return;
       }
     }
-    parallel_for(nout, std::max<index_t>(1, grain / std::max<index_t>(n, 1)),
-                 [&](index_t b, index_t e) {
-                   for (index_t o = b; o < e; ++o) {
-                     const Index<R - 1> idx = unravel(o, os);
-                     index_t ioff = 0, ooff = 0;
-                     for (int k = 0; k < R - 1; ++k) {
-                       ioff += idx[k] * ist[k];
-                       ooff += idx[k] * out.strides()[k];
-                     }
-                     const T* p = in.data() + ioff;
-                     U& dst = out.data()[ooff];
-                     if constexpr (Op == ReduceOp::Sum) {
-                       dst = cpu::detail::pairwise_sum(p, n, s);
-                     } else if constexpr (Op == ReduceOp::ArgMax) {
-                       dst = cpu::detail::arg_extreme<true>(p, n, s);
-                     } else if constexpr (Op == ReduceOp::ArgMin) {
-                       dst = cpu::detail::arg_extreme<false>(p, n, s);
-                     } else {
-                       dst = p[cpu::detail::arg_extreme<Op == ReduceOp::Max>(p, n, s) * s];
-                     }
-                   }
-                 });
+    parallel_for(nout, std::max<index_t>(1, grain / std::max<index_t>(n, 1)), [&](index_t b, index_t e) {
+      for (index_t o = b; o < e; ++o) {
+        const Index<R - 1> idx = unravel(o, os);
+        index_t ioff = 0, ooff = 0;
+        for (int k = 0; k < R - 1; ++k) {
+          ioff += idx[k] * ist[k];
+          ooff += idx[k] * out.strides()[k];
+        }
+        const T* p = in.data() + ioff;
+        U& dst = out.data()[ooff];
+        if constexpr (Op == ReduceOp::Sum) {
+          dst = cpu::detail::pairwise_sum(p, n, s);
+        } else if constexpr (Op == ReduceOp::ArgMax) {
+          dst = cpu::detail::arg_extreme<true>(p, n, s);
+        } else if constexpr (Op == ReduceOp::ArgMin) {
+          dst = cpu::detail::arg_extreme<false>(p, n, s);
+        } else {
+          dst = p[cpu::detail::arg_extreme<Op == ReduceOp::Max>(p, n, s) * s];
+        }
+      }
+    });
   }
 };
 

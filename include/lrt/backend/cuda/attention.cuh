@@ -41,8 +41,7 @@ __device__ inline void attn_load(T (&r)[DPL], const T* row, index_t s, int lane,
 
 /// The lane's part of the dot product of a register vector with row[d * s].
 template <class T, int DPL>
-__device__ inline T attn_partial_dot(const T (&a)[DPL], const T* row, index_t s, int lane,
-                                     index_t Dh) {
+__device__ inline T attn_partial_dot(const T (&a)[DPL], const T* row, index_t s, int lane, index_t Dh) {
   T acc = 0;
 #pragma unroll
   for (int u = 0; u < DPL; ++u) {
@@ -54,8 +53,7 @@ __device__ inline T attn_partial_dot(const T (&a)[DPL], const T* row, index_t s,
 
 /// acc += w * row[d * s] on the lane's dims.
 template <class T, int DPL>
-__device__ inline void attn_axpy(T (&acc)[DPL], T w, const T* row, index_t s, int lane,
-                                 index_t Dh) {
+__device__ inline void attn_axpy(T (&acc)[DPL], T w, const T* row, index_t s, int lane, index_t Dh) {
 #pragma unroll
   for (int u = 0; u < DPL; ++u) {
     const index_t d = lane + 32 * u;
@@ -76,9 +74,9 @@ __device__ inline void attn_store(T* row, index_t s, const T (&r)[DPL], T c, int
 /// Forward: warp w handles query i of head h of batch b, w = (b * H + h) * Tq + i.
 template <class T, int DPL>
 __global__ void __launch_bounds__(attn_warps * 32)
-    attention_forward_kernel(AttnDims g, const T* q, Strides<4> qs, const T* k, Strides<4> ks,
-                             const T* v, Strides<4> vs, const index_t* qpos, index_t qps, T scale,
-                             T* out, Strides<4> os, T* lse, Strides<3> ls) {
+    attention_forward_kernel(AttnDims g, const T* q, Strides<4> qs, const T* k, Strides<4> ks, const T* v,
+                             Strides<4> vs, const index_t* qpos, index_t qps, T scale, T* out, Strides<4> os, T* lse,
+                             Strides<3> ls) {
   const int lane = threadIdx.x & 31;
   const index_t items = g.B * g.H * g.Tq, wstep = index_t{gridDim.x} * attn_warps;
   for (index_t w = index_t{blockIdx.x} * attn_warps + (threadIdx.x >> 5); w < items; w += wstep) {
@@ -126,10 +124,9 @@ __global__ void __launch_bounds__(attn_warps * 32)
 /// Backward, dq: warp w = (b * H + h) * Tq + i. Also writes delta[w] = rowsum(dO * O).
 template <class T, int DPL>
 __global__ void __launch_bounds__(attn_warps * 32)
-    attention_dq_kernel(AttnDims g, const T* q, Strides<4> qs, const T* k, Strides<4> ks,
-                        const T* v, Strides<4> vs, const index_t* qpos, index_t qps, T scale,
-                        const T* out, Strides<4> os, const T* lse, Strides<3> ls, const T* dout,
-                        Strides<4> dos, T* dq, Strides<4> dqs, T* delta) {
+    attention_dq_kernel(AttnDims g, const T* q, Strides<4> qs, const T* k, Strides<4> ks, const T* v, Strides<4> vs,
+                        const index_t* qpos, index_t qps, T scale, const T* out, Strides<4> os, const T* lse,
+                        Strides<3> ls, const T* dout, Strides<4> dos, T* dq, Strides<4> dqs, T* delta) {
   const int lane = threadIdx.x & 31;
   const index_t items = g.B * g.H * g.Tq, wstep = index_t{gridDim.x} * attn_warps;
   for (index_t w = index_t{blockIdx.x} * attn_warps + (threadIdx.x >> 5); w < items; w += wstep) {
@@ -154,8 +151,7 @@ __global__ void __launch_bounds__(attn_warps * 32)
       for (int u = 0; u < attn_step; ++u) {
         const bool ok = j + u <= p;
         sd[u] = ok ? attn_partial_dot(qv, kb + (j + u) * ks[1], ks[3], lane, g.Dh) : T(0);
-        sd[attn_step + u] =
-            ok ? attn_partial_dot(dov, vb + (j + u) * vs[1], vs[3], lane, g.Dh) : T(0);
+        sd[attn_step + u] = ok ? attn_partial_dot(dov, vb + (j + u) * vs[1], vs[3], lane, g.Dh) : T(0);
       }
       nn_warp_sum_n(sd);
 #pragma unroll
@@ -175,10 +171,9 @@ __global__ void __launch_bounds__(attn_warps * 32)
 /// contiguous). Writes zeros where no query sees the key.
 template <class T, int DPL>
 __global__ void __launch_bounds__(attn_warps * 32)
-    attention_dkdv_kernel(AttnDims g, const T* q, Strides<4> qs, const T* k, Strides<4> ks,
-                          const T* v, Strides<4> vs, const index_t* qpos, index_t qps, T scale,
-                          const T* lse, Strides<3> ls, const T* dout, Strides<4> dos,
-                          const T* delta, T* dk, Strides<4> dks, T* dv, Strides<4> dvs) {
+    attention_dkdv_kernel(AttnDims g, const T* q, Strides<4> qs, const T* k, Strides<4> ks, const T* v, Strides<4> vs,
+                          const index_t* qpos, index_t qps, T scale, const T* lse, Strides<3> ls, const T* dout,
+                          Strides<4> dos, const T* delta, T* dk, Strides<4> dks, T* dv, Strides<4> dvs) {
   const int lane = threadIdx.x & 31;
   const index_t items = g.B * g.Hkv * g.Tk, wstep = index_t{gridDim.x} * attn_warps;
   for (index_t w = index_t{blockIdx.x} * attn_warps + (threadIdx.x >> 5); w < items; w += wstep) {
@@ -187,13 +182,19 @@ __global__ void __launch_bounds__(attn_warps * 32)
     index_t lo = 0, hi = g.Tq;
     while (lo < hi) {
       const index_t mid = lo + (hi - lo) / 2;
-      if (qpos[mid * qps] < j) lo = mid + 1; else hi = mid;
+      if (qpos[mid * qps] < j)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     const index_t i0 = lo;
     hi = g.Tq;
     while (lo < hi) {
       const index_t mid = lo + (hi - lo) / 2;
-      if (qpos[mid * qps] - j <= g.window) lo = mid + 1; else hi = mid;
+      if (qpos[mid * qps] - j <= g.window)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     const index_t i1 = lo;
     T kv[DPL], vv[DPL], dka[DPL], dva[DPL];
@@ -212,8 +213,7 @@ __global__ void __launch_bounds__(attn_warps * 32)
         for (int u = 0; u < attn_step; ++u) {
           const bool ok = i + u < i1;
           sd[u] = ok ? attn_partial_dot(kv, qb + (i + u) * qs[1], qs[3], lane, g.Dh) : T(0);
-          sd[attn_step + u] =
-              ok ? attn_partial_dot(vv, db + (i + u) * dos[1], dos[3], lane, g.Dh) : T(0);
+          sd[attn_step + u] = ok ? attn_partial_dot(vv, db + (i + u) * dos[1], dos[3], lane, g.Dh) : T(0);
         }
         nn_warp_sum_n(sd);
 #pragma unroll
@@ -257,8 +257,8 @@ AttnDims check_attention_args(const char* op, const NnView<const T, 4>& q, const
                               const NnView<const index_t, 1>& qpos, index_t window, bool qpos_checked) {
   const Shape<4>& qs = q.shape();
   const Shape<4>& ks = k.shape();
-  check(qs[3] <= attn_max_dh, op, "head dim ", qs[3], " of q ", qs,
-        " is larger than the CUDA kernels' limit of ", attn_max_dh);
+  check(qs[3] <= attn_max_dh, op, "head dim ", qs[3], " of q ", qs, " is larger than the CUDA kernels' limit of ",
+        attn_max_dh);
   const AttnDims d{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], qs[2] / ks[2], window};
   if (!qpos_checked) {
     std::vector<index_t> pos;
@@ -271,49 +271,45 @@ AttnDims check_attention_args(const char* op, const NnView<const T, 4>& q, const
 /// Causal (windowed, GQA, subset-query) attention forward; see cpu::attention_forward.
 /// q: (B, Tq, H, Dh)  k, v: (B, Tk, Hkv, Dh)  qpos: (Tq)  -> out: (B, Tq, H, Dh), lse: (B, H, Tq)
 template <class T>
-void attention_forward(NnView<const T, 4> q, NnView<const T, 4> k, NnView<const T, 4> v,
-                       NnView<const index_t, 1> qpos, index_t window, T scale, NnView<T, 4> out, NnView<T, 3> lse,
-                       bool qpos_checked) {
+void attention_forward(NnView<const T, 4> q, NnView<const T, 4> k, NnView<const T, 4> v, NnView<const index_t, 1> qpos,
+                       index_t window, T scale, NnView<T, 4> out, NnView<T, 3> lse, bool qpos_checked) {
   const char* op = "attention";
-  lrt::detail::check_attention_forward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(),
-                                       lse.shape());
+  lrt::detail::check_attention_forward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(), lse.shape());
   const AttnDims d = check_attention_args<T>(op, q, k, qpos, window, qpos_checked);
   const index_t items = d.B * d.H * d.Tq;
   if (items == 0) return;
   if (attention_uses_gemm<T>(d, {&q.strides(), &k.strides(), &v.strides(), &out.strides()}, 1)) {
-    attention_forward_gemm<T>(d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(),
-                              qpos.data(), qpos.strides()[0], scale, out.data(), out.strides(), lse.data(),
-                              lse.strides());
+    attention_forward_gemm<T>(d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(), qpos.data(),
+                              qpos.strides()[0], scale, out.data(), out.strides(), lse.data(), lse.strides());
     return;
   }
   with_dims_per_lane(d.Dh, [&](auto dpl) {
     constexpr int DPL = decltype(dpl)::value;
-    launch(attention_forward_kernel<T, DPL>, attn_blocks(items), attn_warps * 32,
-           0, "attention_forward kernel launch", d, q.data(), q.strides(), k.data(),
-           k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0], scale,
-           out.data(), out.strides(), lse.data(), lse.strides());
+    launch(attention_forward_kernel<T, DPL>, attn_blocks(items), attn_warps * 32, 0, "attention_forward kernel launch",
+           d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0],
+           scale, out.data(), out.strides(), lse.data(), lse.strides());
   });
 }
 
 /// Backward of attention_forward: dq, dk, dv overwritten (exact zeros for keys no query sees).
 template <class T>
-void attention_backward(NnView<const T, 4> q, NnView<const T, 4> k, NnView<const T, 4> v,
-                        NnView<const index_t, 1> qpos, index_t window, T scale, NnView<const T, 4> out,
-                        NnView<const T, 3> lse, NnView<const T, 4> dout, NnView<T, 4> dq, NnView<T, 4> dk,
-                        NnView<T, 4> dv, bool qpos_checked) {
+void attention_backward(NnView<const T, 4> q, NnView<const T, 4> k, NnView<const T, 4> v, NnView<const index_t, 1> qpos,
+                        index_t window, T scale, NnView<const T, 4> out, NnView<const T, 3> lse,
+                        NnView<const T, 4> dout, NnView<T, 4> dq, NnView<T, 4> dk, NnView<T, 4> dv, bool qpos_checked) {
   const char* op = "attention_backward";
-  lrt::detail::check_attention_backward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(),
-                                        lse.shape(), dout.shape(), dq.shape(), dk.shape(), dv.shape());
+  lrt::detail::check_attention_backward(q.shape(), k.shape(), v.shape(), qpos.shape(), window, out.shape(), lse.shape(),
+                                        dout.shape(), dq.shape(), dk.shape(), dv.shape());
   const AttnDims d = check_attention_args<T>(op, q, k, qpos, window, qpos_checked);
 
   const index_t qitems = d.B * d.H * d.Tq, kitems = d.B * d.Hkv * d.Tk;
-  if (qitems > 0 && attention_uses_gemm<T>(d, {&q.strides(), &k.strides(), &v.strides(), &out.strides(),
-                                               &dout.strides(), &dq.strides(), &dk.strides(), &dv.strides()},
+  if (qitems > 0 && attention_uses_gemm<T>(d,
+                                           {&q.strides(), &k.strides(), &v.strides(), &out.strides(), &dout.strides(),
+                                            &dq.strides(), &dk.strides(), &dv.strides()},
                                            2)) {
-    attention_backward_gemm<T>(d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(),
-                               qpos.data(), qpos.strides()[0], scale, out.data(), out.strides(), lse.data(),
-                               lse.strides(), dout.data(), dout.strides(), dq.data(), dq.strides(), dk.data(),
-                               dk.strides(), dv.data(), dv.strides());
+    attention_backward_gemm<T>(d, q.data(), q.strides(), k.data(), k.strides(), v.data(), v.strides(), qpos.data(),
+                               qpos.strides()[0], scale, out.data(), out.strides(), lse.data(), lse.strides(),
+                               dout.data(), dout.strides(), dq.data(), dq.strides(), dk.data(), dk.strides(), dv.data(),
+                               dv.strides());
     return;
   }
   Tensor<T, 1, cuda::Device> delta(Shape<1>{qitems}, uninitialized);  // rowsum(dO * O)
@@ -321,17 +317,15 @@ void attention_backward(NnView<const T, 4> q, NnView<const T, 4> k, NnView<const
     constexpr int DPL = decltype(dpl)::value;
     if (qitems > 0) {
       launch(attention_dq_kernel<T, DPL>, attn_blocks(qitems), attn_warps * 32, 0,
-             "attention_backward (dq) kernel launch", d, q.data(), q.strides(), k.data(),
-             k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0], scale,
-             out.data(), out.strides(), lse.data(), lse.strides(), dout.data(),
-             dout.strides(), dq.data(), dq.strides(), delta.data());
+             "attention_backward (dq) kernel launch", d, q.data(), q.strides(), k.data(), k.strides(), v.data(),
+             v.strides(), qpos.data(), qpos.strides()[0], scale, out.data(), out.strides(), lse.data(), lse.strides(),
+             dout.data(), dout.strides(), dq.data(), dq.strides(), delta.data());
     }
     if (kitems > 0) {
-      launch(attention_dkdv_kernel<T, DPL>, attn_blocks(kitems), attn_warps * 32,
-             0, "attention_backward (dk, dv) kernel launch", d, q.data(), q.strides(),
-             k.data(), k.strides(), v.data(), v.strides(), qpos.data(), qpos.strides()[0],
-             scale, lse.data(), lse.strides(), dout.data(), dout.strides(), delta.data(),
-             dk.data(), dk.strides(), dv.data(), dv.strides());
+      launch(attention_dkdv_kernel<T, DPL>, attn_blocks(kitems), attn_warps * 32, 0,
+             "attention_backward (dk, dv) kernel launch", d, q.data(), q.strides(), k.data(), k.strides(), v.data(),
+             v.strides(), qpos.data(), qpos.strides()[0], scale, lse.data(), lse.strides(), dout.data(), dout.strides(),
+             delta.data(), dk.data(), dk.strides(), dv.data(), dv.strides());
     }
   });
   // delta goes back to the caching allocator: later work on the one stream runs after these.

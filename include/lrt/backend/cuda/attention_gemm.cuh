@@ -60,9 +60,8 @@ inline constexpr std::size_t attn_gemm_max_bytes = std::size_t{1} << 30;
 /// forward's lse (the backward's recomputation); else lse[h, i] = max + log(sum) is written.
 template <class T>
 __global__ void __launch_bounds__(nn_row_threads)
-    attn_gemm_softmax_kernel(index_t rows, index_t Tq, index_t Tk, T* S, const index_t* qpos,
-                             index_t qps, index_t window, T* lse, index_t lh, index_t li,
-                             bool from_lse) {
+    attn_gemm_softmax_kernel(index_t rows, index_t Tq, index_t Tk, T* S, const index_t* qpos, index_t qps,
+                             index_t window, T* lse, index_t lh, index_t li, bool from_lse) {
   __shared__ T sh[33];
   for (index_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const index_t h = r / Tq, i = r % Tq;
@@ -96,8 +95,8 @@ __global__ void __launch_bounds__(nn_row_threads)
 /// delta[r] = sum_d dO[b, i, h, d] * O[b, i, h, d] for rows r = h * Tq + i of batch row b.
 template <class T>
 __global__ void __launch_bounds__(attn_warps * 32)
-    attn_gemm_delta_kernel(index_t rows, index_t Tq, index_t Dh, const T* o, Strides<4> os,
-                           const T* dout, Strides<4> ds, T* delta) {
+    attn_gemm_delta_kernel(index_t rows, index_t Tq, index_t Dh, const T* o, Strides<4> os, const T* dout,
+                           Strides<4> ds, T* delta) {
   const int lane = threadIdx.x & 31;
   const index_t wstep = index_t{gridDim.x} * attn_warps;
   for (index_t w = index_t{blockIdx.x} * attn_warps + (threadIdx.x >> 5); w < rows; w += wstep) {
@@ -122,8 +121,7 @@ __global__ void __launch_bounds__(assign_threads)
 
 /// Whether attention with these views runs as GEMMs (see the top of this file).
 template <class T>
-bool attention_uses_gemm(const AttnDims& d, std::initializer_list<const Strides<4>*> strides,
-                         int buffers) {
+bool attention_uses_gemm(const AttnDims& d, std::initializer_list<const Strides<4>*> strides, int buffers) {
   const AttentionKernel k = attention_kernel();
   if (k == AttentionKernel::warp) return false;
   for (const Strides<4>* s : strides)
@@ -137,31 +135,29 @@ bool attention_uses_gemm(const AttnDims& d, std::initializer_list<const Strides<
 
 /// S[h] = scale * Q[b, :, h, :] K[b, :, h / G, :]^T for every head h of batch row b.
 template <class T>
-void attn_gemm_scores(const AttnDims& d, index_t b, const T* q, const Strides<4>& qs, const T* k,
-                      const Strides<4>& ks, T scale, T* S) {
+void attn_gemm_scores(const AttnDims& d, index_t b, const T* q, const Strides<4>& qs, const T* k, const Strides<4>& ks,
+                      T scale, T* S) {
   const index_t G = d.group, TT = d.Tq * d.Tk;
   for (index_t j = 0; j < G; ++j)  // heads g * G + j, batched over the KV heads g
     GemmBackend<cuda::Device>::run<T>(d.Hkv, d.Tq, d.Tk, d.Dh, scale,
                                       MatRef<T>{q + b * qs[0] + j * qs[2], qs[1], false}, G * qs[2],
-                                      MatRef<T>{k + b * ks[0], ks[1], true}, ks[2], T(0), S + j * TT,
-                                      d.Tk, G * TT);
+                                      MatRef<T>{k + b * ks[0], ks[1], true}, ks[2], T(0), S + j * TT, d.Tk, G * TT);
 }
 
 /// The masked softmax of one batch row's scores (in place); see attn_gemm_softmax_kernel.
 template <class T>
-void attn_gemm_softmax(const AttnDims& d, T* S, const index_t* qpos, index_t qps, T* lse_b,
-                       const Strides<3>& ls, bool from_lse) {
+void attn_gemm_softmax(const AttnDims& d, T* S, const index_t* qpos, index_t qps, T* lse_b, const Strides<3>& ls,
+                       bool from_lse) {
   const index_t rows = d.H * d.Tq;
   launch(attn_gemm_softmax_kernel<T>, nn_blocks(rows), nn_block_threads(d.Tk), 0,
-         "attention (gemm) softmax kernel launch", rows, d.Tq, d.Tk, S, qpos, qps, d.window, lse_b,
-         ls[1], ls[2], from_lse);
+         "attention (gemm) softmax kernel launch", rows, d.Tq, d.Tk, S, qpos, qps, d.window, lse_b, ls[1], ls[2],
+         from_lse);
 }
 
 /// Forward: out (B, Tq, H, Dh) and lse (B, H, Tq).
 template <class T>
-void attention_forward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs, const T* k,
-                            const Strides<4>& ks, const T* v, const Strides<4>& vs,
-                            const index_t* qpos, index_t qps, T scale, T* out,
+void attention_forward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs, const T* k, const Strides<4>& ks,
+                            const T* v, const Strides<4>& vs, const index_t* qpos, index_t qps, T scale, T* out,
                             const Strides<4>& os, T* lse, const Strides<3>& ls) {
   const index_t G = d.group, TT = d.Tq * d.Tk;
   Tensor<T, 1, cuda::Device> S(Shape<1>{d.H * TT}, uninitialized);
@@ -178,12 +174,11 @@ void attention_forward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs,
 
 /// Backward: dq, dk, dv overwritten.
 template <class T>
-void attention_backward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs, const T* k,
-                             const Strides<4>& ks, const T* v, const Strides<4>& vs,
-                             const index_t* qpos, index_t qps, T scale, const T* out,
-                             const Strides<4>& os, const T* lse, const Strides<3>& ls,
-                             const T* dout, const Strides<4>& dos, T* dq, const Strides<4>& dqs,
-                             T* dk, const Strides<4>& dks, T* dv, const Strides<4>& dvs) {
+void attention_backward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs, const T* k, const Strides<4>& ks,
+                             const T* v, const Strides<4>& vs, const index_t* qpos, index_t qps, T scale, const T* out,
+                             const Strides<4>& os, const T* lse, const Strides<3>& ls, const T* dout,
+                             const Strides<4>& dos, T* dq, const Strides<4>& dqs, T* dk, const Strides<4>& dks, T* dv,
+                             const Strides<4>& dvs) {
   const index_t G = d.group, TT = d.Tq * d.Tk, rows = d.H * d.Tq;
   Tensor<T, 1, cuda::Device> P(Shape<1>{d.H * TT}, uninitialized), dP(Shape<1>{d.H * TT}, uninitialized);
   Tensor<T, 1, cuda::Device> delta(Shape<1>{rows}, uninitialized);
@@ -191,9 +186,8 @@ void attention_backward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs
   for (index_t b = 0; b < d.B; ++b) {
     attn_gemm_scores(d, b, q, qs, k, ks, scale, P.data());
     attn_gemm_softmax(d, P.data(), qpos, qps, const_cast<T*>(lse + b * ls[0]), ls, true);  // reads lse only
-    launch(attn_gemm_delta_kernel<T>, attn_blocks(rows), attn_warps * 32, 0,
-           "attention (gemm) delta kernel launch", rows, d.Tq, d.Dh, out + b * os[0], os,
-           dout + b * dos[0], dos, delta.data());
+    launch(attn_gemm_delta_kernel<T>, attn_blocks(rows), attn_warps * 32, 0, "attention (gemm) delta kernel launch",
+           rows, d.Tq, d.Dh, out + b * os[0], os, dout + b * dos[0], dos, delta.data());
     for (index_t j = 0; j < G; ++j)  // dP_h = dO_h V_g^T
       GB::run<T>(d.Hkv, d.Tq, d.Tk, d.Dh, T(1), MatRef<T>{dout + b * dos[0] + j * dos[2], dos[1], false}, G * dos[2],
                  MatRef<T>{v + b * vs[0], vs[1], true}, vs[2], T(0), dP.data() + j * TT, d.Tk, G * TT);
@@ -203,16 +197,14 @@ void attention_backward_gemm(const AttnDims& d, const T* q, const Strides<4>& qs
     for (index_t j = 0; j < G; ++j) {
       // dQ_h = scale * dS_h K_g
       GB::run<T>(d.Hkv, d.Tq, d.Dh, d.Tk, scale, MatRef<T>{dP.data() + j * TT, d.Tk, false}, G * TT,
-                 MatRef<T>{k + b * ks[0], ks[1], false}, ks[2], T(0), dq + b * dqs[0] + j * dqs[2], dqs[1],
-                 G * dqs[2]);
+                 MatRef<T>{k + b * ks[0], ks[1], false}, ks[2], T(0), dq + b * dqs[0] + j * dqs[2], dqs[1], G * dqs[2]);
       // dK_g (+)= scale * dS_h^T Q_h, dV_g (+)= P_h^T dO_h over the group's heads
       const T beta = j == 0 ? T(0) : T(1);
       GB::run<T>(d.Hkv, d.Tk, d.Dh, d.Tq, scale, MatRef<T>{dP.data() + j * TT, d.Tk, true}, G * TT,
-                 MatRef<T>{q + b * qs[0] + j * qs[2], qs[1], false}, G * qs[2], beta, dk + b * dks[0], dks[1],
-                 dks[2]);
+                 MatRef<T>{q + b * qs[0] + j * qs[2], qs[1], false}, G * qs[2], beta, dk + b * dks[0], dks[1], dks[2]);
       GB::run<T>(d.Hkv, d.Tk, d.Dh, d.Tq, T(1), MatRef<T>{P.data() + j * TT, d.Tk, true}, G * TT,
-                 MatRef<T>{dout + b * dos[0] + j * dos[2], dos[1], false}, G * dos[2], beta, dv + b * dvs[0],
-                 dvs[1], dvs[2]);
+                 MatRef<T>{dout + b * dos[0] + j * dos[2], dos[1], false}, G * dos[2], beta, dv + b * dvs[0], dvs[1],
+                 dvs[2]);
     }
   }
 }

@@ -19,14 +19,16 @@ namespace cuda::detail {
 
 /// Throws lrt::Error("cuda", "<what> failed: <CUDA error string>") unless e is cudaSuccess.
 inline void check_cuda(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) [[likely]] return;
+  if (e == cudaSuccess) [[likely]]
+    return;
   (void)cudaGetLastError();  // reset the non-sticky error state; sticky errors stay anyway
   throw Error("cuda", what + " failed: " + cudaGetErrorString(e));
 }
 
 /// Throws lrt::Error("cublas", "<what> failed: <cuBLAS status string>") unless s is success.
 inline void check_cublas(cublasStatus_t s, const std::string& what) {
-  if (s == CUBLAS_STATUS_SUCCESS) [[likely]] return;
+  if (s == CUBLAS_STATUS_SUCCESS) [[likely]]
+    return;
   throw Error("cublas", what + " failed: " + cublasGetStatusString(s));
 }
 

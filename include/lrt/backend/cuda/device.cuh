@@ -77,14 +77,14 @@ inline void synchronize() { LRT_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 /// Counters of the caching allocator (bytes are rounded block sizes).
 struct AllocatorStats {
-  std::size_t in_use_bytes = 0;     ///< held by live allocations
-  std::size_t cached_bytes = 0;     ///< in the free lists, ready for reuse
-  std::size_t peak_reserved = 0;    ///< highest in_use_bytes + cached_bytes so far
-  std::uint64_t allocations = 0;    ///< allocate() calls that returned memory
-  std::uint64_t cache_hits = 0;     ///< allocations served from a free list
-  std::uint64_t device_mallocs = 0; ///< cudaMalloc calls that succeeded
-  std::uint64_t device_frees = 0;   ///< cudaFree calls (empty_cache, OOM retry)
-  std::size_t graph_bytes = 0;      ///< held by captured graphs (StepGraph)
+  std::size_t in_use_bytes = 0;      ///< held by live allocations
+  std::size_t cached_bytes = 0;      ///< in the free lists, ready for reuse
+  std::size_t peak_reserved = 0;     ///< highest in_use_bytes + cached_bytes so far
+  std::uint64_t allocations = 0;     ///< allocate() calls that returned memory
+  std::uint64_t cache_hits = 0;      ///< allocations served from a free list
+  std::uint64_t device_mallocs = 0;  ///< cudaMalloc calls that succeeded
+  std::uint64_t device_frees = 0;    ///< cudaFree calls (empty_cache, OOM retry)
+  std::size_t graph_bytes = 0;       ///< held by captured graphs (StepGraph)
 };
 
 namespace detail {
@@ -249,7 +249,7 @@ class CachingAllocator {
   AllocatorStats stats_;
   bool capturing_ = false;
   std::map<std::size_t, std::vector<void*>> capture_free_;  // freed during the capture
-  std::unordered_set<void*> capture_live_;                 // allocated during it, still live
+  std::unordered_set<void*> capture_live_;                  // allocated during it, still live
 };
 
 }  // namespace detail
@@ -305,10 +305,12 @@ class StepGraph {
     if (ended != cudaSuccess || live != 0) {
       if (g) (void)cudaGraphDestroy(g);
       reset();
-      detail::check_cuda(ended, "cudaStreamEndCapture (the captured work waited for the device or copied "
-                                "to or from the host)");
-      throw Error("cuda graph", std::to_string(live) + " block(s) allocated during the capture are still "
-                                                       "live: the captured work must free what it allocates");
+      detail::check_cuda(ended,
+                         "cudaStreamEndCapture (the captured work waited for the device or copied "
+                         "to or from the host)");
+      throw Error("cuda graph", std::to_string(live) +
+                                    " block(s) allocated during the capture are still "
+                                    "live: the captured work must free what it allocates");
     }
     const cudaError_t inst = cudaGraphInstantiate(&exec_, g, 0);
     (void)cudaGraphDestroy(g);
@@ -344,12 +346,8 @@ template <>
 struct DeviceTraits<cuda::Device> {
   /// The decoder records its steps into one of these (see Decoder::use_graphs).
   using StepGraph = cuda::StepGraph;
-  static void* allocate(std::size_t bytes) {
-    return cuda::detail::CachingAllocator::instance().allocate(bytes);
-  }
-  static void deallocate(void* p, std::size_t) noexcept {
-    cuda::detail::CachingAllocator::instance().deallocate(p);
-  }
+  static void* allocate(std::size_t bytes) { return cuda::detail::CachingAllocator::instance().allocate(bytes); }
+  static void deallocate(void* p, std::size_t) noexcept { cuda::detail::CachingAllocator::instance().deallocate(p); }
   static void zero(void* p, std::size_t bytes) {
     if (bytes == 0) return;
     cuda::detail::ProfileMark mark(cuda::stream());
@@ -365,21 +363,18 @@ struct DeviceTraits<cuda::Device> {
   static void copy_within(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
     cuda::detail::ProfileMark mark(cuda::stream());
-    cuda::detail::check_cuda(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream()),
-        std::string("cudaMemcpyAsync(") + std::to_string(bytes) + " bytes, device to device)");
+    cuda::detail::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream()),
+                             std::string("cudaMemcpyAsync(") + std::to_string(bytes) + " bytes, device to device)");
     mark.done("copy device to device");
   }
   static void synchronize() { cuda::synchronize(); }
 
  private:
-  static void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
-                   const char* dir) {
+  static void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, const char* dir) {
     if (bytes == 0) return;
     cuda::detail::ProfileMark mark(cuda::stream());
     cuda::detail::check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, cuda::stream()),
-                             std::string("cudaMemcpyAsync(") + std::to_string(bytes) +
-                                 " bytes, " + dir + ")");
+                             std::string("cudaMemcpyAsync(") + std::to_string(bytes) + " bytes, " + dir + ")");
     if (mark.recording()) mark.done(std::string("copy ") + dir);
     // From pageable host memory (lrt's host tensors, std::vector) cudaMemcpyAsync has read the
     // source when it returns (the driver stages it), so an upload need not wait for the device;

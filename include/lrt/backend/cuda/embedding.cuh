@@ -19,9 +19,8 @@ namespace cuda::detail {
 
 template <class T>
 __global__ void __launch_bounds__(nn_row_threads)
-    embedding_forward_kernel(index_t N, index_t V, index_t C, const index_t* ids, index_t is,
-                             const T* table, index_t ts0, index_t ts1, T* out, index_t os0,
-                             index_t os1) {
+    embedding_forward_kernel(index_t N, index_t V, index_t C, const index_t* ids, index_t is, const T* table,
+                             index_t ts0, index_t ts1, T* out, index_t os0, index_t os1) {
   for (index_t i = blockIdx.x; i < N; i += gridDim.x) {
     const index_t id = ids[i * is];
     const bool ok = id >= 0 && id < V;  // validated by the caller; never read out of range
@@ -36,8 +35,8 @@ __global__ void __launch_bounds__(nn_row_threads)
 template <class T>
 __global__ void __launch_bounds__(nn_row_threads)
     embedding_backward_kernel(index_t U, index_t C, const index_t* perm, const index_t* seg_id,
-                              const index_t* seg_start, const T* gout, index_t gs0, index_t gs1,
-                              T* gt, index_t ts0, index_t ts1) {
+                              const index_t* seg_start, const T* gout, index_t gs0, index_t gs1, T* gt, index_t ts0,
+                              index_t ts1) {
   for (index_t u = blockIdx.x; u < U; u += gridDim.x) {
     const index_t id = seg_id[u], k0 = seg_start[u], k1 = seg_start[u + 1];
     T* tr = gt + id * ts0;
@@ -59,10 +58,9 @@ void embedding_forward(NnView<const index_t, 1> ids, NnView<const T, 2> table, N
   const index_t N = ids.shape()[0], V = table.shape()[0], C = table.shape()[1];
   lrt::detail::check_embedding_forward(ids.shape(), table.shape(), out.shape());
   if (N == 0 || C == 0) return;
-  launch(embedding_forward_kernel<T>, nn_blocks(N), nn_block_threads(C), 0,
-         "embedding_forward kernel launch", N, V, C, ids.data(), ids.strides()[0],
-         table.data(), table.strides()[0], table.strides()[1], out.data(), out.strides()[0],
-         out.strides()[1]);
+  launch(embedding_forward_kernel<T>, nn_blocks(N), nn_block_threads(C), 0, "embedding_forward kernel launch", N, V, C,
+         ids.data(), ids.strides()[0], table.data(), table.strides()[0], table.strides()[1], out.data(),
+         out.strides()[0], out.strides()[1]);
 }
 
 /// What embedding_backward needs from the ids, made once per id tensor (the model's token
@@ -128,17 +126,15 @@ template <class T>
 void embedding_backward(const EmbeddingPlan& plan, NnView<const T, 2> gout, NnView<T, 2> gtable) {
   const index_t N = plan.n, V = gtable.shape()[0], C = gtable.shape()[1];
   lrt::detail::check_embedding_backward(N, gout.shape(), gtable.shape());
-  check(plan.bound <= V, "embedding_backward", "ids were checked against ", plan.bound,
-        " rows, the table ", gtable.shape(), " has fewer");
+  check(plan.bound <= V, "embedding_backward", "ids were checked against ", plan.bound, " rows, the table ",
+        gtable.shape(), " has fewer");
   if (N == 0 || C == 0) return;
-  check(plan.layout.numel() == N + 2 * plan.unique + 1, "embedding_backward",
-        "the ids' plan was made without sorting");
+  check(plan.layout.numel() == N + 2 * plan.unique + 1, "embedding_backward", "the ids' plan was made without sorting");
   const index_t U = plan.unique;
   const index_t* perm = plan.layout.data();
-  launch(embedding_backward_kernel<T>, nn_blocks(U), nn_block_threads(C), 0,
-         "embedding_backward kernel launch", U, C, perm, perm + N, perm + N + U, gout.data(),
-         gout.strides()[0], gout.strides()[1], gtable.data(), gtable.strides()[0],
-         gtable.strides()[1]);
+  launch(embedding_backward_kernel<T>, nn_blocks(U), nn_block_threads(C), 0, "embedding_backward kernel launch", U, C,
+         perm, perm + N, perm + N + U, gout.data(), gout.strides()[0], gout.strides()[1], gtable.data(),
+         gtable.strides()[0], gtable.strides()[1]);
 }
 
 /// gtable[ids[i], :] += gout[i, :], repeated ids accumulated in row order (deterministic:
@@ -148,9 +144,9 @@ void embedding_backward(NnView<const index_t, 1> ids, NnView<const T, 2> gout, N
   const index_t N = ids.shape()[0], C = gtable.shape()[1];
   lrt::detail::check_embedding_backward(N, gout.shape(), gtable.shape());
   if (N == 0 || C == 0) return;
-  embedding_backward<T>(embedding_plan(ids, gtable.shape()[0], true, "embedding_backward",
-                                       "table " + lrt::to_string(gtable.shape())),
-                        gout, gtable);
+  embedding_backward<T>(
+      embedding_plan(ids, gtable.shape()[0], true, "embedding_backward", "table " + lrt::to_string(gtable.shape())),
+      gout, gtable);
   // the plan's layout goes back to the caching allocator: later work runs after the kernel.
 }
 

@@ -40,17 +40,14 @@ inline unsigned grid_for(index_t n, int threads) {
 
 /// d.lin(i) = s.lin(i) for i < n (both sides addressable by a flat row-major index).
 template <class DstEv, class SrcEv>
-__global__ void __launch_bounds__(assign_threads)
-    assign_linear_kernel(index_t n, DstEv d, SrcEv s) {
+__global__ void __launch_bounds__(assign_threads) assign_linear_kernel(index_t n, DstEv d, SrcEv s) {
   const index_t step = index_t{blockDim.x} * gridDim.x;
-  for (index_t i = index_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step)
-    d.lin(i) = s.lin(i);
+  for (index_t i = index_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step) d.lin(i) = s.lin(i);
 }
 
 /// d.at(idx) = s.at(idx) for every multi-index idx of shape (row-major position i < n).
 template <int R, class DstEv, class SrcEv>
-__global__ void __launch_bounds__(assign_threads)
-    assign_strided_kernel(Shape<R> shape, index_t n, DstEv d, SrcEv s) {
+__global__ void __launch_bounds__(assign_threads) assign_strided_kernel(Shape<R> shape, index_t n, DstEv d, SrcEv s) {
   const index_t step = index_t{blockDim.x} * gridDim.x;
   for (index_t i = index_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step) {
     const Index<R> idx = unravel(i, shape);
@@ -75,8 +72,8 @@ struct Executor<cuda::Device> {
       cuda::detail::launch(cuda::detail::assign_linear_kernel<DstEv, SrcEv>, blocks, threads, 0,
                            "elementwise kernel launch", n, dst, src);
     } else {
-      cuda::detail::launch(cuda::detail::assign_strided_kernel<R, DstEv, SrcEv>, blocks, threads,
-                           0, "elementwise (strided) kernel launch", shape, n, dst, src);
+      cuda::detail::launch(cuda::detail::assign_strided_kernel<R, DstEv, SrcEv>, blocks, threads, 0,
+                           "elementwise (strided) kernel launch", shape, n, dst, src);
     }
   }
 };

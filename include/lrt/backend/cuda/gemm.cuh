@@ -50,9 +50,12 @@ inline MatmulPrecision matmul_precision() { return detail::matmul_precision_slot
 /// "fp32", "tf32" or "bf16".
 inline const char* to_string(MatmulPrecision p) {
   switch (p) {
-    case MatmulPrecision::fp32: return "fp32";
-    case MatmulPrecision::tf32: return "tf32";
-    case MatmulPrecision::bf16: return "bf16";
+    case MatmulPrecision::fp32:
+      return "fp32";
+    case MatmulPrecision::tf32:
+      return "tf32";
+    case MatmulPrecision::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -92,8 +95,7 @@ namespace detail {
 /// C[b] = beta * C[b] (0 when beta == 0, whatever C held) for b < batch: GEMM with K == 0.
 template <class T>
 __global__ void __launch_bounds__(assign_threads)
-    scale_matrices_kernel(index_t batch, index_t M, index_t N, T beta, T* C, index_t ldc,
-                          index_t sc) {
+    scale_matrices_kernel(index_t batch, index_t M, index_t N, T beta, T* C, index_t ldc, index_t sc) {
   const index_t n = batch * M * N, step = index_t{blockDim.x} * gridDim.x;
   for (index_t i = index_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step) {
     const index_t b = i / (M * N), r = (i / N) % M, c = i % N;
@@ -104,8 +106,7 @@ __global__ void __launch_bounds__(assign_threads)
 
 /// The profiler's row name of a GEMM: "gemm bf16 8192x768x768" (M x N x K), "gemm fp32
 /// 12x2048x2048x64" when batched.
-inline std::string gemm_profile_name(const char* precision, index_t batch, index_t M, index_t N,
-                                     index_t K) {
+inline std::string gemm_profile_name(const char* precision, index_t batch, index_t M, index_t N, index_t K) {
   std::string s = std::string("gemm ") + precision + " ";
   if (batch != 1) s += std::to_string(batch) + "x";
   return s + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
@@ -123,16 +124,15 @@ template <>
 struct GemmBackend<cuda::Device> {
   /// C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for i < batch (see linalg.hpp).
   template <class T>
-  static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a,
-                  index_t sa, MatRef<T> b, index_t sb, T beta, T* C, index_t ldc, index_t sc) {
+  static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a, index_t sa, MatRef<T> b,
+                  index_t sb, T beta, T* C, index_t ldc, index_t sc) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "GEMM on lrt::cuda::Device supports float and double (cuBLAS S/D gemm)");
     if (batch <= 0 || M <= 0 || N <= 0) return;
     if (K == 0) {
       const index_t n = batch * M * N;
       constexpr int threads = cuda::detail::assign_threads;
-      cuda::detail::launch(cuda::detail::scale_matrices_kernel<T>,
-                           cuda::detail::grid_for(n, threads), threads, 0,
+      cuda::detail::launch(cuda::detail::scale_matrices_kernel<T>, cuda::detail::grid_for(n, threads), threads, 0,
                            "gemm (K = 0) kernel launch", batch, M, N, beta, C, ldc, sc);
       return;
     }
@@ -151,16 +151,16 @@ struct GemmBackend<cuda::Device> {
     if constexpr (std::is_same_v<T, float>) {
       const cuda::MatmulPrecision prec = cuda::matmul_precision();
       if (prec != cuda::MatmulPrecision::fp32) {
-        const cublasComputeType_t ct = prec == cuda::MatmulPrecision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                                                           : CUBLAS_COMPUTE_32F_FAST_TF32;
+        const cublasComputeType_t ct =
+            prec == cuda::MatmulPrecision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_TF32;
         if (batch == 1) {
-          LRT_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b.p, CUDA_R_32F, ldb, a.p, CUDA_R_32F,
-                                        lda, &beta, C, CUDA_R_32F, ldc_, ct, CUBLAS_GEMM_DEFAULT));
+          LRT_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b.p, CUDA_R_32F, ldb, a.p, CUDA_R_32F, lda,
+                                        &beta, C, CUDA_R_32F, ldc_, ct, CUBLAS_GEMM_DEFAULT));
         } else {
           LRT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-              h, op_b, op_a, n, m, k, &alpha, b.p, CUDA_R_32F, ldb, static_cast<long long>(sb), a.p,
-              CUDA_R_32F, lda, static_cast<long long>(sa), &beta, C, CUDA_R_32F, ldc_,
-              static_cast<long long>(sc), blas_int(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
+              h, op_b, op_a, n, m, k, &alpha, b.p, CUDA_R_32F, ldb, static_cast<long long>(sb), a.p, CUDA_R_32F, lda,
+              static_cast<long long>(sa), &beta, C, CUDA_R_32F, ldc_, static_cast<long long>(sc),
+              blas_int(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
         }
         profiled(cuda::to_string(prec));
         return;
@@ -168,11 +168,9 @@ struct GemmBackend<cuda::Device> {
     }
     if (batch == 1) {
       if constexpr (std::is_same_v<T, float>) {
-        LRT_CUBLAS_CHECK(cublasSgemm(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, a.p, lda, &beta, C,
-                                     ldc_));
+        LRT_CUBLAS_CHECK(cublasSgemm(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, a.p, lda, &beta, C, ldc_));
       } else {
-        LRT_CUBLAS_CHECK(cublasDgemm(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, a.p, lda, &beta, C,
-                                     ldc_));
+        LRT_CUBLAS_CHECK(cublasDgemm(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, a.p, lda, &beta, C, ldc_));
       }
       profiled(std::is_same_v<T, float> ? "fp32" : "fp64");
       return;
@@ -180,11 +178,11 @@ struct GemmBackend<cuda::Device> {
     const int nb = blas_int(batch, "batch");
     const long long sa_ = sa, sb_ = sb, sc_ = sc;
     if constexpr (std::is_same_v<T, float>) {
-      LRT_CUBLAS_CHECK(cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, sb_,
-                                                 a.p, lda, sa_, &beta, C, ldc_, sc_, nb));
+      LRT_CUBLAS_CHECK(cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, sb_, a.p, lda, sa_, &beta, C,
+                                                 ldc_, sc_, nb));
     } else {
-      LRT_CUBLAS_CHECK(cublasDgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, sb_,
-                                                 a.p, lda, sa_, &beta, C, ldc_, sc_, nb));
+      LRT_CUBLAS_CHECK(cublasDgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, b.p, ldb, sb_, a.p, lda, sa_, &beta, C,
+                                                 ldc_, sc_, nb));
     }
     profiled(std::is_same_v<T, float> ? "fp32" : "fp64");
   }

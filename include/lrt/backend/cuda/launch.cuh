@@ -38,13 +38,12 @@ inline std::string_view trim_launch(std::string_view what) {
 /// kernel<<<grid, block, shmem, cuda::stream()>>>(args...), then
 /// check_cuda(cudaGetLastError(), what).
 template <class... P, class... A>
-void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, const char* what,
-            A&&... args) {
+void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, const char* what, A&&... args) {
   ProfileMark mark(stream());
 #if defined(LRT_CUDA_EMULATOR)
   ::lrt_cuda_emu::launch(kernel, grid, block, shmem, stream(), std::forward<A>(args)...);
 #else
-  kernel<<<grid, block, shmem, stream()>>>(std::forward<A>(args)...);
+  kernel<<<grid, block, shmem, stream()> > >(std::forward<A>(args)...);
 #endif
   check_cuda(cudaGetLastError(), what);
   mark.done(trim_launch(what));

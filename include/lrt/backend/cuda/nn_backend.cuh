@@ -54,14 +54,13 @@ struct NnBackend<cuda::Device> {
     cuda::detail::rope_apply<T>(x, cos, sin, y, inverse);
   }
   template <class T>
-  static void rope_rmsnorm_forward(V4<const T> x, V2<const T> cos, V2<const T> sin, V4<T> y, V1<T> rinv,
-                                   double eps) {
+  static void rope_rmsnorm_forward(V4<const T> x, V2<const T> cos, V2<const T> sin, V4<T> y, V1<T> rinv, double eps) {
     require_real<T>();
     cuda::detail::rope_rmsnorm_forward<T>(x, cos, sin, y, rinv, eps);
   }
   template <class T>
-  static void rope_rmsnorm_backward(V4<const T> y, V1<const T> rinv, V4<const T> gy, V2<const T> cos,
-                                    V2<const T> sin, V4<T> gx) {
+  static void rope_rmsnorm_backward(V4<const T> y, V1<const T> rinv, V4<const T> gy, V2<const T> cos, V2<const T> sin,
+                                    V4<T> gx) {
     require_real<T>();
     cuda::detail::rope_rmsnorm_backward<T>(y, rinv, gy, cos, sin, gx);
   }
@@ -113,8 +112,8 @@ struct NnBackend<cuda::Device> {
   }
   /// gtable[ids[i], :] += gout[i, :] from a plan of the ids (made with sort; no wait for the GPU).
   template <class T>
-  static void embedding_backward(const EmbeddingPlan& plan, V1<const index_t> /*ids: in the plan*/,
-                                 V2<const T> gout, V2<T> gtable) {
+  static void embedding_backward(const EmbeddingPlan& plan, V1<const index_t> /*ids: in the plan*/, V2<const T> gout,
+                                 V2<T> gtable) {
     require_real<T>();
     cuda::detail::embedding_backward<T>(plan, gout, gtable);
   }
@@ -126,16 +125,15 @@ struct NnBackend<cuda::Device> {
   }
 
   template <class T>
-  static void attention_forward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
-                                index_t window, T scale, V4<T> out, V3<T> lse, bool qpos_checked = false) {
+  static void attention_forward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos, index_t window,
+                                T scale, V4<T> out, V3<T> lse, bool qpos_checked = false) {
     require_real<T>();
     cuda::detail::attention_forward<T>(q, k, v, qpos, window, scale, out, lse, qpos_checked);
   }
   template <class T>
-  static void attention_backward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos,
-                                 index_t window, T scale, V4<const T> out, V3<const T> lse,
-                                 V4<const T> dout, V4<T> dq, V4<T> dk, V4<T> dv,
-                                 bool qpos_checked = false) {
+  static void attention_backward(V4<const T> q, V4<const T> k, V4<const T> v, V1<const index_t> qpos, index_t window,
+                                 T scale, V4<const T> out, V3<const T> lse, V4<const T> dout, V4<T> dq, V4<T> dk,
+                                 V4<T> dv, bool qpos_checked = false) {
     require_real<T>();
     cuda::detail::attention_backward<T>(q, k, v, qpos, window, scale, out, lse, dout, dq, dk, dv, qpos_checked);
   }

@@ -120,9 +120,7 @@ inline unsigned nn_blocks(index_t items) {
 }
 
 /// Blocks for a one-warp-per-item kernel (attention, RoPE + RMSNorm) over `items` warps.
-inline unsigned attn_blocks(index_t items) {
-  return nn_blocks((items + attn_warps - 1) / attn_warps);
-}
+inline unsigned attn_blocks(index_t items) { return nn_blocks((items + attn_warps - 1) / attn_warps); }
 
 /// Sizes of one validated attention call (a kernel argument).
 struct AttnDims {
@@ -130,13 +128,11 @@ struct AttnDims {
 };
 
 /// First key a query at position p may see: max(0, p - window), without overflow.
-__device__ inline index_t attn_first_key(index_t p, index_t window) {
-  return p - (p < window ? p : window);
-}
+__device__ inline index_t attn_first_key(index_t p, index_t window) { return p - (p < window ? p : window); }
 
 /// Copies a device index vector (any positive stride) to host memory and waits for it.
-inline void nn_copy_indices_to_host(const TensorView<const index_t, 1, cuda::Device>& v,
-                                 std::vector<index_t>& out, const char* op, const char* name) {
+inline void nn_copy_indices_to_host(const TensorView<const index_t, 1, cuda::Device>& v, std::vector<index_t>& out,
+                                    const char* op, const char* name) {
   const index_t n = v.shape()[0], s = v.strides()[0];
   out.resize(static_cast<std::size_t>(n));
   if (n == 0) return;
@@ -147,9 +143,8 @@ inline void nn_copy_indices_to_host(const TensorView<const index_t, 1, cuda::Dev
                std::string("cudaMemcpyAsync (") + op + ": " + name + " to the host)");
   } else {
     check(s > 1, op, name, " ", v.shape(), " has stride ", s, ": needs a positive stride");
-    check_cuda(cudaMemcpy2DAsync(out.data(), sizeof(index_t), v.data(),
-                                 static_cast<std::size_t>(s) * sizeof(index_t), sizeof(index_t),
-                                 static_cast<std::size_t>(n), cudaMemcpyDeviceToHost, st),
+    check_cuda(cudaMemcpy2DAsync(out.data(), sizeof(index_t), v.data(), static_cast<std::size_t>(s) * sizeof(index_t),
+                                 sizeof(index_t), static_cast<std::size_t>(n), cudaMemcpyDeviceToHost, st),
                std::string("cudaMemcpy2DAsync (") + op + ": " + name + " to the host)");
   }
   LRT_CUDA_CHECK(cudaStreamSynchronize(st));

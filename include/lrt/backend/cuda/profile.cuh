@@ -39,10 +39,10 @@ namespace cuda {
 
 /// One operation's totals in a profile.
 struct ProfileRow {
-  std::string name;       ///< the kernel's launch text, "gemm bf16 8192x768x768", "memset", ...
-  std::int64_t calls = 0; ///< how often it ran
-  double ms = 0;          ///< device milliseconds, summed over the calls
-  double flops = 0;       ///< floating-point operations (GEMMs only; 0 for the rest)
+  std::string name;        ///< the kernel's launch text, "gemm bf16 8192x768x768", "memset", ...
+  std::int64_t calls = 0;  ///< how often it ran
+  double ms = 0;           ///< device milliseconds, summed over the calls
+  double flops = 0;        ///< floating-point operations (GEMMs only; 0 for the rest)
 };
 
 namespace detail {
@@ -119,8 +119,7 @@ class ProfileState {
     float s = 0;
     LRT_CUDA_CHECK(cudaEventElapsedTime(&s, marks.front().a, marks.back().b));
     span = s;
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const ProfileRow& x, const ProfileRow& y) { return x.ms > y.ms; });
+    std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& x, const ProfileRow& y) { return x.ms > y.ms; });
     return rows;
   }
 
@@ -143,7 +142,8 @@ class ProfileMark {
  public:
   explicit ProfileMark(cudaStream_t s) : s_(s) {
     auto& st = ProfileState::instance();
-    if (!st.active()) [[likely]] return;
+    if (!st.active()) [[likely]]
+      return;
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     LRT_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
     if (cap != cudaStreamCaptureStatusNone) return;

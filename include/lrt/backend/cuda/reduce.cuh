@@ -107,9 +107,8 @@ __device__ inline void red_store(U* out, const RedVal<T>& r) {
 /// output o. With one chunk it writes the output; otherwise the partial (pv, pi)[o*chunks + c].
 template <ReduceOp Op, class T, class U, int Rk>
 __global__ void __launch_bounds__(reduce_threads)
-    reduce_axis_kernel(const T* in, Shape<Rk> os, Strides<Rk> ist, index_t n, index_t s,
-                       index_t chunk, index_t nout, U* out, Strides<Rk> ost, T* pv,
-                       index_t* pi) {
+    reduce_axis_kernel(const T* in, Shape<Rk> os, Strides<Rk> ist, index_t n, index_t s, index_t chunk, index_t nout,
+                       U* out, Strides<Rk> ost, T* pv, index_t* pi) {
   __shared__ T sv[reduce_threads];
   __shared__ index_t si[reduce_threads];
   const index_t c = blockIdx.y, chunks = gridDim.y;
@@ -123,8 +122,7 @@ __global__ void __launch_bounds__(reduce_threads)
     }
     const T* p = in + ioff;
     RedVal<T> acc = red_identity<Op, T>();
-    for (index_t j = j0 + threadIdx.x; j < j1; j += blockDim.x)
-      acc = red_combine<Op>(acc, RedVal<T>{p[j * s], j});
+    for (index_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) acc = red_combine<Op>(acc, RedVal<T>{p[j * s], j});
     const RedVal<T> r = block_reduce<Op>(acc, sv, si);
     if (threadIdx.x == 0) {
       if (chunks == 1) {
@@ -140,8 +138,8 @@ __global__ void __launch_bounds__(reduce_threads)
 /// Second pass: block o combines the `chunks` partials of output o.
 template <ReduceOp Op, class T, class U, int Rk>
 __global__ void __launch_bounds__(reduce_threads)
-    reduce_partials_kernel(const T* pv, const index_t* pi, index_t chunks, Shape<Rk> os,
-                           index_t nout, U* out, Strides<Rk> ost) {
+    reduce_partials_kernel(const T* pv, const index_t* pi, index_t chunks, Shape<Rk> os, index_t nout, U* out,
+                           Strides<Rk> ost) {
   __shared__ T sv[reduce_threads];
   __shared__ index_t si[reduce_threads];
   for (index_t o = blockIdx.x; o < nout; o += gridDim.x) {
@@ -219,21 +217,19 @@ struct Reducer<cuda::Device> {
     const index_t chunks = plan.chunks, chunk = plan.chunk;
     const unsigned gx = static_cast<unsigned>(std::min<index_t>(nout, index_t{1} << 20));
     if (chunks == 1) {
-      cd::launch(cd::reduce_axis_kernel<Op, T, U, Rk>, dim3(gx, 1), dim3(threads), 0,
-                 "reduction kernel launch", in.data(), os, ist, n, s, chunk, nout, out.data(),
-                 out.strides(), static_cast<T*>(nullptr), static_cast<index_t*>(nullptr));
+      cd::launch(cd::reduce_axis_kernel<Op, T, U, Rk>, dim3(gx, 1), dim3(threads), 0, "reduction kernel launch",
+                 in.data(), os, ist, n, s, chunk, nout, out.data(), out.strides(), static_cast<T*>(nullptr),
+                 static_cast<index_t*>(nullptr));
       return;
     }
     cd::Scratch<T> pv(nout * chunks);
     cd::Scratch<index_t> pi(nout * chunks);
     const dim3 grid(gx, static_cast<unsigned>(chunks));
-    cd::launch(cd::reduce_axis_kernel<Op, T, U, Rk>, grid, dim3(threads), 0,
-               "reduction kernel launch", in.data(), os, ist, n, s, chunk, nout, out.data(),
-               out.strides(), pv.p, pi.p);
+    cd::launch(cd::reduce_axis_kernel<Op, T, U, Rk>, grid, dim3(threads), 0, "reduction kernel launch", in.data(), os,
+               ist, n, s, chunk, nout, out.data(), out.strides(), pv.p, pi.p);
     cd::launch(cd::reduce_partials_kernel<Op, T, U, Rk>, dim3(gx),
-               dim3(static_cast<unsigned>(cd::reduce_block_threads(chunks))), 0,
-               "reduction kernel launch (partials)", pv.p, pi.p, chunks, os, nout, out.data(),
-               out.strides());
+               dim3(static_cast<unsigned>(cd::reduce_block_threads(chunks))), 0, "reduction kernel launch (partials)",
+               pv.p, pi.p, chunks, os, nout, out.data(), out.strides());
   }
 };
 

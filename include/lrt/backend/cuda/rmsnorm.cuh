@@ -13,8 +13,8 @@ namespace cuda::detail {
 
 template <class T>
 __global__ void __launch_bounds__(nn_row_threads)
-    rmsnorm_forward_kernel(index_t N, index_t C, const T* x, index_t xs0, index_t xs1, T* y,
-                           index_t ys0, index_t ys1, T* rinv, index_t rs, T eps) {
+    rmsnorm_forward_kernel(index_t N, index_t C, const T* x, index_t xs0, index_t xs1, T* y, index_t ys0, index_t ys1,
+                           T* rinv, index_t rs, T eps) {
   __shared__ T sh[33];
   for (index_t i = blockIdx.x; i < N; i += gridDim.x) {
     const T* xr = x + i * xs0;
@@ -33,9 +33,8 @@ __global__ void __launch_bounds__(nn_row_threads)
 
 template <class T>
 __global__ void __launch_bounds__(nn_row_threads)
-    rmsnorm_backward_kernel(index_t N, index_t C, const T* y, index_t ys0, index_t ys1,
-                            const T* rinv, index_t rs, const T* gy, index_t gs0, index_t gs1,
-                            T* gx, index_t xs0, index_t xs1) {
+    rmsnorm_backward_kernel(index_t N, index_t C, const T* y, index_t ys0, index_t ys1, const T* rinv, index_t rs,
+                            const T* gy, index_t gs0, index_t gs1, T* gx, index_t xs0, index_t xs1) {
   __shared__ T sh[33];
   for (index_t i = blockIdx.x; i < N; i += gridDim.x) {
     const T* yr = y + i * ys0;
@@ -45,8 +44,7 @@ __global__ void __launch_bounds__(nn_row_threads)
     for (index_t j = threadIdx.x; j < C; j += blockDim.x) dot += gr[j * gs1] * yr[j * ys1];
     dot = nn_block_reduce(dot, T(0), NnSum{}, sh);
     const T m = dot / T(C), r = rinv[i * rs];
-    for (index_t j = threadIdx.x; j < C; j += blockDim.x)
-      xr[j * xs1] = r * (gr[j * gs1] - yr[j * ys1] * m);
+    for (index_t j = threadIdx.x; j < C; j += blockDim.x) xr[j * xs1] = r * (gr[j * gs1] - yr[j * ys1] * m);
   }
 }
 
@@ -59,10 +57,9 @@ void rmsnorm_forward(NnView<const T, 2> x, NnView<T, 2> y, NnView<T, 1> rinv, do
   const index_t N = x.shape()[0], C = x.shape()[1];
   lrt::detail::check_rmsnorm_forward(x.shape(), y.shape(), rinv.shape());
   if (N == 0) return;
-  launch(rmsnorm_forward_kernel<T>, nn_blocks(N), nn_block_threads(C), 0,
-         "rmsnorm_forward kernel launch", N, C, x.data(), x.strides()[0], x.strides()[1],
-         y.data(), y.strides()[0], y.strides()[1], rinv.data(), rinv.strides()[0],
-         static_cast<T>(eps));
+  launch(rmsnorm_forward_kernel<T>, nn_blocks(N), nn_block_threads(C), 0, "rmsnorm_forward kernel launch", N, C,
+         x.data(), x.strides()[0], x.strides()[1], y.data(), y.strides()[0], y.strides()[1], rinv.data(),
+         rinv.strides()[0], static_cast<T>(eps));
 }
 
 /// gx = rinv * (gy - y * mean(gy * y)) per row (gx overwritten).
@@ -71,10 +68,9 @@ void rmsnorm_backward(NnView<const T, 2> y, NnView<const T, 1> rinv, NnView<cons
   const index_t N = y.shape()[0], C = y.shape()[1];
   lrt::detail::check_rmsnorm_backward(y.shape(), rinv.shape(), gy.shape(), gx.shape());
   if (N == 0) return;
-  launch(rmsnorm_backward_kernel<T>, nn_blocks(N), nn_block_threads(C), 0,
-         "rmsnorm_backward kernel launch", N, C, y.data(), y.strides()[0], y.strides()[1],
-         rinv.data(), rinv.strides()[0], gy.data(), gy.strides()[0], gy.strides()[1],
-         gx.data(), gx.strides()[0], gx.strides()[1]);
+  launch(rmsnorm_backward_kernel<T>, nn_blocks(N), nn_block_threads(C), 0, "rmsnorm_backward kernel launch", N, C,
+         y.data(), y.strides()[0], y.strides()[1], rinv.data(), rinv.strides()[0], gy.data(), gy.strides()[0],
+         gy.strides()[1], gx.data(), gx.strides()[0], gx.strides()[1]);
 }
 
 }  // namespace cuda::detail

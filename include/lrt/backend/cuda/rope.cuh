@@ -17,9 +17,8 @@ namespace cuda::detail {
 
 template <class T>
 __global__ void __launch_bounds__(assign_threads)
-    rope_kernel(index_t B, index_t Tt, index_t H, index_t half, const T* x, Strides<4> xs,
-                const T* cs, Strides<2> css, const T* sn, Strides<2> sns, T* y, Strides<4> ys,
-                T sg) {
+    rope_kernel(index_t B, index_t Tt, index_t H, index_t half, const T* x, Strides<4> xs, const T* cs, Strides<2> css,
+                const T* sn, Strides<2> sns, T* y, Strides<4> ys, T sg) {
   const index_t n = B * Tt * H * half, step = index_t{blockDim.x} * gridDim.x;
   for (index_t idx = index_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += step) {
     const index_t j = idx % half;
@@ -43,9 +42,8 @@ __global__ void __launch_bounds__(assign_threads)
 
 template <class T>
 __global__ void __launch_bounds__(attn_warps * 32)
-    rope_rmsnorm_forward_kernel(index_t B, index_t Tt, index_t H, index_t half, const T* x, Strides<4> xs,
-                                const T* cs, Strides<2> css, const T* sn, Strides<2> sns, T* y,
-                                Strides<4> ys, T* rinv, T eps) {
+    rope_rmsnorm_forward_kernel(index_t B, index_t Tt, index_t H, index_t half, const T* x, Strides<4> xs, const T* cs,
+                                Strides<2> css, const T* sn, Strides<2> sns, T* y, Strides<4> ys, T* rinv, T eps) {
   const index_t rows = B * Tt * H, wstep = index_t{gridDim.x} * attn_warps;
   const int lane = threadIdx.x & 31;
   for (index_t w = index_t{blockIdx.x} * attn_warps + (threadIdx.x >> 5); w < rows; w += wstep) {
@@ -79,8 +77,8 @@ __global__ void __launch_bounds__(attn_warps * 32)
 template <class T>
 __global__ void __launch_bounds__(attn_warps * 32)
     rope_rmsnorm_backward_kernel(index_t B, index_t Tt, index_t H, index_t half, const T* y, Strides<4> ys,
-                                 const T* rinv, const T* gy, Strides<4> gs, const T* cs, Strides<2> css,
-                                 const T* sn, Strides<2> sns, T* gx, Strides<4> xs) {
+                                 const T* rinv, const T* gy, Strides<4> gs, const T* cs, Strides<2> css, const T* sn,
+                                 Strides<2> sns, T* gx, Strides<4> xs) {
   const index_t rows = B * Tt * H, wstep = index_t{gridDim.x} * attn_warps;
   const int lane = threadIdx.x & 31;
   for (index_t w = index_t{blockIdx.x} * attn_warps + (threadIdx.x >> 5); w < rows; w += wstep) {
@@ -107,17 +105,16 @@ __global__ void __launch_bounds__(attn_warps * 32)
 
 /// Half-split rotation (see cpu::rope_apply); inverse rotates back. x, y: (B, T, H, Dh).
 template <class T>
-void rope_apply(NnView<const T, 4> x, NnView<const T, 2> cos, NnView<const T, 2> sin, NnView<T, 4> y,
-                bool inverse) {
+void rope_apply(NnView<const T, 4> x, NnView<const T, 2> cos, NnView<const T, 2> sin, NnView<T, 4> y, bool inverse) {
   const index_t B = x.shape()[0], Tt = x.shape()[1], H = x.shape()[2], Dh = x.shape()[3];
   const index_t half = Dh / 2;
   lrt::detail::check_rope(x.shape(), cos.shape(), sin.shape(), y.shape());
   const index_t n = B * Tt * H * half;
   if (n == 0) return;
   constexpr int threads = assign_threads;
-  launch(rope_kernel<T>, grid_for(n, threads), threads, 0, "rope_apply kernel launch",
-         B, Tt, H, half, x.data(), x.strides(), cos.data(), cos.strides(), sin.data(),
-         sin.strides(), y.data(), y.strides(), inverse ? T(-1) : T(1));
+  launch(rope_kernel<T>, grid_for(n, threads), threads, 0, "rope_apply kernel launch", B, Tt, H, half, x.data(),
+         x.strides(), cos.data(), cos.strides(), sin.data(), sin.strides(), y.data(), y.strides(),
+         inverse ? T(-1) : T(1));
 }
 
 /// y = rmsnorm(rope(x)) per head vector, rinv (B*T*H) its scales (see cpu::rope_rmsnorm_forward).
@@ -130,26 +127,23 @@ void rope_rmsnorm_forward(NnView<const T, 4> x, NnView<const T, 2> cos, NnView<c
   check(rinv.strides()[0] == 1 || rinv.shape()[0] <= 1, "rope_rmsnorm", "rinv must be contiguous");
   const index_t rows = B * Tt * H;
   if (rows == 0 || half == 0) return;
-  launch(rope_rmsnorm_forward_kernel<T>, attn_blocks(rows), attn_warps * 32, 0,
-         "rope_rmsnorm_forward kernel launch", B, Tt, H, half, x.data(), x.strides(), cos.data(),
-         cos.strides(), sin.data(), sin.strides(), y.data(), y.strides(), rinv.data(),
-         static_cast<T>(eps));
+  launch(rope_rmsnorm_forward_kernel<T>, attn_blocks(rows), attn_warps * 32, 0, "rope_rmsnorm_forward kernel launch", B,
+         Tt, H, half, x.data(), x.strides(), cos.data(), cos.strides(), sin.data(), sin.strides(), y.data(),
+         y.strides(), rinv.data(), static_cast<T>(eps));
 }
 
 /// The backward of rope_rmsnorm_forward (gx overwritten).
 template <class T>
-void rope_rmsnorm_backward(NnView<const T, 4> y, NnView<const T, 1> rinv, NnView<const T, 4> gy,
-                           NnView<const T, 2> cos, NnView<const T, 2> sin, NnView<T, 4> gx) {
+void rope_rmsnorm_backward(NnView<const T, 4> y, NnView<const T, 1> rinv, NnView<const T, 4> gy, NnView<const T, 2> cos,
+                           NnView<const T, 2> sin, NnView<T, 4> gx) {
   const index_t B = y.shape()[0], Tt = y.shape()[1], H = y.shape()[2], Dh = y.shape()[3], half = Dh / 2;
-  lrt::detail::check_rope_rmsnorm_backward(y.shape(), rinv.shape(), gy.shape(), cos.shape(), sin.shape(),
-                                           gx.shape());
+  lrt::detail::check_rope_rmsnorm_backward(y.shape(), rinv.shape(), gy.shape(), cos.shape(), sin.shape(), gx.shape());
   check(rinv.strides()[0] == 1 || rinv.shape()[0] <= 1, "rope_rmsnorm_backward", "rinv must be contiguous");
   const index_t rows = B * Tt * H;
   if (rows == 0 || half == 0) return;
-  launch(rope_rmsnorm_backward_kernel<T>, attn_blocks(rows), attn_warps * 32, 0,
-         "rope_rmsnorm_backward kernel launch", B, Tt, H, half, y.data(), y.strides(), rinv.data(),
-         gy.data(), gy.strides(), cos.data(), cos.strides(), sin.data(), sin.strides(), gx.data(),
-         gx.strides());
+  launch(rope_rmsnorm_backward_kernel<T>, attn_blocks(rows), attn_warps * 32, 0, "rope_rmsnorm_backward kernel launch",
+         B, Tt, H, half, y.data(), y.strides(), rinv.data(), gy.data(), gy.strides(), cos.data(), cos.strides(),
+         sin.data(), sin.strides(), gx.data(), gx.strides());
 }
 
 }  // namespace cuda::detail

@@ -26,7 +26,7 @@ struct Chunked {
     std::vector<std::vector<index_t>> sub(static_cast<std::size_t>(n));
     for (index_t p = 0; p < Tt; ++p) sub[static_cast<std::size_t>(p * n / Tt)].push_back(p);
     return sched_detail::subset_passes<Model<V, T, D>, T, D>(m, ids, tg, sub, o.zero_interior_memory, false,
-                                                              {o.keep_logits, nullptr});
+                                                             {o.keep_logits, nullptr});
   }
 };
 

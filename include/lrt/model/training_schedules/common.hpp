@@ -22,10 +22,10 @@ inline namespace v0 {
 
 /// Runtime options of the schedules (spec §4).
 struct ScheduleOptions {
-  std::vector<double> loss_weights;  // MultiRefine: one per pass (empty: all 1)
-  bool detach = false;               // MultiRefine: no gradient through the previous pass's states
-  bool zero_interior_memory = false; // Chunked: interior positions read zero memory instead of stale
-  bool keep_logits = false;          // keep each pass's soft-capped logits (tests, evaluation)
+  std::vector<double> loss_weights;   // MultiRefine: one per pass (empty: all 1)
+  bool detach = false;                // MultiRefine: no gradient through the previous pass's states
+  bool zero_interior_memory = false;  // Chunked: interior positions read zero memory instead of stale
+  bool keep_logits = false;           // keep each pass's soft-capped logits (tests, evaluation)
   // Interleaved<S>, KV/Both variants only: between passes, patch the buffered K/V rows no pass has
   // recomputed yet with the latest memory (spec §4.2's kv_refresh, the release's
   // interleaved_kv_refresh). Refused (lrt::Error) for other schedules and for variants without
@@ -40,7 +40,7 @@ struct PassResult {
   Tensor<T, 1, D> per_token;       // (B * |P|) nats, row-major over (b, i); 0 where ignored
   Tensor<index_t, 1, D> targets;   // (B * |P|)
   index_t count = 0;
-  Tensor<T, 3, D> logits;          // (B, |P|, V) soft-capped, only with keep_logits
+  Tensor<T, 3, D> logits;  // (B, |P|, V) soft-capped, only with keep_logits
 };
 
 template <class T, class D>
@@ -79,8 +79,8 @@ concept TrainingSchedule = requires(const ScheduleOptions& o) {
 /// What a schedule's passes hand back besides the losses (explicit, never a side channel).
 template <class T, class D>
 struct PassOutputs {
-  bool keep_logits = false;                 // each PassResult keeps its soft-capped logits
-  PrefillState<T, D>* prefill = nullptr;    // subset_passes copies its final K/V buffers and source states here
+  bool keep_logits = false;               // each PassResult keeps its soft-capped logits
+  PrefillState<T, D>* prefill = nullptr;  // subset_passes copies its final K/V buffers and source states here
 };
 
 namespace sched_detail {
@@ -147,7 +147,6 @@ ad::Var<T, R, D> detached(const ad::Var<T, R, D>& v) {
   return ad::constant(Tensor<T, R, D>(v.value()));
 }
 
-
 /// Loss of one pass: the soft-capped cross-entropy of the head of h against targets (B, |P|).
 template <class M, class T, class D>
 PassResult<T, D> score(const M& m, const typename M::Var3& h, const Tensor<index_t, 2, D>& targets,
@@ -156,8 +155,8 @@ PassResult<T, D> score(const M& m, const typename M::Var3& h, const Tensor<index
   const auto z = m.head(h);
   Tensor<index_t, 1, D> tg(targets.view().template reshape<1>(Shape<1>{B * n}));
   const T cap = static_cast<T>(m.config().logit_softcap);
-  auto ce = ad::cross_entropy(ad::reshape(z, Shape<2>{B * n, m.config().padded_vocab()}), tg, cap,
-                              m.config().vocab_size);
+  auto ce =
+      ad::cross_entropy(ad::reshape(z, Shape<2>{B * n, m.config().padded_vocab()}), tg, cap, m.config().vocab_size);
   loss = ce.loss;
   PassResult<T, D> r{std::move(positions), std::move(ce.per_token), std::move(tg), ce.count, {}};
   if (keep_logits) {

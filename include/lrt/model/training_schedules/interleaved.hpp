@@ -37,7 +37,7 @@ struct KvRefresh {
   const M& m;
   const Tensor<index_t, 2, D>& ids;
   std::vector<Var4> g_rec, kpre, kfb_old, vfb_old;  // per layer, rows `rows`; fb_old empty before the first
-  std::vector<index_t> rows;                          // positions the state covers (ascending)
+  std::vector<index_t> rows;                        // positions the state covers (ascending)
 
   KvRefresh(const M& model, const Tensor<index_t, 2, D>& x) : m(model), ids(x) {
     const auto L = static_cast<std::size_t>(model.config().n_layer);
@@ -151,7 +151,8 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
     ad::Var<T, 3, D> M_ = shift_memory(Sbuf, P, k, ids, c.reset_at_bos, c.bos());
     if (chunk_zero_interior) {  // interior positions of a chunk (p - k inside it) read zero memory
       Tensor<T, 3> mask(Shape<3>{1, static_cast<index_t>(P.size()), 1});  // broadcast over b and channels
-      for (std::size_t i = 0; i < P.size(); ++i) mask(0, static_cast<index_t>(i), 0) = P[i] - k >= P.front() ? T(0) : T(1);
+      for (std::size_t i = 0; i < P.size(); ++i)
+        mask(0, static_cast<index_t>(i), 0) = P[i] - k >= P.front() ? T(0) : T(1);
       M_ = M_ * ad::constant(lrt::on_device<D>(std::move(mask)));
     }
     const typename M::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& kk,
@@ -206,7 +207,7 @@ struct Interleaved {
   static ScheduleResult<T, D> run(const Model<V, T, D>& m, const Tensor<index_t, 2, D>& ids,
                                   const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o) {
     return sched_detail::subset_passes<Model<V, T, D>, T, D>(m, ids, tg, position_subsets(ids.shape()[1]), false,
-                                                              o.kv_refresh, {o.keep_logits, nullptr});
+                                                             o.kv_refresh, {o.keep_logits, nullptr});
   }
 };
 

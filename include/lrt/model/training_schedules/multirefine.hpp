@@ -43,8 +43,7 @@ struct MultiRefine {
         mem = sched_detail::shift_memory(o.detach ? sched_detail::detached(prev) : prev, all, k, ids, c.reset_at_bos,
                                          c.bos());
       auto p = m.forward(ids, rope, m.standard_attend(qpos), pass > 0 ? &mem : nullptr);
-      r.passes.push_back(
-          sched_detail::score(m, p.h, tg, all, losses[static_cast<std::size_t>(pass)], o.keep_logits));
+      r.passes.push_back(sched_detail::score(m, p.h, tg, all, losses[static_cast<std::size_t>(pass)], o.keep_logits));
       prev = p.source;
     }
     r.loss = sched_detail::weighted_mean(losses, w);
