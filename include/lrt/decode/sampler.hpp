@@ -74,7 +74,7 @@ index_t sample_token(std::span<const T> logits, const SamplerOptions& o, std::ui
     for (double& x : prob) x /= cum;
   }
   // One draw u in [0, 1), then the first id (ascending) whose cumulative mass exceeds u.
-  const double u = lrt::detail::unit_float(Philox::generate(o.seed, counter).v[0]);
+  const double u = lrt::unit_float(Philox::generate(o.seed, counter).v[0]);
   double cum = 0;
   index_t last = 0;
   for (index_t i = 0; i < V; ++i) {

@@ -45,9 +45,11 @@ struct Philox {
   LRT_HD static std::uint32_t word(std::uint64_t seed, std::uint64_t n) { return generate(seed, n >> 2).v[n & 3]; }
 };
 
-namespace detail {
-/// Maps a 32-bit word to [0, 1) with 24 random bits (exact in float).
+/// Maps a 32-bit word (of Philox's stream) to [0, 1) with 24 random bits (exact in float): the
+/// uniform fill's rule, which the sampler uses too.
 LRT_HD inline float unit_float(std::uint32_t x) { return static_cast<float>(x >> 8) * 0x1p-24f; }
+
+namespace detail {
 
 template <class T>
 struct UniformGen {

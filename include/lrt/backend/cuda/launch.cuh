@@ -43,7 +43,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, cons
 #if defined(LRT_CUDA_EMULATOR)
   ::lrt_cuda_emu::launch(kernel, grid, block, shmem, stream(), std::forward<A>(args)...);
 #else
-  kernel<<<grid, block, shmem, stream()> > >(std::forward<A>(args)...);
+  kernel<<<grid, block, shmem, stream()>>>(std::forward<A>(args)...);
 #endif
   check_cuda(cudaGetLastError(), what);
   mark.done(trim_launch(what));
