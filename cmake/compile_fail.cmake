@@ -25,25 +25,9 @@ elseif(NOT MODE STREQUAL "pass")
   message(FATAL_ERROR "compile_fail.cmake: MODE must be fail or pass, got ${MODE}")
 endif()
 
-# lrt's own headers with -I (their warnings matter), dependencies with -isystem like CMake
-# does for imported targets; the compiler's implicit directories (/usr/include) are left out
-# because passing them again breaks libstdc++'s #include_next.
+# lrt's own headers with -I, dependencies with -isystem (compile_command.cmake).
 set(_cmd "${CF_COMPILER}" -std=c++20 -fsyntax-only)
-foreach(_inc IN LISTS CF_INCLUDES)
-  if(NOT _inc OR _inc IN_LIST CF_IMPLICIT_INCLUDES)
-    continue()
-  endif()
-  if(_inc STREQUAL CF_OWN_INCLUDE)
-    list(APPEND _cmd "-I${_inc}")
-  else()
-    list(APPEND _cmd -isystem "${_inc}")
-  endif()
-endforeach()
-foreach(_def IN LISTS CF_DEFINITIONS)
-  if(_def)
-    list(APPEND _cmd "-D${_def}")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/compile_command.cmake")
 list(APPEND _cmd "${SOURCE}")
 
 string(JOIN " " _shown ${_cmd})
