@@ -7,7 +7,7 @@
 // are for users, so that a header says exactly what it builds on):
 //
 //   0 core            config, errors, shapes, devices, the thread pool
-//   1 io | tensor     files, JSON, safetensors | tensors, views, expressions
+//   1 io | tensor | tokenizer   files, JSON, safetensors | tensors, views, expressions | the BPE tokenizer
 //   2 backend         backend/*.hpp (device-neutral interfaces) <- backend/cpu, backend/cuda
 //   3 autodiff | data the graph and the differentiable ops | corpora, tokenizers, batches
 //   4 optim | model   AdamW, Muon | the GPT/LRT model, its config, checkpoints, training schedules
@@ -44,7 +44,7 @@ Layer layer_of(const std::string& rel) {
   const auto slash = rel.find('/');
   if (slash == std::string::npos) return {-1, ""};
   const std::string top = rel.substr(0, slash);
-  static const std::map<std::string, int> ranks = {{"core", 0},     {"io", 1},   {"tensor", 1}, {"backend", 2},
+  static const std::map<std::string, int> ranks = {{"core", 0},     {"io", 1},   {"tensor", 1}, {"tokenizer", 1}, {"backend", 2},
                                                    {"autodiff", 3}, {"data", 3}, {"optim", 4},  {"model", 4},
                                                    {"decode", 5},   {"train", 6}};
   const auto it = ranks.find(top);
