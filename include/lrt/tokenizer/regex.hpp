@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "unicode.hpp"
 
@@ -188,10 +189,13 @@ enum class Op : std::uint8_t { Set, Run, Alt, Jmp, Assert, Atomic, Look, Mark, C
 enum class Greed : std::uint8_t { Greedy, Lazy, Possessive };
 enum class AssertKind : std::uint8_t { TextStart, TextEnd, LineStart, LineEnd, WordB, NotWordB };
 
+inline constexpr std::uint32_t kNoFollow = 0xFFFFFFFF;
+
 struct Inst {
   Op op;
   std::uint8_t mode;  // Run: Greed; Assert: AssertKind; Look: 1 if negative
   std::uint32_t a = 0, b = 0, c = 0;
+  std::uint32_t d = kNoFollow;  // Run (greedy): the follow set (a FirstSet), or kNoFollow
   // Set: a = set. Run: a = set, b = min, c = max. Alt: a = alt table. Jmp: a = target.
   // Atomic / Look: the body follows (ending in Match), a = the instruction after it.
   // Mark / Check: a = slot (the progress check of a loop whose body may match empty).
@@ -226,10 +230,27 @@ struct Frame {
 };
 inline constexpr std::uint32_t kFrameAlt = 0, kFrameGreedy = 1, kFrameLazy = 2, kFrameRestore = 3;
 
+/// The backtracking stack: a vector whose push stays inline (growth is out of line).
+struct FrameStack {
+  std::vector<Frame> buf;
+  std::size_t n = 0;
+  std::size_t size() const noexcept { return n; }
+  LRT_ALWAYS_INLINE void push_back(const Frame& f) {
+    if (n == buf.size()) [[unlikely]]
+      grow();
+    buf[n++] = f;
+  }
+  Frame& back() noexcept { return buf[n - 1]; }
+  void pop_back() noexcept { --n; }
+  void resize(std::size_t m) noexcept { n = m; }  // only to shrink
+  void clear() noexcept { n = 0; }
+  LRT_COLD void grow() { buf.resize(std::max<std::size_t>(64, buf.size() * 2)); }
+};
+
 struct Scratch {
   std::vector<std::uint32_t> cps;
   std::vector<std::uint8_t> kinds;
-  std::vector<Frame> stack;
+  FrameStack stack;
   std::vector<std::size_t> marks;
   bool busy = false;
 };
@@ -289,6 +310,7 @@ class Regex {
       for (; start <= n; ++start) {
         if (!first_.viable(cps[start], s.kinds[start])) continue;
         end = run(s, 0, start);
+        s.stack.clear();  // the choices a match leaves behind
         if (end != kNoMatch) break;
       }
       if (end == kNoMatch) break;
@@ -323,6 +345,7 @@ class Regex {
   std::vector<detail::Inst> prog_;
   std::vector<detail::CharSet> sets_;
   std::vector<detail::AltTable> alts_;
+  std::vector<detail::FirstSet> follows_;
   detail::FirstSet first_;
   std::uint32_t num_marks_ = 0;
 
@@ -836,20 +859,9 @@ class Regex {
         case detail::Node::Assert:
           fs.nullable = true;
           break;
-        case detail::Node::Set: {
-          const detail::CharSet& s = re.sets_[n.set];
-          fs.ascii[0] = s.ascii[0];
-          fs.ascii[1] = s.ascii[1];
-          if (s.ranges.empty()) {
-            fs.kinds = s.kinds;
-          } else if (s.neg) {
-            fs.kinds = detail::kAllKinds;
-          } else {
-            fs.kinds = s.raw_kinds;
-            for (const auto& r : s.ranges) fs.kinds |= detail::kinds_in_range(r.first, r.second);
-          }
+        case detail::Node::Set:
+          fs = set_first(re.sets_[n.set]);
           break;
-        }
         case detail::Node::Concat:
           fs.nullable = true;
           for (std::uint32_t k : n.kids) {
@@ -875,13 +887,28 @@ class Regex {
       firsts[id] = fs;
     }
 
+    static detail::FirstSet set_first(const detail::CharSet& s) {
+      detail::FirstSet fs;
+      fs.ascii[0] = s.ascii[0];
+      fs.ascii[1] = s.ascii[1];
+      if (s.ranges.empty()) {
+        fs.kinds = s.kinds;
+      } else if (s.neg) {
+        fs.kinds = detail::kAllKinds;
+      } else {
+        fs.kinds = s.raw_kinds;
+        for (const auto& r : s.ranges) fs.kinds |= detail::kinds_in_range(r.first, r.second);
+      }
+      return fs;
+    }
+
     // The first set that decides whether a branch may be taken: a nullable branch may be taken anywhere.
     static detail::FirstSet gate(const detail::FirstSet& fs) { return fs.nullable ? detail::FirstSet::all() : fs; }
 
     std::uint32_t emit(detail::Op op, std::uint8_t mode = 0, std::uint32_t a = 0, std::uint32_t b = 0,
                        std::uint32_t c = 0) {
       if (re.prog_.size() >= kMaxInsts) fail(re.source_, 0, "pattern too large (compiled program over 1M steps)");
-      re.prog_.push_back(detail::Inst{op, mode, a, b, c});
+      re.prog_.push_back(detail::Inst{op, mode, a, b, c, detail::kNoFollow});
       return std::uint32_t(re.prog_.size() - 1);
     }
     std::uint32_t pc() const { return std::uint32_t(re.prog_.size()); }
@@ -911,6 +938,44 @@ class Regex {
       compile(root);
       emit(detail::Op::Match);
       re.first_ = gate(first(root));
+      optimize();
+    }
+
+    // Peephole passes: a jump to a Match (through jumps) becomes that Match; a greedy Run learns
+    // which units the code after it must start with (its "follow"), so that it keeps only those
+    // positions to backtrack to.
+    void optimize() {
+      auto& prog = re.prog_;
+      for (auto& in : prog) {
+        if (in.op != detail::Op::Jmp) continue;
+        std::uint32_t t = in.a;
+        for (int k = 0; k < 64 && prog[t].op == detail::Op::Jmp; ++k) t = prog[t].a;
+        in.a = t;
+        if (prog[t].op == detail::Op::Match) in.op = detail::Op::Match;
+      }
+      for (std::uint32_t pc = 0; pc < prog.size(); ++pc) {
+        if (prog[pc].op != detail::Op::Run || prog[pc].mode != std::uint8_t(detail::Greed::Greedy)) continue;
+        detail::FirstSet f;
+        bool known = false;
+        std::uint32_t q = pc + 1;
+        for (int k = 0; k < 64; ++k) {
+          const detail::Inst& in = prog[q];
+          if (in.op == detail::Op::Jmp) {
+            q = in.a;
+            continue;
+          }
+          if (in.op != detail::Op::Set && in.op != detail::Op::Run) break;
+          f.unite(set_first(re.sets_[in.a]));
+          if (in.op == detail::Op::Set || in.b >= 1) {
+            known = true;
+            break;
+          }
+          ++q;
+        }
+        if (!known) continue;
+        re.follows_.push_back(f);
+        prog[pc].d = std::uint32_t(re.follows_.size() - 1);
+      }
     }
 
     void compile_alt(const std::vector<std::uint32_t>& kids, std::size_t from) {
@@ -1102,8 +1167,17 @@ class Regex {
           }
           while (pos < limit && set.match(cps[pos], kinds[pos])) ++pos;
           if (pos - start < in.b) break;
-          if (greed == detail::Greed::Greedy && pos > start + in.b)
-            s.stack.push_back(Frame{pc, detail::kFrameGreedy, start + in.b, pos - 1});
+          if (greed == detail::Greed::Greedy && pos > start + in.b) {
+            std::size_t p = pos - 1;  // the last position to back off to that the follow allows
+            const std::size_t lo = start + in.b;
+            if (in.d != detail::kNoFollow) {
+              const detail::FirstSet& fl = follows_[in.d];
+              while (p > lo && !fl.viable(cps[p], kinds[p])) --p;
+              if (fl.viable(cps[p], kinds[p])) s.stack.push_back(Frame{pc, detail::kFrameGreedy, lo, p});
+            } else {
+              s.stack.push_back(Frame{pc, detail::kFrameGreedy, lo, p});
+            }
+          }
           ++pc;
           continue;
         }
@@ -1192,10 +1266,21 @@ class Regex {
         if (fr.tag == detail::kFrameGreedy) {
           pos = fr.pos;
           pc = fr.pc + 1;
-          if (fr.pos > fr.aux)
-            --fr.pos;
-          else
+          const std::uint32_t fi = prog[fr.pc].d;
+          if (fr.pos == fr.aux) {
             s.stack.pop_back();
+            break;
+          }
+          std::size_t p = fr.pos - 1;
+          if (fi != detail::kNoFollow) {
+            const detail::FirstSet& fl = follows_[fi];
+            while (p > fr.aux && !fl.viable(cps[p], kinds[p])) --p;
+            if (!fl.viable(cps[p], kinds[p])) {
+              s.stack.pop_back();
+              break;
+            }
+          }
+          fr.pos = p;
           break;
         }
         if (fr.tag == detail::kFrameLazy) {
