@@ -36,6 +36,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -190,6 +191,7 @@ enum class Greed : std::uint8_t { Greedy, Lazy, Possessive };
 enum class AssertKind : std::uint8_t { TextStart, TextEnd, LineStart, LineEnd, WordB, NotWordB };
 
 inline constexpr std::uint32_t kNoFollow = 0xFFFFFFFF;
+inline constexpr std::uint8_t kThenMatch = 8;  // Set / Run mode bit: the next instruction is Match
 
 struct Inst {
   Op op;
@@ -205,7 +207,7 @@ inline constexpr std::uint32_t kInf = 0xFFFFFFFF;
 
 /// An alternation of up to 64 branches, with a table of the branches each unit may start.
 struct AltTable {
-  std::vector<std::uint32_t> targets;
+  std::uint32_t targets[64] = {};
   std::uint64_t by_ascii[128] = {};
   std::uint64_t by_kind[16] = {};
 };
@@ -292,6 +294,7 @@ class Regex {
       ~Release() { s.busy = false; }
     } release{s};
     decode(text, s);
+    if (s.marks.size() < num_marks_) s.marks.resize(num_marks_);
     const std::size_t n = s.kinds.size() - 1;
     const std::uint32_t* cps = s.cps.data();
     // Byte offset of unit u, advanced monotonically from the last piece's end.
@@ -918,7 +921,6 @@ class Regex {
       if (re.alts_.size() >= kMaxAlts)
         fail(re.source_, 0, "pattern too large (over 10000 alternations and repetitions)");
       detail::AltTable t;
-      t.targets.assign(gates.size(), 0);
       for (std::size_t j = 0; j < gates.size(); ++j) {
         const detail::FirstSet g = gate(gates[j]);
         for (std::uint32_t cp = 0; cp < 128; ++cp)
@@ -954,7 +956,10 @@ class Regex {
         if (prog[t].op == detail::Op::Match) in.op = detail::Op::Match;
       }
       for (std::uint32_t pc = 0; pc < prog.size(); ++pc) {
-        if (prog[pc].op != detail::Op::Run || prog[pc].mode != std::uint8_t(detail::Greed::Greedy)) continue;
+        if ((prog[pc].op == detail::Op::Run || prog[pc].op == detail::Op::Set) &&
+            prog[pc + 1].op == detail::Op::Match)
+          prog[pc].mode |= detail::kThenMatch;
+        if (prog[pc].op != detail::Op::Run || (prog[pc].mode & 3) != std::uint8_t(detail::Greed::Greedy)) continue;
         detail::FirstSet f;
         bool known = false;
         std::uint32_t q = pc + 1;
@@ -1102,6 +1107,16 @@ class Regex {
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     std::size_t u = 0;
     for (std::size_t b = 0; b < nb;) {
+      if (b + 8 <= nb) {  // eight ASCII bytes at once (the kind of an ASCII unit is never read)
+        std::uint64_t w;
+        std::memcpy(&w, p + b, 8);
+        if ((w & 0x8080808080808080ull) == 0) {
+          for (int k = 0; k < 8; ++k) cps[u + k] = p[b + k];
+          std::memset(kinds + u, 0, 8);
+          u += 8, b += 8;
+          continue;
+        }
+      }
       const unsigned char c = p[b];
       if (c < 0x80) {
         cps[u] = c;
@@ -1137,58 +1152,82 @@ class Regex {
   std::size_t run(detail::Scratch& s, std::uint32_t pc, std::size_t pos) const {
     using detail::Frame;
     using detail::Op;
-    const std::size_t base = s.stack.size();
+    // The stack, held in locals (stores to frames cannot alias them); s.stack is synced around calls.
+    struct Stack {
+      detail::FrameStack& owner;
+      Frame* buf;
+      std::size_t n;
+      std::size_t size() const noexcept { return n; }
+      LRT_ALWAYS_INLINE void push_back(const Frame& f) {
+        if (n == owner.buf.size()) [[unlikely]] {
+          owner.grow();
+          buf = owner.buf.data();
+        }
+        buf[n++] = f;
+      }
+      Frame& back() noexcept { return buf[n - 1]; }
+      void pop_back() noexcept { --n; }
+    } st{s.stack, s.stack.buf.data(), s.stack.n};
+    const std::size_t base = st.size();
     const std::size_t n = s.kinds.size() - 1;
     const std::uint32_t* cps = s.cps.data();
     const std::uint8_t* kinds = s.kinds.data();
     const detail::Inst* prog = prog_.data();
-    if (s.marks.size() < num_marks_) s.marks.resize(num_marks_);
+    const detail::CharSet* sets = sets_.data();
+    const detail::AltTable* alts = alts_.data();
+    const detail::FirstSet* follows = follows_.data();
     std::uint64_t backtracks = 0;
     for (;;) {
       const detail::Inst& in = prog[pc];
       switch (in.op) {
         case Op::Set:
-          if (sets_[in.a].match(cps[pos], kinds[pos])) {
+          if (sets[in.a].match(cps[pos], kinds[pos])) {
             ++pos, ++pc;
+            if (in.mode & detail::kThenMatch) goto match;
             continue;
           }
           break;
         case Op::Run: {
-          const detail::CharSet& set = sets_[in.a];
+          const detail::CharSet& set = sets[in.a];
           const std::size_t start = pos;
           const std::size_t limit = in.c == detail::kInf ? n : std::min<std::size_t>(n, start + in.c);
-          const auto greed = static_cast<detail::Greed>(in.mode);
+          const auto greed = static_cast<detail::Greed>(in.mode & 3);
           if (greed == detail::Greed::Lazy) {
             while (pos - start < in.b && pos < limit && set.match(cps[pos], kinds[pos])) ++pos;
             if (pos - start < in.b) break;
-            if (pos < limit) s.stack.push_back(Frame{pc, detail::kFrameLazy, start, pos});
+            if (pos < limit) st.push_back(Frame{pc, detail::kFrameLazy, start, pos});
             ++pc;
             continue;
           }
-          while (pos < limit && set.match(cps[pos], kinds[pos])) ++pos;
+          if (in.c == detail::kInf) {
+            while (set.match(cps[pos], kinds[pos])) ++pos;  // the sentinel at n never matches
+          } else {
+            while (pos < limit && set.match(cps[pos], kinds[pos])) ++pos;
+          }
           if (pos - start < in.b) break;
           if (greed == detail::Greed::Greedy && pos > start + in.b) {
             std::size_t p = pos - 1;  // the last position to back off to that the follow allows
             const std::size_t lo = start + in.b;
             if (in.d != detail::kNoFollow) {
-              const detail::FirstSet& fl = follows_[in.d];
+              const detail::FirstSet& fl = follows[in.d];
               while (p > lo && !fl.viable(cps[p], kinds[p])) --p;
-              if (fl.viable(cps[p], kinds[p])) s.stack.push_back(Frame{pc, detail::kFrameGreedy, lo, p});
+              if (fl.viable(cps[p], kinds[p])) st.push_back(Frame{pc, detail::kFrameGreedy, lo, p});
             } else {
-              s.stack.push_back(Frame{pc, detail::kFrameGreedy, lo, p});
+              st.push_back(Frame{pc, detail::kFrameGreedy, lo, p});
             }
           }
           ++pc;
+          if (in.mode & detail::kThenMatch) goto match;
           continue;
         }
         case Op::Alt: {
-          const detail::AltTable& t = alts_[in.a];
+          const detail::AltTable& t = alts[in.a];
           const std::uint32_t c = cps[pos];
           std::uint64_t m = c < 128 ? t.by_ascii[c] : t.by_kind[kinds[pos]];
           if (m == 0) break;
-          const unsigned j = unsigned(std::countr_zero(m));
+          const unsigned j = unsigned(std::countr_zero(m)) & 63;
           m &= m - 1;
-          if (m) s.stack.push_back(Frame{pc, detail::kFrameAlt, m, pos});
+          if (m) st.push_back(Frame{pc, detail::kFrameAlt, m, pos});
           pc = t.targets[j];
           continue;
         }
@@ -1224,9 +1263,9 @@ class Regex {
         }
         case Op::Atomic:
         case Op::Look: {
-          const std::size_t mark = s.stack.size();
+          s.stack.n = st.n;
           const std::size_t e = run(s, pc + 1, pos);
-          s.stack.resize(mark);
+          st.buf = s.stack.buf.data();  // the stack may have grown; its frames above st.n are dropped
           if (in.op == Op::Atomic) {
             if (e == kNoMatch) break;
             pos = e;
@@ -1237,7 +1276,7 @@ class Regex {
           continue;
         }
         case Op::Mark:
-          s.stack.push_back(Frame{in.a, detail::kFrameRestore, s.marks[in.a], 0});
+          st.push_back(Frame{in.a, detail::kFrameRestore, s.marks[in.a], 0});
           s.marks[in.a] = pos;
           ++pc;
           continue;
@@ -1246,21 +1285,26 @@ class Regex {
           ++pc;
           continue;
         case Op::Match:
+        match:
+          s.stack.n = st.n;
           return pos;
       }
       // Failure: resume the most recent choice.
       for (;;) {
-        if (s.stack.size() == base) return kNoMatch;
+        if (st.size() == base) {
+          s.stack.n = st.n;
+          return kNoMatch;
+        }
         if (++backtracks > kBacktrackLimit)
           throw Error("regex", ::lrt::detail::str_cat("backtrack limit exceeded (pattern '", source_, "')"));
-        Frame& fr = s.stack.back();
+        Frame& fr = st.back();
         if (fr.tag == detail::kFrameAlt) {
-          const detail::AltTable& t = alts_[prog[fr.pc].a];
-          const unsigned j = unsigned(std::countr_zero(fr.aux));
+          const detail::AltTable& t = alts[prog[fr.pc].a];
+          const unsigned j = unsigned(std::countr_zero(fr.aux)) & 63;
           pos = fr.pos;
           pc = t.targets[j];
           fr.aux &= fr.aux - 1;
-          if (fr.aux == 0) s.stack.pop_back();
+          if (fr.aux == 0) st.pop_back();
           break;
         }
         if (fr.tag == detail::kFrameGreedy) {
@@ -1268,15 +1312,15 @@ class Regex {
           pc = fr.pc + 1;
           const std::uint32_t fi = prog[fr.pc].d;
           if (fr.pos == fr.aux) {
-            s.stack.pop_back();
+            st.pop_back();
             break;
           }
           std::size_t p = fr.pos - 1;
           if (fi != detail::kNoFollow) {
-            const detail::FirstSet& fl = follows_[fi];
+            const detail::FirstSet& fl = follows[fi];
             while (p > fr.aux && !fl.viable(cps[p], kinds[p])) --p;
             if (!fl.viable(cps[p], kinds[p])) {
-              s.stack.pop_back();
+              st.pop_back();
               break;
             }
           }
@@ -1287,20 +1331,20 @@ class Regex {
           const detail::Inst& rin = prog[fr.pc];
           const std::size_t limit = rin.c == detail::kInf ? n : std::min<std::size_t>(n, fr.aux + rin.c);
           const std::size_t p = fr.pos;
-          if (p < limit && sets_[rin.a].match(cps[p], kinds[p])) {
+          if (p < limit && sets[rin.a].match(cps[p], kinds[p])) {
             pos = p + 1;
             pc = fr.pc + 1;
             if (pos < limit)
               fr.pos = pos;
             else
-              s.stack.pop_back();
+              st.pop_back();
             break;
           }
-          s.stack.pop_back();
+          st.pop_back();
           continue;
         }
         s.marks[fr.pc] = fr.aux;  // restore
-        s.stack.pop_back();
+        st.pop_back();
       }
     }
   }
