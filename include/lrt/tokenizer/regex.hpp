@@ -956,8 +956,7 @@ class Regex {
         if (prog[t].op == detail::Op::Match) in.op = detail::Op::Match;
       }
       for (std::uint32_t pc = 0; pc < prog.size(); ++pc) {
-        if ((prog[pc].op == detail::Op::Run || prog[pc].op == detail::Op::Set) &&
-            prog[pc + 1].op == detail::Op::Match)
+        if ((prog[pc].op == detail::Op::Run || prog[pc].op == detail::Op::Set) && prog[pc + 1].op == detail::Op::Match)
           prog[pc].mode |= detail::kThenMatch;
         if (prog[pc].op != detail::Op::Run || (prog[pc].mode & 3) != std::uint8_t(detail::Greed::Greedy)) continue;
         detail::FirstSet f;
