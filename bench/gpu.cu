@@ -195,8 +195,8 @@ double copy_bandwidth(index_t mib) {
 lrt::data::TokenRows random_rows(index_t n, index_t T, index_t V, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<index_t> dist(0, V - 1);
-  std::vector<std::uint16_t> tok(static_cast<std::size_t>(n * (T + 1)));
-  for (auto& t : tok) t = static_cast<std::uint16_t>(dist(rng));
+  std::vector<lrt::data::token_t> tok(static_cast<std::size_t>(n * (T + 1)));
+  for (auto& t : tok) t = static_cast<lrt::data::token_t>(dist(rng));
   return lrt::data::TokenRows::from_tokens(std::move(tok), static_cast<int>(T));
 }
 

@@ -14,12 +14,19 @@ int main(int argc, char** argv) {
            "", true)
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus", "", true)
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
+      .option("tokenizer", "FILE",
+              "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
+              "for release weights with --config)")
       .option("mode", "MODE", "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes)")
       .option("split", "SPLIT", "val (the validation split lrt-train holds out) or all (every byte of PATH)", "val")
       .flag("json",
             "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "
             "instead of the text lines")
       .option("eval-tokens", "N", "target tokens to score at most", "65536")
+      .option("eval-bytes", "N",
+              "score every token of the split's first N bytes of text instead: the same bytes for any tokenizer (0: "
+              "off)",
+              "0")
       .option("context", "N",
               "targets per row (0: the model's sequence_len); longer rows also print bits per byte by position", "0")
       .option("sinks", "N",

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
               "(exact prefill past the shortest window)",
               "0")
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
+      .option("tokenizer", "FILE",
+              "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
+              "for release weights with --config)")
       .flag("stop-at-bos", "stop when the model starts a new document (BOS)");
   a.alias("-m", "checkpoint").alias("-p", "prompt").alias("-f", "prompt-file").alias("-n", "max-new-tokens");
   a.alias("--temp", "temperature").alias("-s", "seed").alias("-t", "threads");

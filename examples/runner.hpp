@@ -13,6 +13,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include <lrt/lrt.hpp>
 #include <lrt/data.hpp>
+#include <lrt/tokenizer.hpp>
 #include <lrt/model/checkpoint.hpp>
 #include <lrt/decode.hpp>
 #include <lrt/train/eval.hpp>
@@ -127,6 +129,40 @@ inline std::tuple<lrt::ModelConfig, lrt::VariantStructure, std::string> checkpoi
   return {std::move(c.config), c.schedule.structure, std::move(c.schedule.schedule)};
 }
 
+/// The tokenizer of a checkpoint: what it records (bytes, or a BPE with its whole file), checked
+/// against --tokenizer FILE when that is given; release weights (--config, which record none) with
+/// a vocabulary other than bytes need --tokenizer. The model's vocabulary must hold the
+/// tokenizer's ids and its BOS must be the tokenizer's.
+inline lrt::data::TextTokenizer checkpoint_tokenizer(const Args& a, const lrt::st::Reader& r,
+                                                     const lrt::ModelConfig& cfg) {
+  lrt::data::TextTokenizer tok = lrt::data::TextTokenizer::from_metadata(r);
+  const bool recorded = r.meta("tokenizer").has_value();
+  if (a.has("tokenizer")) {
+    tool::require_path(a.str("tokenizer"), "--tokenizer");
+    const auto given = lrt::data::TextTokenizer::load(a.str("tokenizer"));
+    if (recorded && !(given == tok))
+      throw lrt::Error("tokenizer", fmt::format("--tokenizer '{}' is {}, but '{}' was trained with {}",
+                                                a.str("tokenizer"), given.describe(), r.label(), tok.describe()));
+    tok = given;
+  } else if (!recorded && cfg.vocab_size != lrt::data::ByteTokenizer::vocab_size) {
+    throw UsageError(fmt::format(
+        "'{}' records no tokenizer and its vocab_size is {}, not the byte vocabulary's 257: give the tokenizer "
+        "it was trained with, --tokenizer FILE (lrt-tokenizer convert makes one from a tiktoken rank file)",
+        r.label(), cfg.vocab_size));
+  }
+  lrt::check(tok.vocab_size() <= cfg.vocab_size, "tokenizer", "the tokenizer (", tok.describe(), ") has ",
+             tok.vocab_size(), " ids, more than the model's vocab_size ", cfg.vocab_size);
+  lrt::check(static_cast<lrt::index_t>(tok.bos()) == cfg.bos(), "tokenizer", "the tokenizer's BOS is ", tok.bos(),
+             ", the model's bos_id ", cfg.bos(), " (", tok.describe(), ")");
+  return tok;
+}
+
+/// "2.01 bytes/token" of rows (their bytes over their non-BOS tokens).
+inline std::string bytes_per_token(const lrt::data::TokenRows& rows) {
+  const double n = static_cast<double>(rows.tokens().size()) - static_cast<double>(rows.rows());
+  return fmt::format("{:.3f} bytes/token", n > 0 ? static_cast<double>(rows.total_bytes()) / n : 0.0);
+}
+
 /// "kv_refresh", "loss weights (0.1, 0.3, 0.6)", "detach": the options that differ from the defaults.
 inline std::string describe(const lrt::ScheduleOptions& o) {
   std::string s;
@@ -196,6 +232,12 @@ int train_run(const tool::Args& a) {
     }
   }
   if (a.has("sequence-len")) cfg.sequence_len = a.integer("sequence-len", 1, 1 << 20);
+  if (a.has("tokenizer") && a.has("vocab-size"))
+    throw tool::UsageError("give --tokenizer FILE or --vocab-size N, not both");
+  if (a.has("pattern") && !a.has("vocab-size"))
+    throw tool::UsageError("--pattern goes with --vocab-size (the pattern of the tokenizer lrt-train trains)");
+  const long long vocab_arg = a.has("vocab-size") ? a.integer("vocab-size", 257, 1LL << 24) : 0;
+  if (a.has("tokenizer")) tool::require_path(a.str("tokenizer"), "--tokenizer");
   const int modes = int(a.has("steps")) + int(a.has("time")) + int(a.has("budget-forwards"));
   if (modes > 1) throw tool::UsageError("give at most one of --steps, --time and --budget-forwards");
 
@@ -246,17 +288,61 @@ int train_run(const tool::Args& a) {
   fmt::print("lrt-train: {} threads (LRT_NUM_THREADS), GEMM via {}\n", lrt::num_threads(),
              LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
   const auto corpus = lrt::data::load_corpus(data_path);
+  // The tokenizer: the checkpoint's when resuming (--tokenizer, if given, must be the same), a
+  // tokenizer file, one trained here on the training split (--vocab-size), or bytes.
+  lrt::data::TextTokenizer tok;
+  if (resume) tok = lrt::data::TextTokenizer::from_metadata(lrt::st::Reader::open(from.model_path()));
+  if (a.has("tokenizer")) {
+    const auto given = lrt::data::TextTokenizer::load(a.str("tokenizer"));
+    if (resume && !(given == tok))
+      throw lrt::Error("resume", fmt::format("--tokenizer '{}' is {}, but the checkpoint was trained with {}",
+                                             a.str("tokenizer"), given.describe(), tok.describe()));
+    tok = given;
+  } else if (vocab_arg > 0 && !resume) {
+    lrt::tok::BpeTrainOptions bo;
+    bo.vocab_size = static_cast<lrt::tok::token_t>(vocab_arg);
+    if (a.has("pattern")) bo.pattern = a.str("pattern");
+    std::vector<std::string_view> docs;
+    for (const auto& d : corpus.train) docs.push_back(d.text);
+    const auto t0 = now();
+    try {
+      tok = lrt::data::TextTokenizer(lrt::tok::train_bpe(docs, bo));
+    } catch (const lrt::Error& e) {
+      throw UsageError(fmt::format("--vocab-size {}: {}", vocab_arg, e.what()));
+    }
+    tok.bpe()->save(out + "/tokenizer.lrt");
+    fmt::print("tokenizer: trained {} on the training split in {:.1f} s, wrote {}/tokenizer.lrt\n", tok.describe(),
+               now() - t0, out);
+  } else if (vocab_arg > 0 && vocab_arg != tok.vocab_size()) {
+    throw UsageError(fmt::format("--vocab-size {} on --resume: the checkpoint's tokenizer has {} ids ({})", vocab_arg,
+                                 tok.vocab_size(), tok.describe()));
+  }
+  if (!tok.is_bytes() && !resume) {
+    cfg.vocab_size = tok.vocab_size();
+    cfg.bos_id = static_cast<lrt::index_t>(tok.bos());
+  } else if (tok.is_bytes() && cfg.vocab_size != lrt::data::ByteTokenizer::vocab_size) {
+    throw UsageError(
+        fmt::format("preset '{}' has a vocabulary of {} ids, not the byte vocabulary's 257: give "
+                    "--tokenizer FILE or --vocab-size N",
+                    preset, cfg.vocab_size));
+  }
   const int T = static_cast<int>(cfg.sequence_len);
-  const auto train_rows = lrt::data::TokenRows::build(corpus.train, T);
-  const auto val_rows = lrt::data::TokenRows::build(corpus.val, T);
+  const auto t_rows = now();
+  const auto train_rows = lrt::data::TokenRows::build(corpus.train, T, tok);
+  const auto val_rows = lrt::data::TokenRows::build(corpus.val, T, tok);
   fmt::print("data: {} ({}): train {} docs, {} bytes, {} rows; validation {} docs, {} rows\n", data_path, corpus.kind,
              corpus.train.size(), lrt::data::text_bytes(corpus.train), train_rows.rows(), corpus.val.size(),
              val_rows.rows());
-  const auto val =
-      lrt::data::validation_batches(val_rows, static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32)), eval_tokens);
+  fmt::print("tokenizer: {}; {} on the training split (rows in {:.1f} s)\n", tok.describe(),
+             bytes_per_token(train_rows), now() - t_rows);
+  const long long eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
+  const auto val = lrt::data::validation_batches(
+      val_rows, static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32)),
+      eval_bytes > 0 ? std::numeric_limits<lrt::index_t>::max() : eval_tokens, static_cast<std::size_t>(eval_bytes));
+  const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
 
   lrt::Model<V, float> model(cfg, o.seed);
-  lrt::Trainer<V, Sched> tr(model, train_rows, o);
+  lrt::Trainer<V, Sched> tr(model, train_rows, o, tok);
   tr.schedule_options() = sched_opts;
   if (resume) {
     tr.resume(from.dir);
@@ -343,7 +429,7 @@ int train_run(const tool::Args& a) {
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
     if (eval_now) {
-      const lrt::BpbResult r = lrt::evaluate_parallel<Sched>(model, val, sched_opts).merged;
+      const lrt::BpbResult r = lrt::evaluate_parallel<Sched>(model, val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
     }
     log.push_back(row);
@@ -371,7 +457,7 @@ int train_run(const tool::Args& a) {
              tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * model.flops_per_token() * 1e-9,
              tool::duration(now()));
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
-    const lrt::BpbResult sq = lrt::evaluate_sequential(model, val);
+    const lrt::BpbResult sq = lrt::evaluate_sequential(model, val, token_bytes);
     fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq.bpb());
     last_bpb = sq.bpb();
   }
@@ -393,6 +479,9 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
     throw UsageError(fmt::format("--mode must be sequential or parallel, got '{}'", mode));
   if (split != "val" && split != "all") throw UsageError(fmt::format("--split must be val or all, got '{}'", split));
   const bool json = a.has("json");
+  const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
+  const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
+  const long long eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
   lrt::Model<V, float> model(cfg);
   lrt::load_weights(model, r);
   // Rows of --context targets (default: the training context); past it the sequential mode also
@@ -406,23 +495,32 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const auto corpus = split == "all" ? lrt::data::load_documents(a.str("data")) : lrt::data::load_corpus(a.str("data"));
   std::vector<lrt::data::Batch> batches;
   std::string available;
-  if (split == "all") {
-    batches = lrt::data::scoring_batches(corpus.val, T, B, eval_tokens);
+  if (eval_bytes > 0) {  // the first N bytes of the split's text, every token scored: the same bytes for any tokenizer
+    batches = lrt::data::scoring_batches(corpus.val, T, B, std::numeric_limits<lrt::index_t>::max(), tok,
+                                         static_cast<std::size_t>(eval_bytes));
+    available =
+        fmt::format("{}: the first {} of {} bytes", split == "all" ? "all of it" : "validation",
+                    std::min<std::size_t>(static_cast<std::size_t>(eval_bytes), lrt::data::text_bytes(corpus.val)),
+                    lrt::data::text_bytes(corpus.val));
+  } else if (split == "all") {
+    batches = lrt::data::scoring_batches(corpus.val, T, B, eval_tokens, tok);
     available = fmt::format("all of it: {} docs, {} bytes", corpus.val.size(), lrt::data::text_bytes(corpus.val));
   } else {
-    const auto rows = lrt::data::TokenRows::build(corpus.val, T);
+    const auto rows = lrt::data::TokenRows::build(corpus.val, T, tok);
     batches = lrt::data::validation_batches(rows, B, eval_tokens);
     available = fmt::format("validation: {} docs, {} rows available", corpus.val.size(), rows.rows());
   }
   const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
   if (!json)
-    fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; {}{}\n", a.str("checkpoint"), lrt::read_step(r),
-               display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.sequence_len,
-               available, T != cfg.sequence_len ? fmt::format("; rows of {} targets", T) : std::string());
-  const auto par = lrt::evaluate_parallel<Sched>(model, batches, so);
+    fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; {}{}\ntokenizer: {}\n", a.str("checkpoint"),
+               lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd,
+               cfg.sequence_len, available,
+               T != cfg.sequence_len ? fmt::format("; rows of {} targets", T) : std::string(), tok.describe());
+  const auto par = lrt::evaluate_parallel<Sched>(model, batches, token_bytes, so);
   lrt::json::Value j = lrt::json::Value::object();
   j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
   j["schedule"] = lrt::schedule_spec<Sched>(), j["split"] = split, j["data"] = a.str("data");
+  j["tokenizer"] = tok.name();
   j["targets"] = par.merged.tokens, j["bytes"] = par.merged.bytes, j["val_loss"] = par.merged.loss();
   if (!json)
     fmt::print("targets scored: {} ({} bytes), val loss {:.6f} nats/token (parallel)\n", par.merged.tokens,
@@ -435,7 +533,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
       per += fmt::format(" pass{}={:.6f}", i, par.passes[i].bpb());
       passes.push_back(par.passes[i].bpb());
     }
-    const auto seq = lrt::evaluate_sequential(model, batches);
+    const auto seq = lrt::evaluate_sequential(model, batches, token_bytes);
     if (mode != "parallel") bpb = seq.bpb();
     j["val_bpb_parallel"] = par.merged.bpb(), j["val_bpb_passes"] = std::move(passes);
     j["val_bpb_sequential"] = seq.bpb(), j["mode"] = mode.empty() ? "sequential" : mode;
@@ -445,8 +543,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
     }
   }
   if (bands) {  // past the training context (or with sinks): the decoder, by position
-    const auto by = lrt::evaluate_sequential_by_position(model, batches, lrt::default_token_bytes(cfg, "lrt-eval"),
-                                                         cfg.sequence_len, sinks);
+    const auto by = lrt::evaluate_sequential_by_position(model, batches, token_bytes, cfg.sequence_len, sinks);
     lrt::json::Value arr = lrt::json::Value::array();
     std::string line;
     for (std::size_t i = 0; i < by.size(); ++i) {
@@ -496,11 +593,11 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   so.top_p = a.number("top-p", 1e-9, 1);
   so.seed = static_cast<std::uint64_t>(a.integer("seed", 0, 1LL << 62));
   const lrt::PrefillMode mode = prefill_mode(a);
+  const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
   lrt::Model<V, float> model(cfg);
   lrt::load_weights(model, r);
-  const lrt::data::ByteTokenizer tok;
   std::vector<lrt::index_t> prompt{cfg.bos()};
-  for (auto id : tok.encode(text)) prompt.push_back(id);
+  for (auto id : tok.encode(text)) prompt.push_back(static_cast<lrt::index_t>(id));
   // No length wall: the decoder's cache keeps what each layer's window reaches, so prompt and
   // generation may run past the training context (sequence_len).
   const bool fill = a.str("max-new-tokens") == "auto";
@@ -517,8 +614,9 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
     if (next == cfg.bos()) {
       if (a.has("stop-at-bos")) break;
       std::fputs("\n\n", stdout);
-    } else {
-      std::fputc(static_cast<int>(next), stdout);
+    } else if (next < tok.vocab_size()) {  // a token's bytes (a special's text); ids past the vocabulary print nothing
+      const std::string bytes = tok.token_text(static_cast<lrt::data::token_t>(next));
+      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     }
     std::fflush(stdout);
     if (i + 1 < n_new) logits = &dec.step(std::span<const lrt::index_t>(&next, 1));

@@ -6,7 +6,7 @@
 #include "runner.hpp"
 
 int main(int argc, char** argv) {
-  tool::Args a("lrt-train", "Trains an LRT or the baseline GPT on bytes of text (docs/model.md).");
+  tool::Args a("lrt-train", "Trains an LRT or the baseline GPT on text, as bytes or BPE tokens (docs/model.md).");
   a.option("preset", "NAME", "model preset: tiny, small, medium", "tiny")
       .option("variant", "NAME", "baseline, lrt, lrt-release, residual, kv, lrt-src1, lrt-src2 (--list-variants)",
               "lrt")
@@ -32,6 +32,14 @@ int main(int argc, char** argv) {
       .option("scalar-lr", "LR", "AdamW lr of the x0 lambdas and gamma", "0.5")
       .option("eval-every", "N", "steps between validation evaluations and checkpoints (0: N/10)", "0")
       .option("eval-tokens", "N", "validation target tokens per evaluation", "65536")
+      .option("eval-bytes", "N",
+              "validation rows per evaluation up to N bytes of text instead (compares vocabularies; 0: off)", "0")
+      .option("tokenizer", "FILE",
+              "read the text through this BPE tokenizer file (lrt-tokenizer train; default: bytes)")
+      .option("vocab-size", "N",
+              "train a BPE tokenizer of N ids (ranks + BOS) on the training split first; written to DIR/tokenizer.lrt")
+      .option("pattern", "NAME",
+              "with --vocab-size: the split pattern, nanochat (default), gpt2, cl100k, o200k or a regex")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
   return tool::run_main(a, [&] {

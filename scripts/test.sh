@@ -3,14 +3,16 @@
 # compile-fail, package, tree (layering, headers on their own, formatting) and -- with nvcc --
 # CUDA tests), then the unit tests and the CUDA
 # emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
-# libFuzzer target (clang) for a bounded time over a corpus kept between runs.
+# libFuzzer targets (clang: safetensors/JSON/metadata, tiktoken rank files and lrt's tokenizer
+# file) for a bounded time over corpora kept between runs.
 #
 # Environment:
 #   LRT_SKIP_ASAN=1   skip the sanitizer build and run
 #   LRT_SKIP_FUZZ=1   skip the fuzzing phase
-#   LRT_FUZZ_SECONDS  time for the fuzz target (default 60)
-#   LRT_FUZZ_CORPUS   its working corpus (default $HOME/.cache/lrt-fuzz, outside the clone;
-#                     seeded from tests/fuzz/corpus)
+#   LRT_FUZZ_SECONDS  time for the safetensors fuzz target (default 60)
+#   LRT_FUZZ_RANK_SECONDS  time for the rank-file fuzz target (default 45)
+#   LRT_FUZZ_CORPUS   their working corpora (default $HOME/.cache/lrt-fuzz/<target>, outside the
+#                     clone; seeded from tests/fuzz/corpus and tests/fuzz/corpus_rank_file)
 #   LRT_JOBS=N        parallel build/test jobs (default 2)
 #   CCACHE_DIR        compiler cache (default $HOME/.cache/lrt-ccache, outside the clone)
 set -euo pipefail
@@ -90,26 +92,30 @@ fi
 if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then
   echo "== fuzz: skipped (LRT_SKIP_FUZZ=1)"
 else
-  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers (tests/fuzz, clang + libFuzzer)"
+  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers and the tokenizer's rank-file / tokenizer-file parsers (tests/fuzz, clang + libFuzzer)"
   cmake -G Ninja -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLRT_BUILD_FUZZERS=ON -DLRT_BUILD_EXAMPLES=OFF -DLRT_BUILD_BENCH=OFF -DLRT_ENABLE_CUDA=OFF >/dev/null </dev/null
-  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors -j "$jobs" </dev/null
-  corpus="${LRT_FUZZ_CORPUS:-${HOME:-/root}/.cache/lrt-fuzz}/safetensors"
-  mkdir -p "$corpus"
-  cp -n "$root"/tests/fuzz/corpus/* "$corpus"/
-  echo "corpus $corpus: $(ls "$corpus" | wc -l) inputs"
-  fuzz_rc=0
-  "$root/build-fuzz/bin/lrt_fuzz_safetensors" -max_total_time="${LRT_FUZZ_SECONDS:-60}" -max_len=4096 \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/build-fuzz/" "$corpus" \
-    </dev/null >"$root/build-fuzz/fuzz.log" 2>&1 || fuzz_rc=$?
-  grep -E "^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|Done )" "$root/build-fuzz/fuzz.log" || true
-  # libFuzzer exits non-zero on a crash, a sanitizer report, a leak or a timeout (the input is
-  # written to build-fuzz/crash-*, leak-*, timeout-* or oom-*).
-  if [ "$fuzz_rc" -ne 0 ]; then
-    tail -n 60 "$root/build-fuzz/fuzz.log" >&2
-    echo "== fuzz: FAILED (exit $fuzz_rc); the input is in $root/build-fuzz" >&2
-    exit 1
-  fi
+  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors lrt_fuzz_rank_file -j "$jobs" </dev/null
+  # target, its seed folder in tests/fuzz, seconds (LRT_FUZZ_SECONDS is the safetensors target's)
+  for spec in "safetensors:corpus:${LRT_FUZZ_SECONDS:-60}" "rank_file:corpus_rank_file:${LRT_FUZZ_RANK_SECONDS:-45}"; do
+    IFS=: read -r target seeds secs <<<"$spec"
+    corpus="${LRT_FUZZ_CORPUS:-${HOME:-/root}/.cache/lrt-fuzz}/$target"
+    mkdir -p "$corpus"
+    cp -n "$root"/tests/fuzz/"$seeds"/* "$corpus"/
+    echo "-- lrt_fuzz_$target: corpus $corpus: $(ls "$corpus" | wc -l) inputs, $secs s"
+    fuzz_rc=0
+    "$root/build-fuzz/bin/lrt_fuzz_$target" -max_total_time="$secs" -max_len=4096 \
+      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/build-fuzz/" "$corpus" \
+      </dev/null >"$root/build-fuzz/fuzz_$target.log" 2>&1 || fuzz_rc=$?
+    grep -E "^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|Done )" "$root/build-fuzz/fuzz_$target.log" || true
+    # libFuzzer exits non-zero on a crash, a sanitizer report, a leak or a timeout (the input is
+    # written to build-fuzz/crash-*, leak-*, timeout-* or oom-*).
+    if [ "$fuzz_rc" -ne 0 ]; then
+      tail -n 60 "$root/build-fuzz/fuzz_$target.log" >&2
+      echo "== fuzz: lrt_fuzz_$target FAILED (exit $fuzz_rc); the input is in $root/build-fuzz" >&2
+      exit 1
+    fi
+  done
   phase fuzz
 fi
 

@@ -99,11 +99,14 @@ function emit(file, enc, patName) {
 }
 
 const vectors = out + "/vectors.tsv";
+writeFileSync(out + "/patterns.json", JSON.stringify(patterns, null, 1) + "\n");
 if (process.argv.length >= 4) {
   const [file, patName] = process.argv.slice(2);
   const text = readFileSync(file, "utf8");
   const enc = new Tiktoken(text, {}, patterns[patName] ?? patName);
-  emit(out + "/vectors_" + file.split("/").pop().replace(/\.\w+$/, "") + ".tsv", enc, patName);
+  const dest = out + "/vectors_" + file.split("/").pop().replace(/\.\w+$/, "") + ".tsv";
+  writeFileSync(dest, "# pattern\tbase64(text)\tids of tiktoken 1.0.22 encode_ordinary with " + file + " (scripts/tokenizer_vectors.mjs)\n");
+  emit(dest, enc, patName);
 } else {
   writeFileSync(vectors, "# pattern\tbase64(text)\tids of tiktoken 1.0.22 encode_ordinary (scripts/tokenizer_vectors.mjs)\n");
   for (const [enc_name, short] of [["gpt2", "gpt2"], ["cl100k_base", "cl100k"], ["o200k_base", "o200k"]]) {

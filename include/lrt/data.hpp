@@ -10,4 +10,5 @@
 
 #include "data/corpus.hpp"
 #include "data/loader.hpp"
+#include "data/text_tokenizer.hpp"
 #include "data/tokenizer.hpp"

@@ -16,8 +16,9 @@
 //   <lrt/cpu.hpp>       + backend/cpu/: Eigen / OpenBLAS GEMM, the thread pool, fused kernels
 //   <lrt/tensor.hpp>    + fmt formatting (tensor/format.hpp)
 //   <lrt/io.hpp>        io/: JSON, atomic files, safetensors
+//   <lrt/tokenizer.hpp> tokenizer/: byte-level BPE (tiktoken's patterns and ranks), its trainer
 //   <lrt/autodiff.hpp>  autodiff/: Graph, Var, the differentiable ops and their backward rules
-//   <lrt/data.hpp>      data/: the byte tokenizer, corpora, rows and the shuffled loader
+//   <lrt/data.hpp>      data/: the byte tokenizer, the text tokenizer (bytes or BPE), corpora, rows, the loader
 //   <lrt/optim.hpp>     optim/: AdamW, Muon and the learning-rate schedules
 //   <lrt/model.hpp>     model/: the GPT/LRT model, presets, training schedules, checkpoints
 //   <lrt/decode.hpp>    decode/: the KV-cache decoder and the sampler
@@ -33,6 +34,7 @@
 #include "autodiff.hpp"
 #include "data.hpp"
 #include "io.hpp"
+#include "tokenizer.hpp"
 #include "model.hpp"
 #include "optim.hpp"
 #include "decode.hpp"

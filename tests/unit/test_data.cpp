@@ -300,7 +300,7 @@ TEST_CASE("load_corpus errors name the path") {
 
 TEST_CASE("TokenRows: exact packing of small cases") {
   auto doc = [](std::size_t n, char c) { return Document{"d", std::string(n, c)}; };
-  auto row_str = [](std::span<const std::uint16_t> r) {
+  auto row_str = [](std::span<const lrt::data::token_t> r) {
     std::string s;
     for (auto t : r) s += t == BOS ? '|' : static_cast<char>(t);
     return s;
@@ -342,8 +342,8 @@ TEST_CASE("TokenRows: crop and drop accounting") {
     const auto r = TokenRows::build({doc(6, 'a'), doc(6, 'b')}, 8);
     REQUIRE(r.rows() == 1);
     const auto row = r.row(0);
-    CHECK(std::vector<std::uint16_t>(row.begin(), row.end()) ==
-          std::vector<std::uint16_t>{BOS, 'a', 'a', 'a', 'a', 'a', 'a', BOS, 'b'});
+    CHECK(std::vector<lrt::data::token_t>(row.begin(), row.end()) ==
+          std::vector<lrt::data::token_t>{BOS, 'a', 'a', 'a', 'a', 'a', 'a', BOS, 'b'});
     CHECK(r.dropped_bytes() == 5);
     CHECK(r.total_bytes() == 7);
   }

@@ -2,6 +2,7 @@
 // bit-exact, bfloat16 as round-to-nearest-even), resume bit for bit, damaged checkpoints, the
 // crash-safe checkpoint layout (step directories, latest, keep-last-N, the one-level layout, falling
 // back from a damaged latest, errors that leave the previous checkpoint intact), bpb.
+#include <lrt/tokenizer.hpp>
 #include <lrt/train/trainer.hpp>
 
 #include <sys/resource.h>
@@ -250,6 +251,50 @@ struct Run {
   }
 };
 }  // namespace
+
+TEST_CASE("train with BPE: the checkpoint records the tokenizer, resume refuses another, bpb counts its bytes") {
+  const fs::path dir = temp_dir("bpe");
+  const std::string text = generated_text(6000, 5);
+  const std::vector<std::string_view> views{text};
+  lrt::tok::BpeTrainOptions bo;
+  bo.vocab_size = 300;
+  const lrt::data::TextTokenizer tok(lrt::tok::train_bpe(views, bo));
+  bo.pattern = "gpt2";
+  const lrt::data::TextTokenizer other(lrt::tok::train_bpe(views, bo));
+  REQUIRE(!(tok == other));
+  lrt::ModelConfig c = micro_config();
+  c.vocab_size = tok.vocab_size(), c.bos_id = tok.bos();
+  const std::vector<lrt::data::Document> docs{{"d", text}};
+  const auto rows = lrt::data::TokenRows::build(docs, 16, tok);
+  lrt::TrainOptions o;
+  o.batch_rows = 4, o.steps = 3, o.seed = 2;
+  lrt::GPT<float> m(c, 1);
+  lrt::Trainer t(m, rows, o, tok);
+  t.train_step();
+  t.save(dir.string());
+  const auto r = lrt::st::Reader::open((dir / "model.safetensors").string());
+  CHECK(r.meta("tokenizer") == std::optional<std::string>(tok.name()));
+  CHECK(lrt::data::TextTokenizer::from_metadata(r) == tok);
+  {  // the same tokenizer resumes; another one, or bytes, is refused with both named
+    lrt::GPT<float> m2(c, 7);
+    lrt::Trainer t2(m2, rows, o, tok);
+    CHECK_NOTHROW(t2.resume(dir.string()));
+    lrt::Trainer t3(m2, rows, o, other);
+    CHECK_THROWS_WITH_AS(t3.resume(dir.string()), doctest::Contains("was trained with tokenizer BPE"), lrt::Error);
+  }
+  // A tokenizer whose BOS is not the model's is refused at construction.
+  lrt::ModelConfig c2 = c;
+  c2.bos_id = 0;
+  lrt::GPT<float> m3(c2, 1);
+  CHECK_THROWS_WITH_AS(lrt::Trainer(m3, rows, o, tok), doctest::Contains("BOS"), lrt::Error);
+  // evaluate() divides by the tokenizer's bytes: every validation row's targets stand for their text's bytes.
+  const auto val = lrt::data::validation_batches(rows, 2, 64);
+  const lrt::BpbResult b = t.evaluate(val);
+  std::size_t bytes = 0;
+  for (index_t i = 0; i < 4; ++i) bytes += rows.target_bytes(i);
+  CHECK(b.bytes == static_cast<index_t>(bytes));
+  CHECK(b.bytes > 2 * b.tokens);  // BPE ids stand for more than one byte each here
+}
 
 TEST_CASE("checkpoints: step directories, latest, the links for eval, keep the last N, bit-for-bit resume from each") {
   const fs::path dir = temp_dir("layout");

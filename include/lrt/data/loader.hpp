@@ -46,49 +46,59 @@
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "corpus.hpp"
+#include "text_tokenizer.hpp"
 #include "tokenizer.hpp"
 
 namespace lrt {
 inline namespace v0 {
 namespace data {
 
-/// Rows of T+1 tokens (uint16, one contiguous buffer), built from documents as described above.
+/// Rows of T+1 token ids (uint32, one contiguous buffer), built from documents as described above.
 class TokenRows {
  public:
   TokenRows() = default;
 
-  static TokenRows build(const std::vector<Document>& docs, int T) {
+  /// The rows of docs read through tok (default: the byte tokenizer); documents are encoded in
+  /// parallel on `threads` threads (0: the machine's).
+  static TokenRows build(const std::vector<Document>& docs, int T, const TextTokenizer& tok = {}, int threads = 0) {
     check(T >= 1, "data", "TokenRows::build: T must be >= 1, got ", T);
-    constexpr auto bos = static_cast<std::uint16_t>(ByteTokenizer::bos);
+    return build_tokens(tok.encode_documents(docs, threads), T, tok.bos(), tok.token_bytes_table());
+  }
+
+  /// The rows of already tokenized documents (no BOS in them): each becomes BOS + its ids, cut
+  /// and packed as described above; token_bytes gives the bytes each id stands for.
+  static TokenRows build_tokens(const std::vector<std::vector<token_t>>& docs, int T, token_t bos,
+                                const TokenBytes& token_bytes) {
+    check(T >= 1, "data", "TokenRows::build: T must be >= 1, got ", T);
     const std::size_t Tz = static_cast<std::size_t>(T);
+    const auto bytes_of = [&](token_t id) { return static_cast<std::size_t>(token_bytes(static_cast<index_t>(id))); };
     TokenRows r;
     r.len_ = T + 1;
     std::size_t full = 0;
-    for (const Document& d : docs) {
-      r.source_bytes_ += d.text.size();
-      full += d.text.size() / Tz;
+    for (const auto& d : docs) {
+      for (token_t id : d) r.source_bytes_ += bytes_of(id);
+      full += d.size() / Tz;
     }
     r.tokens_.reserve((full + docs.size()) * static_cast<std::size_t>(r.len_));
 
-    // 1. full pieces -> rows; remember the tails (document index, byte offset, byte count)
+    // 1. full pieces -> rows; remember the tails (document index, token offset, token count)
     struct Tail {
       std::size_t doc, off, n;
     };
     std::vector<Tail> tails;
-    auto put_bytes = [&](const std::string& s, std::size_t off, std::size_t n) {
+    auto put = [&](const std::vector<token_t>& d, std::size_t off, std::size_t n) {
       r.tokens_.push_back(bos);
-      for (std::size_t k = 0; k < n; ++k) {
-        r.tokens_.push_back(static_cast<unsigned char>(s[off + k]));
-      }
+      r.tokens_.insert(r.tokens_.end(), d.begin() + static_cast<std::ptrdiff_t>(off),
+                       d.begin() + static_cast<std::ptrdiff_t>(off + n));
     };
     for (std::size_t di = 0; di < docs.size(); ++di) {
-      const std::string& s = docs[di].text;
+      const auto& d = docs[di];
       std::size_t off = 0;
-      for (; off + Tz <= s.size(); off += Tz) put_bytes(s, off, Tz);
-      if (off < s.size()) tails.push_back({di, off, s.size() - off});
+      for (; off + Tz <= d.size(); off += Tz) put(d, off, Tz);
+      if (off < d.size()) tails.push_back({di, off, d.size() - off});
     }
 
-    // 2. best-fit packing of the tails; key = piece length in tokens (BOS + bytes), and equal
+    // 2. best-fit packing of the tails; key = piece length in tokens (BOS + ids), and equal
     // keys keep insertion (= document) order in a multimap
     std::multimap<std::size_t, std::size_t> pending;
     for (std::size_t i = 0; i < tails.size(); ++i) pending.emplace(tails[i].n + 1, i);
@@ -101,32 +111,33 @@ class TokenRows {
         if (it != pending.begin()) {
           it = pending.lower_bound(std::prev(it)->first);  // longest that fits, earliest
           const Tail& t = tails[it->second];
-          put_bytes(docs[t.doc].text, t.off, t.n);
+          put(docs[t.doc], t.off, t.n);
           room -= t.n + 1;
         } else {  // nothing fits: crop the shortest (earliest among equals), drop its rest
           it = pending.begin();
           const Tail& t = tails[it->second];
-          put_bytes(docs[t.doc].text, t.off, room - 1);
-          r.dropped_bytes_ += t.n - (room - 1);
+          put(docs[t.doc], t.off, room - 1);
+          for (std::size_t k = t.off + room - 1; k < t.off + t.n; ++k) r.dropped_bytes_ += bytes_of(docs[t.doc][k]);
           room = 0;
         }
         pending.erase(it);
       }
       if (room > 0) {  // tails ran out: drop the partial last row
-        std::size_t nbytes = 0;
-        for (std::size_t k = row_start; k < r.tokens_.size(); ++k) nbytes += r.tokens_[k] != bos;
-        r.dropped_bytes_ += nbytes;
+        for (std::size_t k = row_start; k < r.tokens_.size(); ++k) r.dropped_bytes_ += bytes_of(r.tokens_[k]);
         r.tokens_.resize(row_start);
       }
     }
     r.rows_ = static_cast<index_t>(r.tokens_.size() / L);
     r.total_bytes_ = r.source_bytes_ - r.dropped_bytes_;
+    r.target_bytes_.resize(static_cast<std::size_t>(r.rows_));
+    for (std::size_t i = 0; i < r.target_bytes_.size(); ++i)
+      for (std::size_t k = 1; k < L; ++k) r.target_bytes_[i] += bytes_of(r.tokens_[i * L + k]);
     return r;
   }
 
   /// Rows of T + 1 tokens cut from `tokens` in order (ids already tokenized, e.g. synthetic ones
   /// for a benchmark); a partial last row is dropped. Byte counts are those of the kept tokens.
-  static TokenRows from_tokens(std::vector<std::uint16_t> tokens, int T) {
+  static TokenRows from_tokens(std::vector<token_t> tokens, int T) {
     check(T >= 1, "data", "TokenRows::from_tokens: T must be >= 1, got ", T);
     const std::size_t L = static_cast<std::size_t>(T) + 1;
     check(tokens.size() >= L, "data", "TokenRows::from_tokens: ", tokens.size(), " tokens, fewer than one row of ", L);
@@ -138,6 +149,7 @@ class TokenRows {
     r.rows_ = static_cast<index_t>(r.tokens_.size() / L);
     r.total_bytes_ = r.tokens_.size();
     r.dropped_bytes_ = r.source_bytes_ - r.total_bytes_;
+    r.target_bytes_.assign(static_cast<std::size_t>(r.rows_), static_cast<std::size_t>(T));
     return r;
   }
 
@@ -148,14 +160,19 @@ class TokenRows {
   /// T, the number of inputs (and targets) a row gives.
   int seq_len() const noexcept { return len_ - 1; }
   /// Row i (0 <= i < rows()).
-  std::span<const std::uint16_t> row(index_t i) const {
+  std::span<const token_t> row(index_t i) const {
     check(i >= 0 && i < rows_, "data", "TokenRows::row: index ", i, " out of range [0, ", rows_, ")");
     return {tokens_.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(len_),
             static_cast<std::size_t>(len_)};
   }
   /// All tokens, rows() * row_len() of them.
-  std::span<const std::uint16_t> tokens() const noexcept { return tokens_; }
-  /// Bytes (non-BOS tokens) held by the rows.
+  std::span<const token_t> tokens() const noexcept { return tokens_; }
+  /// Bytes of text the targets of row i stand for (tokens 1..T; BOS counts 0).
+  std::size_t target_bytes(index_t i) const {
+    check(i >= 0 && i < rows_, "data", "TokenRows::target_bytes: index ", i, " out of range [0, ", rows_, ")");
+    return target_bytes_[static_cast<std::size_t>(i)];
+  }
+  /// Bytes of text the rows' tokens stand for (BOS counts 0).
   std::size_t total_bytes() const noexcept { return total_bytes_; }
   /// Bytes of the documents the rows were built from.
   std::size_t source_bytes() const noexcept { return source_bytes_; }
@@ -163,7 +180,8 @@ class TokenRows {
   std::size_t dropped_bytes() const noexcept { return dropped_bytes_; }
 
  private:
-  std::vector<std::uint16_t> tokens_;
+  std::vector<token_t> tokens_;
+  std::vector<std::size_t> target_bytes_;
   index_t rows_ = 0;
   int len_ = 1;
   std::size_t total_bytes_ = 0, source_bytes_ = 0, dropped_bytes_ = 0;
@@ -202,7 +220,7 @@ struct SplitMix64 {
 };
 
 /// Fills batch row b of inputs/targets from a token row.
-inline void put_row(Batch& batch, index_t b, std::span<const std::uint16_t> row) {
+inline void put_row(Batch& batch, index_t b, std::span<const token_t> row) {
   const std::size_t T = row.size() - 1;
   index_t* in = batch.inputs.data() + static_cast<std::size_t>(b) * T;
   index_t* tg = batch.targets.data() + static_cast<std::size_t>(b) * T;
@@ -285,15 +303,25 @@ class Loader {
 };
 
 /// Validation batches: rows in order (no shuffle), whole rows up to max_target_tokens targets
-/// (T per row); every batch has B rows except possibly the last.
-inline std::vector<Batch> validation_batches(const TokenRows& rows, int B, index_t max_target_tokens) {
+/// (T per row) and, with max_bytes > 0, up to the row whose targets reach max_bytes bytes of text;
+/// every batch has B rows except possibly the last.
+inline std::vector<Batch> validation_batches(const TokenRows& rows, int B, index_t max_target_tokens,
+                                             std::size_t max_bytes = 0) {
   const int T = rows.seq_len();
   check(B >= 1, "data", "validation_batches: batch size must be >= 1, got ", B);
   check(rows.rows() >= 1, "data", "validation_batches: no validation rows of T+1 = ", rows.row_len(), " tokens (",
         rows.source_bytes(), " bytes of text)");
   check(max_target_tokens >= T, "data", "validation_batches: max_target_tokens ", max_target_tokens,
         " is less than one row (T = ", T, ")");
-  const index_t n = std::min(rows.rows(), max_target_tokens / T);
+  index_t n = std::min(rows.rows(), max_target_tokens / T);
+  if (max_bytes > 0) {
+    std::size_t bytes = 0;
+    for (index_t i = 0; i < n; ++i)
+      if ((bytes += rows.target_bytes(i)) >= max_bytes) {
+        n = i + 1;
+        break;
+      }
+  }
   std::vector<Batch> out;
   for (index_t first = 0; first < n; first += B) {
     const index_t nb = std::min<index_t>(B, n - first);
@@ -304,28 +332,53 @@ inline std::vector<Batch> validation_batches(const TokenRows& rows, int B, index
   return out;
 }
 
-/// Batches that score every byte of docs exactly once, for evaluating a given text: each
-/// document (BOS + its bytes) is cut into pieces of T targets, BOS b[0..T), BOS b[T..2T), ...
-/// (as TokenRows cuts full rows), and the last, shorter piece is padded with BOS inputs whose
-/// targets are -1 (ignored), so that nothing is dropped and a text shorter than one row is one
-/// padded row. Rows in document order, B per batch; stops before the row that would take the
-/// targets past max_target_tokens (but always scores at least one row).
-inline std::vector<Batch> scoring_batches(const std::vector<Document>& docs, int T, int B, index_t max_target_tokens) {
+/// The first max_bytes bytes of docs' text, in document order (the document that crosses the
+/// budget is cut, at a UTF-8 character boundary: never inside a multi-byte sequence; the ones after
+/// it are left out); all of it for max_bytes 0. The same text whatever the tokenizer, so that
+/// models with different vocabularies are scored on the same bytes.
+inline std::vector<Document> first_bytes(const std::vector<Document>& docs, std::size_t max_bytes) {
+  if (max_bytes == 0) return docs;
+  std::vector<Document> out;
+  std::size_t left = max_bytes;
+  for (const Document& d : docs) {
+    if (left == 0) break;
+    if (d.text.size() <= left) {
+      out.push_back(d);
+      left -= d.text.size();
+      continue;
+    }
+    std::size_t cut = left;
+    for (int k = 0; k < 3 && cut > 0 && (static_cast<unsigned char>(d.text[cut]) & 0xC0) == 0x80; ++k) --cut;
+    if (cut > 0) out.push_back({d.name + "@0+" + std::to_string(cut), d.text.substr(0, cut)});
+    left = 0;
+  }
+  return out;
+}
+
+/// Batches that score every token of docs exactly once, for evaluating a given text: each
+/// document (BOS + its ids through tok, default the byte tokenizer) is cut into pieces of T
+/// targets, BOS x[0..T), BOS x[T..2T), ... (as TokenRows cuts full rows), and the last, shorter
+/// piece is padded with BOS inputs whose targets are -1 (ignored), so that nothing is dropped and
+/// a text shorter than one row is one padded row. Rows in document order, B per batch; stops
+/// before the row that would take the targets past max_target_tokens (but always scores at least
+/// one row). With max_bytes > 0 only first_bytes(docs, max_bytes) is scored.
+inline std::vector<Batch> scoring_batches(const std::vector<Document>& docs, int T, int B, index_t max_target_tokens,
+                                          const TextTokenizer& tok = {}, std::size_t max_bytes = 0) {
   check(T >= 1 && B >= 1, "data", "scoring_batches: need T >= 1 and B >= 1, got T = ", T, ", B = ", B);
   check(max_target_tokens >= 1, "data", "scoring_batches: max_target_tokens must be >= 1, got ", max_target_tokens);
-  constexpr auto bos = static_cast<index_t>(ByteTokenizer::bos);
+  const auto bos = static_cast<index_t>(tok.bos());
+  const auto ids = tok.encode_documents(first_bytes(docs, max_bytes));
   std::vector<std::vector<index_t>> rows;  // each 2T: inputs then targets
   index_t targets = 0;
-  for (const Document& d : docs) {
-    const std::string& x = d.text;
+  for (const auto& x : ids) {
     for (std::size_t start = 0; start < x.size(); start += static_cast<std::size_t>(T)) {
       const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(T), x.size() - start);
       if (!rows.empty() && targets + static_cast<index_t>(n) > max_target_tokens) break;
       std::vector<index_t> r(static_cast<std::size_t>(2 * T), bos);
       for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t) {
         if (t < n) {
-          r[static_cast<std::size_t>(T) + t] = static_cast<unsigned char>(x[start + t]);
-          if (t + 1 < static_cast<std::size_t>(T)) r[t + 1] = static_cast<unsigned char>(x[start + t]);
+          r[static_cast<std::size_t>(T) + t] = static_cast<index_t>(x[start + t]);
+          if (t + 1 < static_cast<std::size_t>(T)) r[t + 1] = static_cast<index_t>(x[start + t]);
         } else {
           r[static_cast<std::size_t>(T) + t] = -1;
         }

@@ -7,7 +7,9 @@
 //   The strings are copied exactly from scripts/tokenizer_vectors.mjs, which checks them against
 //   tiktoken's own when it writes the test vectors.
 // - nanochat is the default (kDefaultPattern).
-// - An unknown name throws lrt::Error (op "tokenizer") listing the known ones.
+// - An unknown name throws lrt::Error (op "tokenizer") listing the known ones; pattern_source()
+//   reads a user's argument: a name (letters, digits, '-', '_' only) must be a built-in's, anything
+//   else is a custom regex.
 #pragma once
 
 #include <array>
@@ -48,6 +50,24 @@ inline std::string_view builtin_pattern(std::string_view name) {
     if (p.name == name) return p.pattern;
   throw Error("tokenizer",
               ::lrt::detail::str_cat("unknown pattern '", name, "' (known: gpt2, cl100k, o200k, nanochat)"));
+}
+
+/// Whether a pattern argument is a name rather than a regex: non-empty and only ASCII letters,
+/// digits, '-' and '_' (no regex worth splitting text with is spelled that way).
+inline bool is_pattern_name(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+      return false;
+  return true;
+}
+
+/// The regex a pattern argument stands for: a built-in's for its name, else the argument itself
+/// (a custom regex). A name (is_pattern_name) that is no built-in is an lrt::Error, so that a
+/// typo such as "nanochatt" is not taken for a regex matching that word.
+inline std::string_view pattern_source(std::string_view name_or_regex) {
+  if (is_pattern_name(name_or_regex)) return builtin_pattern(name_or_regex);
+  return name_or_regex;
 }
 
 }  // namespace tok

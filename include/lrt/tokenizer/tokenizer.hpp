@@ -324,7 +324,7 @@ class Tokenizer {
     return t;
   }
   static std::string checked_source(const std::string& pattern) {
-    if (detail::is_builtin_pattern(pattern)) return std::string(builtin_pattern(pattern));
+    if (is_pattern_name(pattern)) return std::string(builtin_pattern(pattern));  // unknown names throw
     check(pattern.find_first_of("\r\n") == std::string::npos, "tokenizer",
           "the pattern holds a raw line break (write it as \\n or \\r)");
     return pattern;

@@ -72,9 +72,7 @@ inline Tokenizer train_bpe(std::span<const std::string_view> docs, const BpeTrai
   check(o.vocab_size >= 256 + o.specials.size(), "tokenizer", "vocab_size ", o.vocab_size, " < 256 bytes + ",
         o.specials.size(), " specials");
   check(o.vocab_size < 0x7fffffffu, "tokenizer", "vocab_size ", o.vocab_size, " is too large");
-  bool builtin = false;
-  for (std::string_view n : builtin_pattern_names()) builtin |= n == o.pattern;
-  const Regex re = Regex::compile(builtin ? builtin_pattern(o.pattern) : std::string_view(o.pattern));
+  const Regex re = Regex::compile(pattern_source(o.pattern));
 
   // 1. Unique pieces and their counts, in byte order.
   using Counts = std::unordered_map<std::string_view, std::int64_t>;

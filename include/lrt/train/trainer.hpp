@@ -276,9 +276,17 @@ class Trainer {
   using schedule = Sched;
   using device = D;
 
-  Trainer(model_type& model, const data::TokenRows& rows, TrainOptions o)
-      : m_(&model), o_(std::move(o)), T_(model.config().sequence_len) {
+  /// `tok` is the tokenizer the rows were made with (default: bytes): evaluate() counts bytes
+  /// through it and save() records it in the checkpoint (resume() then insists on the same one).
+  Trainer(model_type& model, const data::TokenRows& rows, TrainOptions o, data::TextTokenizer tok = {})
+      : m_(&model), o_(std::move(o)), T_(model.config().sequence_len), tok_(std::move(tok)) {
     const char* op = "train";
+    if (!tok_.is_bytes()) {
+      check(tok_.vocab_size() <= model.config().vocab_size, op, "the tokenizer (", tok_.describe(), ") gives ",
+            tok_.vocab_size(), " ids, more than the model's vocab_size ", model.config().vocab_size);
+      check(static_cast<index_t>(tok_.bos()) == model.config().bos(), op, "the tokenizer's BOS is ", tok_.bos(),
+            ", the model's bos_id ", model.config().bos());
+    }
     check(rows.seq_len() == T_, op, "data rows hold ", rows.seq_len(), " tokens + 1, the model's sequence_len is ", T_);
     check(o_.batch_rows >= 1, op, "batch_rows must be >= 1, got ", o_.batch_rows);
     if (o_.micro_rows <= 0) o_.micro_rows = o_.batch_rows;
@@ -290,7 +298,10 @@ class Trainer {
     opt_ = make_optimizers(*m_, o_, tokens_per_step());
   }
   /// The trainer reads `rows` in place for its whole life: a temporary would dangle.
-  Trainer(model_type&, const data::TokenRows&&, TrainOptions) = delete;
+  Trainer(model_type&, const data::TokenRows&&, TrainOptions, data::TextTokenizer = {}) = delete;
+
+  /// The tokenizer the trainer's rows were made with.
+  const data::TextTokenizer& tokenizer() const noexcept { return tok_; }
 
   const TrainOptions& options() const noexcept { return o_; }
   std::int64_t step() const noexcept { return step_; }
@@ -378,7 +389,8 @@ class Trainer {
   /// position scored by the last pass that computed it (evaluate_parallel's `merged`).
   template <class Batches>
   BpbResult evaluate(const Batches& batches) const {
-    return evaluate_parallel<Sched>(*m_, batches, sched_opts_).merged;
+    if (tok_.is_bytes()) return evaluate_parallel<Sched>(*m_, batches, sched_opts_).merged;
+    return evaluate_parallel<Sched>(*m_, batches, tok_.token_bytes_table(m_->config().vocab_size), sched_opts_).merged;
   }
 
   /// How many step directories save() keeps (the newest; at least 1).
@@ -413,8 +425,9 @@ class Trainer {
       if (::mkdir(tmp.c_str(), 0777) != 0)
         throw Error("mkdir", "'" + tmp + "': cannot create directory: " + std::strerror(errno));
       write_optimizer_state(tmp + "/optim.safetensors");
-      save_model(*m_, tmp + "/model.safetensors", step_, {{"schedule", schedule_spec<Sched>()}}, st::DType::F32,
-                 sched_opts_);
+      auto meta = tok_.metadata();
+      meta.emplace_back("schedule", schedule_spec<Sched>());
+      save_model(*m_, tmp + "/model.safetensors", step_, meta, st::DType::F32, sched_opts_);
       for (const auto& [file, bytes] : extra_files) {
         check(!file.empty() && file.find('/') == std::string::npos && file != "model.safetensors" &&
                   file != "optim.safetensors",
@@ -471,6 +484,9 @@ class Trainer {
     const ModelConfig saved = read_model_config(mr);
     check(release_config_json<V>(saved) == release_config_json<V>(m_->config()), "resume", "'", mr.label(),
           "' holds a model with another configuration than the one being trained");
+    const data::TextTokenizer saved_tok = data::TextTokenizer::from_metadata(mr);
+    check(saved_tok == tok_, "resume", "'", mr.label(), "' was trained with tokenizer ", saved_tok.describe(),
+          "; this run reads its data through ", tok_.describe());
     const std::int64_t os = c.where.step;
     load_weights(*m_, mr);
     std::vector<optim::NamedBuffer> bufs;
@@ -538,6 +554,7 @@ class Trainer {
   ScheduleOptions sched_opts_;
   double forwards_ = 0;
   index_t T_;
+  data::TextTokenizer tok_;
   std::int64_t step_ = 0;
   std::unique_ptr<data::Loader> loader_;
   std::unique_ptr<Optimizers> opt_;  // the roster's groups (optimizer_groups.hpp)
@@ -546,6 +563,9 @@ class Trainer {
 
 template <class V, class T, Device D>
 Trainer(Model<V, T, D>&, const data::TokenRows&, TrainOptions) -> Trainer<V, default_schedule<V>, T, D>;
+template <class V, class T, Device D>
+Trainer(Model<V, T, D>&, const data::TokenRows&, TrainOptions, data::TextTokenizer)
+    -> Trainer<V, default_schedule<V>, T, D>;
 
 }  // namespace v0
 }  // namespace lrt

@@ -1,0 +1,134 @@
+// lrt-bench-tokenizer: encode throughput of lrt's BPE tokenizer (include/lrt/tokenizer/) on one
+// thread, for bench/tokenizer_vs_tiktoken.sh, which runs the tiktoken package from npm on the same
+// ranks, pattern and text in the same run (bench/tiktoken_bench.mjs) and compares.
+//   lrt-bench-tokenizer --write-texts DIR [--brown PATH]    DIR/brown.txt (Brown, tags stripped) and
+//                                                          DIR/mixed.txt (many scripts, code, numbers)
+//   lrt-bench-tokenizer --ranks FILE --pattern NAME --text FILE [--runs 3]
+//   lrt-bench-tokenizer --tokenizer FILE --text FILE [--threads N]
+// Prints one JSON line: {"impl":"lrt","text":...,"bytes":...,"ids":...,"hash":...,"mb_per_s":...}
+// (hash: 32-bit FNV-1a over the ids, the same function as tiktoken_bench.mjs's; mb_per_s: the
+// best of --runs encodings of the whole text, one encode call). --threads N > 1 encodes the text's
+// lines as documents in parallel instead (what training does) and reports that throughput.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <lrt/data.hpp>
+#include <lrt/io.hpp>
+#include <lrt/tokenizer.hpp>
+#include <lrt/tokenizer/rank_file.hpp>
+
+namespace {
+
+std::string arg(int argc, char** argv, const std::string& name, const std::string& def = "") {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return argv[i + 1];
+  return def;
+}
+
+std::string base64_decode(const std::string& s) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+  };
+  std::string out;
+  int bits = 0, acc = 0;
+  for (char c : s) {
+    const int v = val(c);
+    if (v < 0) break;
+    acc = (acc << 6) | v, bits += 6;
+    if (bits >= 8) bits -= 8, out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+  }
+  return out;
+}
+
+/// DIR/brown.txt: the Brown Corpus without its tags, documents joined by newlines; DIR/mixed.txt:
+/// the curated texts of tests/data/tokenizer/vectors.tsv (English, code, numbers, whitespace,
+/// accented and non-Latin scripts, emoji) in a fixed pseudo-random order, ~2 MB.
+int write_texts(const std::string& dir, const std::string& brown, const std::string& vectors) {
+  std::string b;
+  for (const auto& d : lrt::data::load_documents(brown).val) b += d.text + "\n";
+  lrt::write_file_atomic(dir + "/brown.txt", b);
+  std::vector<std::string> pool;
+  std::ifstream in(vectors);
+  std::string line;
+  while (std::getline(in, line) && pool.size() < 27) {
+    if (line.rfind("gpt2\t", 0) != 0) continue;
+    const auto t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+    const std::string text = base64_decode(line.substr(t1 + 1, t2 - t1 - 1));
+    if (!text.empty()) pool.push_back(text);
+  }
+  lrt::check(!pool.empty(), "bench", "no curated texts in ", vectors);
+  std::string m;
+  std::uint64_t s = 1;
+  while (m.size() < 2'000'000) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    m += pool[(s >> 33) % pool.size()];
+    m += (s >> 20) % 3 == 0 ? "\n" : " ";
+  }
+  lrt::write_file_atomic(dir + "/mixed.txt", m);
+  std::printf("wrote %s/brown.txt (%zu bytes) and %s/mixed.txt (%zu bytes)\n", dir.c_str(), b.size(), dir.c_str(),
+              m.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (const std::string dir = arg(argc, argv, "write-texts"); !dir.empty()) {
+      const char* home = std::getenv("HOME");
+      return write_texts(dir, arg(argc, argv, "brown", std::string(home ? home : "") + "/.cache/lrt-data/brown"),
+                         arg(argc, argv, "vectors", LRT_SOURCE_DIR "/tests/data/tokenizer/vectors.tsv"));
+    }
+    const std::string text_path = arg(argc, argv, "text");
+    lrt::check(!text_path.empty(), "bench",
+               "usage: lrt-bench-tokenizer (--ranks FILE --pattern NAME | --tokenizer FILE) --text FILE [--runs N] "
+               "[--threads N]");
+    const std::string text = lrt::read_file(text_path, "text");
+    const lrt::tok::Tokenizer tok =
+        !arg(argc, argv, "tokenizer").empty() ? lrt::tok::Tokenizer::load(arg(argc, argv, "tokenizer")) : [&] {
+          auto ranks =
+              lrt::tok::read_ranks(lrt::read_file(arg(argc, argv, "ranks"), "ranks"), arg(argc, argv, "ranks"));
+          const auto n = static_cast<lrt::tok::token_t>(ranks.size());
+          return lrt::tok::Tokenizer(std::move(ranks), arg(argc, argv, "pattern", "nanochat"), {{"<|bos|>", n}}, n);
+        }();
+    const int runs = std::max(1, std::stoi(arg(argc, argv, "runs", "3")));
+    const int threads = std::max(1, std::stoi(arg(argc, argv, "threads", "1")));
+    std::vector<std::string_view> lines;  // for --threads: the text's lines as documents
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t nl = std::min(text.find('\n', at), text.size() - 1);
+      lines.push_back(std::string_view(text).substr(at, nl + 1 - at));
+      at = nl + 1;
+    }
+    std::vector<lrt::tok::token_t> ids;
+    double best = 1e300;
+    for (int r = 0; r < runs; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (threads == 1) {
+        ids.clear();
+        tok.encode(text, ids);
+      } else {
+        const auto docs = tok.encode_documents(lines, threads);
+        ids.clear();
+        for (const auto& d : docs) ids.insert(ids.end(), d.begin(), d.end());
+      }
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::uint32_t h = 2166136261u;
+    for (auto id : ids) h = (h ^ id) * 16777619u;
+    std::printf(
+        "{\"impl\":\"lrt\",\"text\":\"%s\",\"bytes\":%zu,\"ids\":%zu,\"hash\":\"%08x\",\"threads\":%d,\"mb_per_s\":%."
+        "3f}\n",
+        text_path.c_str(), text.size(), ids.size(), h, threads, double(text.size()) / best * 1e-6);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
