@@ -311,6 +311,9 @@ int train_run(const tool::Args& a) {
       throw UsageError(fmt::format("--vocab-size {}: {}", vocab_arg, e.what()));
     }
     tok.bpe()->save(out + "/tokenizer.lrt");
+    if (tok.vocab_size() < vocab_arg)
+      fmt::print("warning: no pair of tokens occurs twice any more: {} ids instead of --vocab-size {}\n",
+                 tok.vocab_size(), vocab_arg);
     fmt::print("tokenizer: trained {} on the training split in {:.1f} s, wrote {}/tokenizer.lrt\n", tok.describe(),
                now() - t0, out);
   } else if (vocab_arg > 0 && vocab_arg != tok.vocab_size()) {

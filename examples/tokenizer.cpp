@@ -137,6 +137,9 @@ int train(int argc, char** argv) {
     Tokenizer tok = lrt::tok::train_bpe(views, o);
     const double dt = seconds_since(t0);
     tok.save(a.str("out"));
+    if (tok.vocab_size() < o.vocab_size)
+      fmt::print("warning: no pair of tokens occurs twice any more: {} ids instead of --vocab-size {}\n",
+                 tok.vocab_size(), o.vocab_size);
     std::size_t tokens = 0, bytes = 0;
     for (const auto& ids : tok.encode_documents(views, 0)) tokens += ids.size();
     for (const auto& d : docs) bytes += d.text.size();
