@@ -29,24 +29,6 @@ std::string arg(int argc, char** argv, const std::string& name, const std::strin
   return def;
 }
 
-std::string base64_decode(const std::string& s) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-  };
-  std::string out;
-  int bits = 0, acc = 0;
-  for (char c : s) {
-    const int v = val(c);
-    if (v < 0) break;
-    acc = (acc << 6) | v, bits += 6;
-    if (bits >= 8) bits -= 8, out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-  }
-  return out;
-}
-
 /// DIR/brown.txt: the Brown Corpus without its tags, documents joined by newlines; DIR/mixed.txt:
 /// the curated texts of tests/data/tokenizer/vectors.tsv (English, code, numbers, whitespace,
 /// accented and non-Latin scripts, emoji) in a fixed pseudo-random order, ~2 MB.
@@ -60,7 +42,8 @@ int write_texts(const std::string& dir, const std::string& brown, const std::str
   while (std::getline(in, line) && pool.size() < 27) {
     if (line.rfind("gpt2\t", 0) != 0) continue;
     const auto t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
-    const std::string text = base64_decode(line.substr(t1 + 1, t2 - t1 - 1));
+    std::string text;
+    lrt::tok::detail::base64_decode(line.substr(t1 + 1, t2 - t1 - 1), text);
     if (!text.empty()) pool.push_back(text);
   }
   lrt::check(!pool.empty(), "bench", "no curated texts in ", vectors);

@@ -81,7 +81,7 @@ else
   echo "== configure (preset asan)"
   cmake --preset asan </dev/null
   phase "asan configure"
-  echo "== build lrt_tests and the CUDA emulator programs (preset asan, -j$jobs)"
+  echo "== build lrt_tests, lrt_tokenizer_tests and the CUDA emulator programs (preset asan, -j$jobs)"
   cmake --build --preset asan -j "$jobs" </dev/null
   phase "asan build"
   echo "== unit tests and the CUDA emulator programs (tensor layer, model layer: graphs, bf16, GEMM attention) under ASan+UBSan (-j$jobs)"
