@@ -102,8 +102,13 @@ std::vector<lrt::data::Document> documents(const tool::Args& a) {
   if (split == "all") return lrt::data::load_documents(a.str("data")).val;
   if (split != "train" && split != "val")
     throw tool::UsageError(fmt::format("--split must be train, val or all, got '{}'", split));
-  auto c = lrt::data::load_corpus(a.str("data"));
-  return split == "train" ? std::move(c.train) : std::move(c.val);
+  try {
+    auto c = lrt::data::load_corpus(a.str("data"));
+    return split == "train" ? std::move(c.train) : std::move(c.val);
+  } catch (const lrt::Error& e) {  // a text too small to split: say how to use all of it
+    if (std::string(e.what()).find("too small to hold out") == std::string::npos) throw;
+    throw lrt::Error("lrt-tokenizer", std::string(e.what()) + "; --split all reads all of it");
+  }
 }
 
 int train(int argc, char** argv) {
