@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
       .option("top-p", "P", "keep the smallest set with probability >= P", "1")
       .option("seed", "S", "sampling seed", "0")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, GPU)", "cpu")
+      .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("prefill", "MODE",
               "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation) or "
               "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length)",
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   a.alias("--temp", "temperature").alias("-s", "seed").alias("-t", "threads");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
+    tool::device_choice(a);  // a bad --device or --precision fails before any work
     if (a.str("max-new-tokens") != "auto") a.integer("max-new-tokens", 0, 1LL << 30);
     a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1), a.integer("sinks", 0, 1LL << 20);
     if (a.has("prompt") && a.has("prompt-file")) throw tool::UsageError("give --prompt or --prompt-file, not both");

@@ -27,6 +27,7 @@
 #include <lrt/train/eval.hpp>
 #include <lrt/train/trainer.hpp>
 
+#include "session.hpp"
 #include "tool_util.hpp"
 
 namespace tool {
@@ -198,6 +199,74 @@ inline std::vector<double> parse_weights(const std::string& text) {
   return w;
 }
 
+/// --device and --precision of a tool.
+struct DeviceChoice {
+  DeviceKind device = DeviceKind::cpu;
+  Precision precision = Precision::fp32;
+};
+
+/// The CUDA pairs this program holds, "\n  --variant V --schedule S" each.
+inline std::string cuda_pairs_text() {
+  std::string list;
+  for (const DeviceEntry& e : device_registry())
+    if (e.device == DeviceKind::cuda) {
+      std::string name = lrt::variant_name(e.structure);
+      for (const Entry& r : registry())
+        if (r.structure == e.structure) name = r.variant;
+      list += "\n  --variant " + name + " --schedule " + e.schedule;
+    }
+  return list;
+}
+
+/// --device cpu|cuda and --precision fp32|tf32|bf16, checked: tf32 and bf16 are GPU options, and
+/// --device cuda needs a build that holds CUDA sessions.
+inline DeviceChoice device_choice(const Args& a) {
+  DeviceChoice d;
+  const std::string dev = a.str("device"), prec = a.str("precision");
+  if (dev == "cuda" || dev == "gpu")
+    d.device = DeviceKind::cuda;
+  else if (dev != "cpu")
+    throw UsageError(fmt::format("--device must be cpu or cuda, got '{}'", dev));
+  if (prec == "tf32")
+    d.precision = Precision::tf32;
+  else if (prec == "bf16")
+    d.precision = Precision::bf16;
+  else if (prec != "fp32")
+    throw UsageError(fmt::format("--precision must be fp32, tf32 or bf16, got '{}'", prec));
+  if (d.device == DeviceKind::cpu && d.precision != Precision::fp32)
+    throw UsageError(fmt::format(
+        "--precision {} is a GPU option (a cuBLAS compute mode): the CPU computes in fp32; drop --precision or add "
+        "--device cuda",
+        prec));
+  if (d.device == DeviceKind::cuda && cuda_pairs_text().empty())
+    throw UsageError(
+        "--device cuda: this build has no CUDA (CMake found no nvcc, or it was configured with "
+        "-DLRT_TOOLS_CUDA=OFF): configure a build with the CUDA toolkit on PATH (README, \"GPU\")");
+  return d;
+}
+
+/// "cpu" or "cuda: NAME (N GiB), bf16 matmuls".
+inline std::string describe(const DeviceChoice& d, const Session& s) {
+  if (d.device == DeviceKind::cpu)
+    return fmt::format("cpu, {} threads (LRT_NUM_THREADS), GEMM via {}", lrt::num_threads(),
+                       LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
+  return fmt::format("cuda: {}, {} matmuls (fp32 weights, activations and optimizer state)", s.device_name(),
+                     to_string(d.precision));
+}
+
+/// The session of (V, Sched) on the chosen device.
+template <class V, class Sched>
+std::unique_ptr<Session> make_session(const DeviceChoice& d, const lrt::ModelConfig& cfg, std::uint64_t seed = 0) {
+  if (d.device == DeviceKind::cpu) return make_cpu_session<V, Sched>(cfg, seed);
+  for (const DeviceEntry& e : device_registry())
+    if (e.device == d.device && e.structure == lrt::structure_of<V>() && e.schedule == lrt::schedule_spec<Sched>())
+      return e.make(cfg, seed, d.precision);
+  throw UsageError(fmt::format(
+      "--device cuda: this build has no CUDA session of variant {} with schedule '{}'; its CUDA pairs:{}\n(the "
+      "CUDA pairs are -DLRT_TOOLS_CUDA_PAIRS=<stems of examples/registry>)",
+      display_name<V>(), lrt::schedule_spec<Sched>(), cuda_pairs_text()));
+}
+
 namespace detail {
 /// Rows per optimizer step of the CPU presets (spec §8): tiny 32x128, small 16x256, medium 32x256.
 inline lrt::index_t preset_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; }
@@ -282,11 +351,11 @@ int train_run(const tool::Args& a) {
   const double time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
   const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
 
+  const DeviceChoice device = device_choice(a);
+
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
   lrt::ensure_writable_directory(out);       // before any work: an --out this process may not write fails here
   if (!from.note.empty()) fmt::print("warning: {}\n", from.note);
-  fmt::print("lrt-train: {} threads (LRT_NUM_THREADS), GEMM via {}\n", lrt::num_threads(),
-             LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
   const auto corpus = lrt::data::load_corpus(data_path);
   // The tokenizer: the checkpoint's when resuming (--tokenizer, if given, must be the same), a
   // tokenizer file, one trained here on the training split (--vocab-size), or bytes.
@@ -344,9 +413,11 @@ int train_run(const tool::Args& a) {
       eval_bytes > 0 ? std::numeric_limits<lrt::index_t>::max() : eval_tokens, static_cast<std::size_t>(eval_bytes));
   const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
 
-  lrt::Model<V, float> model(cfg, o.seed);
-  lrt::Trainer<V, Sched> tr(model, train_rows, o, tok);
-  tr.schedule_options() = sched_opts;
+  const std::unique_ptr<Session> session = make_session<V, Sched>(device, cfg, o.seed);
+  Session& model = *session;
+  Session& tr = *session;
+  fmt::print("lrt-train: device {}\n", describe(device, model));
+  tr.start_training(train_rows, o, tok, sched_opts);
   if (resume) {
     tr.resume(from.dir);
     fmt::print("resumed from {} at step {} of {}\n", from.dir, tr.step(), tr.horizon());
@@ -357,7 +428,7 @@ int train_run(const tool::Args& a) {
       "({} x {} rows), {:.4g} token-forwards/step\n",
       display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
       model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(), tr.accumulation(),
-      tr.options().micro_rows, tr.forwards_per_step());
+      tr.train_options().micro_rows, tr.forwards_per_step());
 
   // The horizon N of the schedules.
   if (!resume || modes > 0) {
@@ -432,7 +503,7 @@ int train_run(const tool::Args& a) {
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
     if (eval_now) {
-      const lrt::BpbResult r = lrt::evaluate_parallel<Sched>(model, val, token_bytes, sched_opts).merged;
+      const lrt::BpbResult r = model.evaluate_parallel(val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
     }
     log.push_back(row);
@@ -460,7 +531,7 @@ int train_run(const tool::Args& a) {
              tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * model.flops_per_token() * 1e-9,
              tool::duration(now()));
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
-    const lrt::BpbResult sq = lrt::evaluate_sequential(model, val, token_bytes);
+    const lrt::BpbResult sq = model.evaluate_sequential(val, token_bytes);
     fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq.bpb());
     last_bpb = sq.bpb();
   }
@@ -485,8 +556,9 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
   const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
   const long long eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
-  lrt::Model<V, float> model(cfg);
-  lrt::load_weights(model, r);
+  const DeviceChoice device = device_choice(a);
+  const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
+  model->load(r);
   // Rows of --context targets (default: the training context); past it the sequential mode also
   // reports bits per byte by position, in bands of sequence_len.
   const long long ctx = a.integer("context", 0, 1LL << 24);
@@ -519,10 +591,12 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
                lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd,
                cfg.sequence_len, available,
                T != cfg.sequence_len ? fmt::format("; rows of {} targets", T) : std::string(), tok.describe());
-  const auto par = lrt::evaluate_parallel<Sched>(model, batches, token_bytes, so);
+  if (!json) fmt::print("device: {}\n", describe(device, *model));
+  const auto par = model->evaluate_parallel(batches, token_bytes, so);
   lrt::json::Value j = lrt::json::Value::object();
   j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
   j["schedule"] = lrt::schedule_spec<Sched>(), j["split"] = split, j["data"] = a.str("data");
+  j["device"] = to_string(device.device), j["precision"] = to_string(device.precision);
   j["tokenizer"] = tok.name();
   j["targets"] = par.merged.tokens, j["bytes"] = par.merged.bytes, j["val_loss"] = par.merged.loss();
   if (!json)
@@ -536,7 +610,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
       per += fmt::format(" pass{}={:.6f}", i, par.passes[i].bpb());
       passes.push_back(par.passes[i].bpb());
     }
-    const auto seq = lrt::evaluate_sequential(model, batches, token_bytes);
+    const auto seq = model->evaluate_sequential(batches, token_bytes);
     if (mode != "parallel") bpb = seq.bpb();
     j["val_bpb_parallel"] = par.merged.bpb(), j["val_bpb_passes"] = std::move(passes);
     j["val_bpb_sequential"] = seq.bpb(), j["mode"] = mode.empty() ? "sequential" : mode;
@@ -546,7 +620,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
     }
   }
   if (bands) {  // past the training context (or with sinks): the decoder, by position
-    const auto by = lrt::evaluate_sequential_by_position(model, batches, token_bytes, cfg.sequence_len, sinks);
+    const auto by = model->evaluate_sequential_by_position(batches, token_bytes, cfg.sequence_len, sinks);
     lrt::json::Value arr = lrt::json::Value::array();
     std::string line;
     for (std::size_t i = 0; i < by.size(); ++i) {
@@ -597,23 +671,21 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   so.seed = static_cast<std::uint64_t>(a.integer("seed", 0, 1LL << 62));
   const lrt::PrefillMode mode = prefill_mode(a);
   const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
-  lrt::Model<V, float> model(cfg);
-  lrt::load_weights(model, r);
+  const DeviceChoice device = device_choice(a);
+  const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
+  model->load(r);
   std::vector<lrt::index_t> prompt{cfg.bos()};
   for (auto id : tok.encode(text)) prompt.push_back(static_cast<lrt::index_t>(id));
   // No length wall: the decoder's cache keeps what each layer's window reaches, so prompt and
   // generation may run past the training context (sequence_len).
   const bool fill = a.str("max-new-tokens") == "auto";
   const long long n_new = fill ? cfg.sequence_len : a.integer("max-new-tokens", 0, 1LL << 30);
-  lrt::Decoder dec(model, 1, 0, a.integer("sinks", 0, 1LL << 20));
+  model->start_decoding(a.integer("sinks", 0, 1LL << 20));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
-  const lrt::Tensor<float, 2>* logits = &dec.prefill(prompt, mode);  // logits after the last prompt token
+  model->prefill(prompt, mode);  // the logits after the last prompt token
   for (long long i = 0; i < n_new; ++i) {
-    const lrt::index_t t = dec.position();
-    const lrt::index_t next =
-        lrt::sample_token<float>(std::span<const float>(logits->data(), static_cast<std::size_t>(cfg.vocab_size)), so,
-                                 lrt::sample_counter(0, t));
+    const lrt::index_t next = model->sample(so);  // counter sample_counter(0, position)
     if (next == cfg.bos()) {
       if (a.has("stop-at-bos")) break;
       std::fputs("\n\n", stdout);
@@ -622,7 +694,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
       std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     }
     std::fflush(stdout);
-    if (i + 1 < n_new) logits = &dec.step(std::span<const lrt::index_t>(&next, 1));
+    if (i + 1 < n_new) model->step(next);
   }
   std::fputc('\n', stdout);
   return 0;

@@ -41,14 +41,22 @@ int main(int argc, char** argv) {
       .option("pattern", "NAME",
               "with --vocab-size: the split pattern, nanochat (default), gpt2, cl100k, o200k or a regex")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, GPU)", "cpu")
+      .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
   return tool::run_main(a, [&] {
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--list-variants") {
         for (const auto& e : tool::registry()) fmt::print("--variant {} --schedule {}\n", e.variant, e.schedule);
+        // The pairs --device cuda reaches (none in a build without CUDA).
+        std::string cuda = tool::cuda_pairs_text();
+        for (std::size_t at = 0; (at = cuda.find("\n  ", at)) != std::string::npos;)
+          cuda.replace(at, 3, "\n--device cuda ");
+        if (!cuda.empty()) fmt::print("{}\n", cuda.substr(1));
         return 0;
       }
     if (!a.parse(argc, argv)) return 0;
+    tool::device_choice(a);                      // a bad --device or --precision fails before any work
     if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
       const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
       const lrt::CheckpointSchedule cs = lrt::checkpoint_schedule(r);

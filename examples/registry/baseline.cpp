@@ -1,4 +1,11 @@
-// Registry entry: variant `baseline`, schedule Standard (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `baseline`, schedule Standard.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::Baseline, lrt::Standard> registered_baseline{"baseline"};
+namespace tool::pairs {
+struct baseline {
+  using variant = lrt::variants::Baseline;
+  using schedule = lrt::Standard;
+  static constexpr const char* name = "baseline";
+};
+LRT_TOOL_REGISTER(baseline);
+}  // namespace tool::pairs

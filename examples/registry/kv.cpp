@@ -1,4 +1,11 @@
-// Registry entry: variant `kv`, schedule Interleaved<2> (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `kv`, schedule Interleaved<2>.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::KVOnly, lrt::Interleaved<2>> registered_kv{"kv"};
+namespace tool::pairs {
+struct kv {
+  using variant = lrt::variants::KVOnly;
+  using schedule = lrt::Interleaved<2>;
+  static constexpr const char* name = "kv";
+};
+LRT_TOOL_REGISTER(kv);
+}  // namespace tool::pairs

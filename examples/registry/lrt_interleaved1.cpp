@@ -1,4 +1,11 @@
-// Registry entry: variant `lrt`, schedule Interleaved<1> (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `lrt`, schedule Interleaved<1>.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::Lrt, lrt::Interleaved<1>> registered_lrt_interleaved1{"lrt"};
+namespace tool::pairs {
+struct lrt_interleaved1 {
+  using variant = lrt::variants::Lrt;
+  using schedule = lrt::Interleaved<1>;
+  static constexpr const char* name = "lrt";
+};
+LRT_TOOL_REGISTER(lrt_interleaved1);
+}  // namespace tool::pairs

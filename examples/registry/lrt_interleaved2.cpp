@@ -1,4 +1,11 @@
-// Registry entry: variant `lrt`, schedule Interleaved<2> (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `lrt`, schedule Interleaved<2>.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::Lrt, lrt::Interleaved<2>> registered_lrt_interleaved2{"lrt"};
+namespace tool::pairs {
+struct lrt_interleaved2 {
+  using variant = lrt::variants::Lrt;
+  using schedule = lrt::Interleaved<2>;
+  static constexpr const char* name = "lrt";
+};
+LRT_TOOL_REGISTER(lrt_interleaved2);
+}  // namespace tool::pairs

@@ -1,4 +1,11 @@
-// Registry entry: variant `lrt`, schedule Interleaved<4> (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `lrt`, schedule Interleaved<4>.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::Lrt, lrt::Interleaved<4>> registered_lrt_interleaved4{"lrt"};
+namespace tool::pairs {
+struct lrt_interleaved4 {
+  using variant = lrt::variants::Lrt;
+  using schedule = lrt::Interleaved<4>;
+  static constexpr const char* name = "lrt";
+};
+LRT_TOOL_REGISTER(lrt_interleaved4);
+}  // namespace tool::pairs

@@ -1,4 +1,11 @@
-// Registry entry: variant `lrt-release`, schedule Interleaved<2> (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `lrt-release`, schedule Interleaved<2>.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::LrtRelease, lrt::Interleaved<2>> registered_lrt_release{"lrt-release"};
+namespace tool::pairs {
+struct lrt_release {
+  using variant = lrt::variants::LrtRelease;
+  using schedule = lrt::Interleaved<2>;
+  static constexpr const char* name = "lrt-release";
+};
+LRT_TOOL_REGISTER(lrt_release);
+}  // namespace tool::pairs

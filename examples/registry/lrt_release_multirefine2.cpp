@@ -1,6 +1,12 @@
-// Registry entry: variant `lrt-release`, schedule MultiRefine<2> (one translation unit per pair):
+// Registry entry: variant `lrt-release`, schedule MultiRefine<2>:
 // what a release checkpoint trained with use_multi_refine, multi_refine_num_passes 2 evaluates with.
-#include "../runner.hpp"
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::LrtRelease, lrt::MultiRefine<2>> registered_lrt_release_multirefine2{
-    "lrt-release"};
+namespace tool::pairs {
+struct lrt_release_multirefine2 {
+  using variant = lrt::variants::LrtRelease;
+  using schedule = lrt::MultiRefine<2>;
+  static constexpr const char* name = "lrt-release";
+};
+LRT_TOOL_REGISTER(lrt_release_multirefine2);
+}  // namespace tool::pairs

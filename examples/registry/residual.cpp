@@ -1,4 +1,11 @@
-// Registry entry: variant `residual`, schedule Interleaved<2> (one translation unit per pair).
-#include "../runner.hpp"
+// Registry entry: variant `residual`, schedule Interleaved<2>.
+#include "../registry.hpp"
 
-static const tool::Register<lrt::variants::ResidualOnly, lrt::Interleaved<2>> registered_residual{"residual"};
+namespace tool::pairs {
+struct residual {
+  using variant = lrt::variants::ResidualOnly;
+  using schedule = lrt::Interleaved<2>;
+  static constexpr const char* name = "residual";
+};
+LRT_TOOL_REGISTER(residual);
+}  // namespace tool::pairs

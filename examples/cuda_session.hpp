@@ -1,0 +1,48 @@
+// The CUDA sessions of lrt-train, lrt-eval and lrt-generate (session.hpp): compiled by nvcc from
+// the registry's pair files (registry.hpp with LRT_TOOL_CUDA), or by the host compiler against the
+// CUDA emulator of the tests. No fmt here (nvcc cannot take it).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <lrt/cuda.hpp>
+
+#include "session.hpp"
+
+namespace tool {
+
+/// The GPU lrt runs on: "NAME (N GiB)".
+inline std::string cuda_device_name() {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "GPU 0";
+  }
+  return std::string(p.name) + " (" +
+         std::to_string(static_cast<long long>(p.totalGlobalMem / (std::size_t{1} << 30))) + " GiB)";
+}
+
+/// A session of (V, Sched) on lrt's GPU with matmuls at `precision` (a process-wide setting).
+template <class V, class Sched>
+std::unique_ptr<Session> make_cuda_session(const lrt::ModelConfig& cfg, std::uint64_t seed, Precision precision) {
+  lrt::check(lrt::cuda::device_count() > 0, "--device cuda",
+             "this build has CUDA, but no GPU is visible (cudaGetDeviceCount found none: no device, no driver, "
+             "or CUDA_VISIBLE_DEVICES hides them)");
+  lrt::cuda::set_matmul_precision(precision == Precision::bf16   ? lrt::cuda::MatmulPrecision::bf16
+                                  : precision == Precision::tf32 ? lrt::cuda::MatmulPrecision::tf32
+                                                                 : lrt::cuda::MatmulPrecision::fp32);
+  return std::make_unique<SessionOf<V, Sched, lrt::cuda::Device>>(cfg, seed, DeviceKind::cuda, cuda_device_name());
+}
+
+/// Registers the CUDA session of a registry pair P (P::variant, P::schedule) at static
+/// initialisation.
+template <class P>
+struct CudaRegistration {
+  CudaRegistration() {
+    device_registry().push_back({DeviceKind::cuda, lrt::structure_of<typename P::variant>(),
+                                 lrt::schedule_spec<typename P::schedule>(),
+                                 &make_cuda_session<typename P::variant, typename P::schedule>});
+  }
+};
+
+}  // namespace tool

@@ -1,0 +1,200 @@
+// The device side of lrt-train, lrt-eval and lrt-generate: one model of a (variant, schedule)
+// pair on one device, behind the virtual interface tool::Session, so that the tools' bodies
+// (runner.hpp, which formats with fmt) are compiled once by the host compiler while the CUDA
+// sessions are compiled by nvcc, which cannot take fmt. This header uses no fmt: include
+// <lrt/lrt.hpp> (host compiler) or <lrt/cuda.hpp> (nvcc, or the emulator of the tests) first.
+//
+// The CPU session of a pair is made directly (make_cpu_session); the CUDA sessions register
+// themselves in device_registry() from the CUDA registry units (examples/registry.hpp with
+// LRT_TOOL_CUDA), which a build links only when it has them (LRT_TOOLS_CUDA, or the emulator
+// programs of the tests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tool {
+
+/// Where a session runs (--device).
+enum class DeviceKind { cpu, cuda };
+
+/// Matmul precision of a session (--precision): fp32 everywhere; tf32 and bf16 only on a GPU,
+/// as cuBLAS compute modes over fp32 weights, activations and optimizer state.
+enum class Precision { fp32, tf32, bf16 };
+
+inline const char* to_string(DeviceKind d) { return d == DeviceKind::cpu ? "cpu" : "cuda"; }
+inline const char* to_string(Precision p) {
+  return p == Precision::fp32 ? "fp32" : p == Precision::tf32 ? "tf32" : "bf16";
+}
+
+/// Parallel-mode scores: every position by the last pass that computed it, and each pass.
+struct Scores {
+  lrt::BpbResult merged;
+  std::vector<lrt::BpbResult> passes;
+};
+
+/// One model on one device, with what the tools do with it: evaluate, train, decode.
+class Session {
+ public:
+  virtual ~Session() = default;
+  virtual DeviceKind device() const = 0;
+  /// "cpu", or the GPU's name and memory.
+  virtual std::string device_name() const = 0;
+  virtual const lrt::ModelConfig& config() const = 0;
+  virtual lrt::index_t num_params() const = 0;
+  virtual lrt::index_t num_matmul_params() const = 0;
+  virtual double flops_per_token() const = 0;
+  /// The weights of a checkpoint (the same files on every device).
+  virtual void load(const lrt::st::Reader& r) = 0;
+
+  // Evaluation (host batches; each device reads them as the CPU does).
+  virtual Scores evaluate_parallel(const std::vector<lrt::data::Batch>& batches, const lrt::TokenBytes& token_bytes,
+                                   const lrt::ScheduleOptions& o) = 0;
+  virtual lrt::BpbResult evaluate_sequential(const std::vector<lrt::data::Batch>& batches,
+                                             const lrt::TokenBytes& token_bytes) = 0;
+  virtual std::vector<lrt::BpbResult> evaluate_sequential_by_position(const std::vector<lrt::data::Batch>& batches,
+                                                                      const lrt::TokenBytes& token_bytes,
+                                                                      lrt::index_t band, lrt::index_t sinks) = 0;
+
+  // Training: start_training() makes the Trainer (it reads `rows` in place: they must outlive it).
+  virtual void start_training(const lrt::data::TokenRows& rows, const lrt::TrainOptions& o,
+                              const lrt::data::TextTokenizer& tok, const lrt::ScheduleOptions& so) = 0;
+  virtual lrt::StepStats train_step() = 0;
+  virtual double time_step_without_update() = 0;
+  virtual std::int64_t step() const = 0;
+  virtual std::int64_t horizon() const = 0;
+  virtual void set_horizon(std::int64_t n) = 0;
+  virtual bool done() const = 0;
+  virtual lrt::index_t tokens_per_step() const = 0;
+  virtual double forwards_per_step() const = 0;
+  virtual lrt::index_t accumulation() const = 0;
+  virtual const lrt::TrainOptions& train_options() const = 0;
+  virtual lrt::CheckpointLocation resume(const std::string& path) = 0;
+  virtual std::string save(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& extra) = 0;
+
+  // Decoding, one row: start_decoding(), prefill(), then sample() and step() per token.
+  virtual void start_decoding(lrt::index_t sinks) = 0;
+  virtual void prefill(const std::vector<lrt::index_t>& prompt, const lrt::PrefillMode& mode) = 0;
+  virtual void step(lrt::index_t token) = 0;
+  /// The next token from the last logits, drawn with counter sample_counter(0, position).
+  virtual lrt::index_t sample(const lrt::SamplerOptions& o) = 0;
+  virtual lrt::index_t position() const = 0;
+};
+
+/// A Session of Model<V, float, D> trained with schedule Sched.
+template <class V, class Sched, lrt::Device D>
+class SessionOf final : public Session {
+ public:
+  using model_type = lrt::Model<V, float, D>;
+  SessionOf(const lrt::ModelConfig& cfg, std::uint64_t seed, DeviceKind kind, std::string name)
+      : model_(cfg, seed), kind_(kind), name_(std::move(name)) {}
+
+  DeviceKind device() const override { return kind_; }
+  std::string device_name() const override { return name_; }
+  const lrt::ModelConfig& config() const override { return model_.config(); }
+  lrt::index_t num_params() const override { return model_.num_params(); }
+  lrt::index_t num_matmul_params() const override { return model_.num_matmul_params(); }
+  double flops_per_token() const override { return model_.flops_per_token(); }
+  void load(const lrt::st::Reader& r) override { lrt::load_weights(model_, r); }
+
+  Scores evaluate_parallel(const std::vector<lrt::data::Batch>& batches, const lrt::TokenBytes& token_bytes,
+                           const lrt::ScheduleOptions& o) override {
+    auto r = lrt::evaluate_parallel<Sched>(model_, batches, token_bytes, o);
+    return {r.merged, std::move(r.passes)};
+  }
+  lrt::BpbResult evaluate_sequential(const std::vector<lrt::data::Batch>& batches,
+                                     const lrt::TokenBytes& token_bytes) override {
+    return lrt::evaluate_sequential(model_, batches, token_bytes);
+  }
+  std::vector<lrt::BpbResult> evaluate_sequential_by_position(const std::vector<lrt::data::Batch>& batches,
+                                                              const lrt::TokenBytes& token_bytes, lrt::index_t band,
+                                                              lrt::index_t sinks) override {
+    return lrt::evaluate_sequential_by_position(model_, batches, token_bytes, band, sinks);
+  }
+
+  void start_training(const lrt::data::TokenRows& rows, const lrt::TrainOptions& o, const lrt::data::TextTokenizer& tok,
+                      const lrt::ScheduleOptions& so) override {
+    trainer_ = std::make_unique<lrt::Trainer<V, Sched, float, D>>(model_, rows, o, tok);
+    trainer_->schedule_options() = so;
+  }
+  lrt::StepStats train_step() override { return tr().train_step(); }
+  double time_step_without_update() override { return tr().time_step_without_update(); }
+  std::int64_t step() const override { return tr().step(); }
+  std::int64_t horizon() const override { return tr().horizon(); }
+  void set_horizon(std::int64_t n) override { tr().set_horizon(n); }
+  bool done() const override { return tr().done(); }
+  lrt::index_t tokens_per_step() const override { return tr().tokens_per_step(); }
+  double forwards_per_step() const override { return tr().forwards_per_step(); }
+  lrt::index_t accumulation() const override { return tr().accumulation(); }
+  const lrt::TrainOptions& train_options() const override { return tr().options(); }
+  lrt::CheckpointLocation resume(const std::string& path) override { return tr().resume(path); }
+  std::string save(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& extra) override {
+    return tr().save(dir, extra);
+  }
+
+  void start_decoding(lrt::index_t sinks) override { decoder_.emplace(model_, 1, 0, sinks); }
+  void prefill(const std::vector<lrt::index_t>& prompt, const lrt::PrefillMode& mode) override {
+    dec().prefill(prompt, mode);
+  }
+  void step(lrt::index_t token) override { dec().step(std::span<const lrt::index_t>(&token, 1)); }
+  lrt::index_t sample(const lrt::SamplerOptions& o) override {
+    const lrt::index_t vocab = model_.config().vocab_size;
+    const std::uint64_t counter = lrt::sample_counter(0, dec().position());
+    if constexpr (D::host_accessible) {
+      return lrt::sample_token<float>(std::span<const float>(dec().logits().data(), static_cast<std::size_t>(vocab)), o,
+                                      counter);
+    } else {
+      const lrt::Tensor<float, 2> h = lrt::to<lrt::cpu::Device>(dec().logits());
+      return lrt::sample_token<float>(std::span<const float>(h.data(), static_cast<std::size_t>(vocab)), o, counter);
+    }
+  }
+  lrt::index_t position() const override { return decoder_ ? decoder_->position() : 0; }
+
+ private:
+  lrt::Trainer<V, Sched, float, D>& tr() const {
+    lrt::check(trainer_ != nullptr, "session", "start_training() first");
+    return *trainer_;
+  }
+  lrt::Decoder<V, float, D>& dec() {
+    lrt::check(decoder_.has_value(), "session", "start_decoding() first");
+    return *decoder_;
+  }
+
+  model_type model_;
+  DeviceKind kind_;
+  std::string name_;
+  std::unique_ptr<lrt::Trainer<V, Sched, float, D>> trainer_;
+  std::optional<lrt::Decoder<V, float, D>> decoder_;
+};
+
+/// Makes a session of one registered pair on a device other than the CPU at a matmul precision.
+using SessionFactory = std::unique_ptr<Session> (*)(const lrt::ModelConfig& cfg, std::uint64_t seed,
+                                                    Precision precision);
+
+/// A pair a device build holds: its structure and schedule (as the CPU registry names them) and
+/// its factory.
+struct DeviceEntry {
+  DeviceKind device;
+  lrt::VariantStructure structure;
+  std::string schedule;
+  SessionFactory make;
+};
+
+/// The device sessions linked into this program (empty in a CPU-only build).
+inline std::vector<DeviceEntry>& device_registry() {
+  static std::vector<DeviceEntry> r;
+  return r;
+}
+
+/// The CPU session of (V, Sched).
+template <class V, class Sched>
+std::unique_ptr<Session> make_cpu_session(const lrt::ModelConfig& cfg, std::uint64_t seed) {
+  return std::make_unique<SessionOf<V, Sched, lrt::cpu::Device>>(cfg, seed, DeviceKind::cpu, "cpu");
+}
+
+}  // namespace tool
