@@ -36,6 +36,7 @@
 #include "backend/cuda/gemm.cuh"
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/nn.cuh"
+#include "backend/cuda/primitives.cuh"
 
 #include "autodiff.hpp"
 #include "io.hpp"

@@ -352,12 +352,112 @@ TEST_CASE("cuda model: bad ids, targets and positions raise lrt::Error on the GP
   const Tensor<index_t, 1, G> qpos = lrt::to<G>(Tensor<index_t, 1>(Tensor<index_t, 1>::full(Shape<1>{2}, 1)));
   CHECK_THROWS_AS(ad::attention(q, k, k, qpos, 100), lrt::Error);                       // not strictly increasing
   CHECK_THROWS_AS(ad::attention(q, k, k, lrt::IndexList<G>({0, 2}), 100), lrt::Error);  // 2 >= Tk (host check)
-  CHECK_THROWS_AS(ad::TokenIds<G>(bad, 5), lrt::Error);  // ids checked once for all lookups
+  {
+    const ad::TokenIds<G> deferred(bad, 5);                 // checked once for all lookups, on the device:
+    CHECK_THROWS_AS(lrt::cuda::synchronize(), lrt::Error);  // raised at the next wait
+  }
   const Tensor<index_t, 2, G> four = lrt::to<G>(Tensor<index_t, 2>(Tensor<index_t, 2>::full(Shape<2>{1, 2}, 4)));
   const ad::TokenIds<G> ok(four, 5);
   auto small = ad::variable(rnd<float, 2, G>(Shape<2>{4, 3}, 5));
   CHECK_THROWS_AS(ad::embedding(ok, small), lrt::Error);  // checked against 5 rows, the table has 4
 }
+
+/// The elements of a contiguous host tensor.
+template <class T, int R>
+std::vector<T> elems(const Tensor<T, R, C>& t) {
+  return std::vector<T>(t.data(), t.data() + t.numel());
+}
+
+template <class T>
+void embedding_grad_on_device(index_t N, index_t V, index_t Cc, unsigned seed) {
+  CAPTURE(N);
+  CAPTURE(V);
+  const Tensor<index_t, 2, C> ids2 = ids_of<C>(1, N, std::max<index_t>(1, V / 3), seed);  // many repeats
+  const Tensor<index_t, 1, C> ids(ids2.view().template reshape<1>(Shape<1>{N}));
+  const auto table = rnd<T, 2, C>(Shape<2>{V, Cc}, seed + 1), gout = rnd<T, 2, C>(Shape<2>{N, Cc}, seed + 2);
+  auto gt = rnd<T, 2, C>(Shape<2>{V, Cc}, seed + 3);
+  const auto ids_g = lrt::to<G>(ids);
+  const auto table_g = lrt::to<G>(table), gout_g = lrt::to<G>(gout);
+  auto gt_g = lrt::to<G>(gt);
+  Tensor<T, 2, C> out(Shape<2>{N, Cc});
+  Tensor<T, 2, G> out_g(Shape<2>{N, Cc});
+  lrt::NnBackend<C>::template embedding_forward<T>(ids.view(), table.view(), out.view());
+  lrt::NnBackend<C>::template embedding_backward<T>(ids.view(), gout.view(), gt.view());
+  const auto plan = lrt::NnBackend<G>::embedding_plan(ids_g.view(), V);
+  lrt::NnBackend<G>::template embedding_forward<T>(ids_g.view(), table_g.view(), out_g.view());
+  lrt::NnBackend<G>::template embedding_backward<T>(plan, ids_g.view(), gout_g.view(), gt_g.view());
+  CHECK(elems(lrt::to<C>(out_g)) == elems(out));
+  CHECK(elems(lrt::to<C>(gt_g)) == elems(gt));  // the same additions in the same order: bit for bit
+  // The plan-less backward sorts the same way.
+  auto gt2_g = lrt::to<G>(rnd<T, 2, C>(Shape<2>{V, Cc}, seed + 3));
+  lrt::NnBackend<G>::template embedding_backward<T>(ids_g.view(), gout_g.view(), gt2_g.view());
+  CHECK(elems(lrt::to<C>(gt2_g)) == elems(gt));
+}
+
+TEST_CASE("cuda model: embedding gradients with repeated ids (grouped on the device) equal the CPU's exactly") {
+  embedding_grad_on_device<float>(300, 20, 9, 1);
+  embedding_grad_on_device<double>(300, 20, 9, 2);
+  embedding_grad_on_device<float>(1, 1, 3, 3);
+  embedding_grad_on_device<double>(1000, 700, 5, 4);
+  embedding_grad_on_device<float>(64, 1000, 4, 5);
+}
+
+TEST_CASE("cuda model: an embedding id out of range raises lrt::Error at the next wait for the GPU") {
+  std::vector<index_t> h(12, 3);
+  h[7] = 25, h[9] = -1, h[10] = 20;
+  Tensor<index_t, 1> ids_h(Shape<1>{12});
+  std::copy(h.begin(), h.end(), ids_h.data());
+  const Tensor<index_t, 1, G> ids = lrt::to<G>(ids_h);
+  const auto table = rnd<float, 2, G>(Shape<2>{20, 2}, 1);
+  Tensor<float, 2, G> out(Shape<2>{12, 2}), gt(Shape<2>{20, 2});
+  gt.fill(0.f);
+  const auto plan = lrt::NnBackend<G>::embedding_plan(ids.view(), 20);  // no throw: nothing waited
+  lrt::NnBackend<G>::embedding_forward<float>(ids.view(), table.view(), out.view());
+  lrt::NnBackend<G>::embedding_backward<float>(plan, ids.view(), Tensor<float, 2, G>::full(Shape<2>{12, 2}, 1.f).view(),
+                                               gt.view());
+  bool thrown = false;
+  try {
+    lrt::cuda::synchronize();
+  } catch (const lrt::Error& e) {
+    thrown = true;
+    CHECK(e.op() == std::string("embedding"));
+    CHECK(std::string(e.what()) == "[embedding] id 25 at position 7 out of range for a table of 20 rows");
+  }
+  CHECK(thrown);
+  lrt::cuda::synchronize();  // raised once
+  // The kernels never read or wrote out of range: zero rows for bad ids, the other rows added.
+  const auto o = lrt::to<C>(out), g = lrt::to<C>(gt), t = lrt::to<C>(table);
+  for (index_t i = 0; i < 12; ++i)
+    for (index_t j = 0; j < 2; ++j) CHECK(o(i, j) == (i == 7 || i == 9 || i == 10 ? 0.f : t(3, j)));
+  for (index_t r = 0; r < 20; ++r) CHECK(g(r, 0) == (r == 3 ? 9.f : 0.f));
+  // A copy to the host raises it too; a TokenIds of bad ids the same.
+  {
+    const ad::TokenIds<G> tok(lrt::to<G>(Tensor<index_t, 2>::full(Shape<2>{1, 3}, -4)), 5);
+    CHECK_THROWS_WITH_AS(lrt::to<C>(out), "[embedding] id -4 at position 0 out of range for a table of 5 rows",
+                         lrt::Error);
+  }
+}
+
+#if defined(LRT_CUDA_EMULATOR)
+TEST_CASE("cuda model (emulator): an embedding plan, forward and backward never wait for the GPU") {
+  const Tensor<index_t, 1, G> ids =
+      lrt::to<G>(Tensor<index_t, 1>(ids_of<C>(1, 50, 7, 3).view().template reshape<1>(Shape<1>{50})));
+  const auto table = rnd<float, 2, G>(Shape<2>{9, 4}, 1), gout = rnd<float, 2, G>(Shape<2>{50, 4}, 2);
+  Tensor<float, 2, G> out(Shape<2>{50, 4}), gt(Shape<2>{9, 4});
+  gt.fill(0.f);
+  lrt::cuda::synchronize();
+  const auto s0 = lrt_cuda_emu::stream_syncs, c0 = lrt_cuda_emu::device_to_host_copies;
+  {
+    const auto plan = lrt::NnBackend<G>::embedding_plan(ids.view(), 9);
+    lrt::NnBackend<G>::embedding_forward<float>(ids.view(), table.view(), out.view());
+    lrt::NnBackend<G>::embedding_backward<float>(plan, ids.view(), gout.view(), gt.view());
+    lrt::NnBackend<G>::embedding_backward<float>(ids.view(), gout.view(), gt.view());  // plan-less
+    const ad::TokenIds<G> tok(lrt::to<G>(Tensor<index_t, 2>(ids_of<C>(2, 5, 7, 4))), 9);
+  }
+  CHECK(lrt_cuda_emu::stream_syncs - s0 == 0);
+  CHECK(lrt_cuda_emu::device_to_host_copies - c0 == 0);
+}
+#endif
 
 TEST_CASE("cuda model: whole-model loss, logits and gradients match the CPU (baseline and LRT variants)") {
   model_matches<vs::Baseline, lrt::Standard, double>("baseline standard double");
