@@ -37,6 +37,7 @@
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/nn.cuh"
 #include "backend/cuda/primitives.cuh"
+#include "backend/cuda/sample.cuh"
 
 #include "autodiff.hpp"
 #include "io.hpp"

@@ -459,6 +459,131 @@ TEST_CASE("cuda model (emulator): an embedding plan, forward and backward never 
 }
 #endif
 
+// ---------------------------------------------------------------------------------------------
+// Sampling on the device (lrt::sample_tokens -> DeviceSampler<cuda::Device>) against sample_token
+
+namespace sample_case {
+/// Logits (B, Vp) with many exact ties (values on a coarse grid) and padding columns.
+template <class T>
+Tensor<T, 2> logits(index_t B, index_t Vp, unsigned seed, double scale) {
+  Tensor<T, 2> h(Shape<2>{B, Vp});
+  std::uint64_t x = seed * 2654435761u + 7;
+  for (index_t i = 0; i < B * Vp; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const double g = static_cast<double>((x >> 40) % 41) - 20;  // 41 values: ties in every row
+    h.data()[i] = static_cast<T>(g * scale / 8);
+  }
+  return h;
+}
+
+/// The CPU's tokens: sample_token per row over the first vocab columns.
+template <class T>
+std::vector<index_t> cpu_tokens(const Tensor<T, 2>& h, index_t vocab, const lrt::SamplerOptions& o,
+                                const std::vector<std::uint64_t>& ctr) {
+  std::vector<index_t> out;
+  for (index_t r = 0; r < h.shape()[0]; ++r)
+    out.push_back(lrt::sample_token<T>(std::span<const T>(h.data() + r * h.shape()[1], static_cast<std::size_t>(vocab)),
+                                       o, ctr[static_cast<std::size_t>(r)]));
+  return out;
+}
+
+std::vector<std::uint64_t> counters(index_t B, index_t t) {
+  std::vector<std::uint64_t> c;
+  for (index_t r = 0; r < B; ++r) c.push_back(lrt::sample_counter(r, t));
+  return c;
+}
+}  // namespace sample_case
+
+TEST_CASE("cuda sampler: greedy equals the CPU's argmax (ties to the lowest id), only the ids come back") {
+  for (int k = 0; k < 3; ++k) {
+    const index_t B = 7, Vp = 300, vocab = k == 2 ? 1 : 290;
+    const auto h = sample_case::logits<float>(B, Vp, 10 + k, k == 1 ? 0.0 : 1.0);  // k == 1: all equal
+    const auto hd = sample_case::logits<double>(B, Vp, 20 + k, 1.0);
+    lrt::SamplerOptions o;
+    o.temperature = 0;
+    const auto ctr = sample_case::counters(B, 3);
+    CHECK(lrt::sample_tokens(lrt::to<G>(h), vocab, o, ctr) == sample_case::cpu_tokens(h, vocab, o, ctr));
+    CHECK(lrt::sample_tokens(h, vocab, o, ctr) == sample_case::cpu_tokens(h, vocab, o, ctr));
+    CHECK(lrt::sample_tokens(lrt::to<G>(hd), vocab, o, ctr) == sample_case::cpu_tokens(hd, vocab, o, ctr));
+  }
+#if defined(LRT_CUDA_EMULATOR)
+  const auto g = lrt::to<G>(sample_case::logits<float>(4, 64, 1, 1.0));
+  lrt::cuda::synchronize();
+  const auto s0 = lrt_cuda_emu::stream_syncs, c0 = lrt_cuda_emu::device_to_host_copies;
+  lrt::SamplerOptions o;
+  o.top_p = 0.5, o.top_k = 9;
+  (void)lrt::sample_tokens(g, 60, o, sample_case::counters(4, 0));
+  CHECK(lrt_cuda_emu::stream_syncs - s0 == 1);  // the B ids: one copy back, one wait
+  CHECK(lrt_cuda_emu::device_to_host_copies - c0 == 1);
+#endif
+}
+
+TEST_CASE("cuda sampler: seeded temperature / top-k / top-p draws equal the CPU's sample_token") {
+  const index_t B = 40, Vp = 136, vocab = 130;
+  std::vector<lrt::SamplerOptions> opts(7);
+  opts[0].temperature = 1.0;
+  opts[1].temperature = 0.7, opts[1].top_k = 10;
+  opts[2].temperature = 1.3, opts[2].top_p = 0.9;
+  opts[3].temperature = 0.5, opts[3].top_k = 50, opts[3].top_p = 0.8;
+  opts[4].temperature = 2.0, opts[4].top_k = 1;  // a tie at the k-th: all tied values kept
+  opts[5].temperature = 0.9, opts[5].top_p = 1e-9;
+  opts[6].temperature = 1.0, opts[6].top_k = vocab;
+  std::size_t draws = 0, mismatches = 0;
+  for (std::size_t i = 0; i < opts.size(); ++i) {
+    CAPTURE(i);
+    opts[i].seed = 100 + i;
+    const auto h = sample_case::logits<float>(B, Vp, static_cast<unsigned>(i), 1.5);
+    const auto g = lrt::to<G>(h);
+    for (index_t t = 0; t < 8; ++t) {
+      const auto ctr = sample_case::counters(B, t * 1000 + 1);
+      const auto want = sample_case::cpu_tokens(h, vocab, opts[i], ctr);
+      const auto got = lrt::sample_tokens(g, vocab, opts[i], ctr);
+      CHECK(lrt::sample_tokens(h, vocab, opts[i], ctr) == want);  // the host path is sample_token
+      REQUIRE(got.size() == want.size());
+      for (std::size_t r = 0; r < got.size(); ++r) {
+        ++draws;
+        mismatches += got[r] != want[r];
+        CHECK(got[r] >= 0);
+        CHECK(got[r] < vocab);
+      }
+    }
+  }
+  MESSAGE("device vs CPU sampler: " << mismatches << " of " << draws << " seeded draws differ");
+  // The device sums in another order: a draw may differ when u lies within rounding of a boundary
+  // (about 1e-15 of a draw's range per boundary: never in practice).
+  CHECK(mismatches * 1000 <= draws);
+#if defined(LRT_CUDA_EMULATOR)
+  CHECK(mismatches == 0);  // the same exp as the host; only the order of the additions differs
+#endif
+}
+
+TEST_CASE("cuda sampler: bad options and shapes raise lrt::Error naming sample") {
+  const auto g = lrt::to<G>(sample_case::logits<float>(2, 8, 1, 1.0));
+  const auto ctr = sample_case::counters(2, 0);
+  const auto bad = [&](lrt::SamplerOptions o, index_t vocab, std::vector<std::uint64_t> c) {
+    try {
+      (void)lrt::sample_tokens(g, vocab, o, c);
+    } catch (const lrt::Error& e) {
+      return e.op() == std::string("sample");
+    }
+    return false;
+  };
+  lrt::SamplerOptions o;
+  CHECK(bad(o, 9, ctr));  // vocab larger than the logits' columns
+  CHECK(bad(o, 0, ctr));
+  CHECK(bad(o, 8, {1}));  // one counter for two rows
+  o.temperature = -0.5;
+  CHECK(bad(o, 8, ctr));
+  o = {};
+  o.top_p = 0;
+  CHECK(bad(o, 8, ctr));
+  o.top_p = 1.5;
+  CHECK(bad(o, 8, ctr));
+  o = {};
+  o.top_k = -1;
+  CHECK(bad(o, 8, ctr));
+}
+
 TEST_CASE("cuda model: whole-model loss, logits and gradients match the CPU (baseline and LRT variants)") {
   model_matches<vs::Baseline, lrt::Standard, double>("baseline standard double");
   model_matches<vs::Lrt, lrt::Interleaved<2>, double>("lrt interleaved<2> double");
