@@ -36,6 +36,8 @@
 #include "backend/cuda/gemm.cuh"
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/nn.cuh"
+#include "backend/cuda/primitives.cuh"
+#include "backend/cuda/sample.cuh"
 
 #include "autodiff.hpp"
 #include "io.hpp"

@@ -8,12 +8,16 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -305,6 +309,135 @@ TEST_CASE("cuda: Profiler times kernels, GEMMs and copies per name, and leaves g
     graph.launch();
     CHECK(lrt::sum(d) == 64.f * 32.f);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device primitives (primitives.cuh) against host std::stable_sort / std::partial_sum
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+/// n elements of device memory from lrt's allocator, filled from / read back to the host.
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit DevBuf(std::size_t count) : n(count) {
+    p = static_cast<T*>(lrt::DeviceTraits<G>::allocate(std::max<std::size_t>(n, 1) * sizeof(T)));
+  }
+  explicit DevBuf(const std::vector<T>& h) : DevBuf(h.size()) {
+    lrt::DeviceTraits<G>::copy_from_host(p, h.data(), n * sizeof(T));
+  }
+  ~DevBuf() { lrt::DeviceTraits<G>::deallocate(p, n * sizeof(T)); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  std::vector<T> get() const {
+    std::vector<T> h(n);
+    lrt::DeviceTraits<G>::copy_to_host(h.data(), p, n * sizeof(T));
+    return h;
+  }
+};
+
+template <class K>
+void check_sort_pairs(std::size_t n, K key_range, std::uint32_t seed) {
+  CAPTURE(n);
+  CAPTURE(key_range);
+  std::mt19937 rng(seed);
+  std::vector<K> keys(n);
+  std::vector<lrt::index_t> vals(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = static_cast<K>(((std::uint64_t{rng()} << 32) | rng()) % static_cast<std::uint64_t>(key_range));
+    vals[i] = static_cast<lrt::index_t>(rng() % 1000000);
+  }
+  // The expected order: a host stable sort of the positions by key.
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  std::vector<K> want_k(n);
+  std::vector<lrt::index_t> want_v(n);
+  for (std::size_t i = 0; i < n; ++i) want_k[i] = keys[order[i]], want_v[i] = vals[order[i]];
+  DevBuf<K> ki(keys), ko(n);
+  DevBuf<lrt::index_t> vi(vals), vo(n);
+  const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(key_range - 1))));
+  lrt::cuda::sort_pairs(ki.p, ko.p, vi.p, vo.p, static_cast<lrt::index_t>(n), bits);
+  CHECK(ko.get() == want_k);
+  CHECK(vo.get() == want_v);
+  CHECK(ki.get() == keys);  // the inputs are left alone
+}
+
+/// The host's answer for top_k_rows: per row a stable sort of the columns by value, descending.
+template <class T>
+void check_top_k(lrt::index_t rows, lrt::index_t cols, lrt::index_t stride, lrt::index_t k, std::uint32_t seed) {
+  CAPTURE(rows);
+  CAPTURE(cols);
+  CAPTURE(k);
+  std::mt19937 rng(seed);
+  const T pool[] = {T(-1.5), T(-0.0), T(0), T(0.25), T(2), T(-1e30), T(7.125), T(0.25) + T(1e-3)};
+  const std::size_t extent = rows == 0 ? 0 : static_cast<std::size_t>((rows - 1) * stride + cols);
+  std::vector<T> x(extent, T(1e9));  // padding between rows: larger than any value, never used
+  for (lrt::index_t r = 0; r < rows; ++r)
+    for (lrt::index_t j = 0; j < cols; ++j)
+      x[static_cast<std::size_t>(r * stride + j)] = rng() % 3 == 0 ? pool[rng() % 8] : T(rng() % 1000) / T(64) - T(7);
+  std::vector<T> want_v;
+  std::vector<lrt::index_t> want_i;
+  for (lrt::index_t r = 0; r < rows; ++r) {
+    std::vector<lrt::index_t> o(static_cast<std::size_t>(cols));
+    std::iota(o.begin(), o.end(), lrt::index_t{0});
+    const T* xr = x.data() + r * stride;
+    std::stable_sort(o.begin(), o.end(), [&](lrt::index_t a, lrt::index_t b) { return xr[a] > xr[b]; });
+    for (lrt::index_t j = 0; j < k; ++j) {
+      want_i.push_back(o[static_cast<std::size_t>(j)]);
+      want_v.push_back(xr[o[static_cast<std::size_t>(j)]]);
+    }
+  }
+  DevBuf<T> dx(x), dv(static_cast<std::size_t>(rows * k));
+  DevBuf<lrt::index_t> di(static_cast<std::size_t>(rows * k));
+  lrt::cuda::top_k_rows(dx.p, rows, cols, stride, k, dv.p, di.p);
+  CHECK(di.get() == want_i);
+  CHECK(dv.get() == want_v);  // -0 == +0
+}
+}  // namespace
+
+TEST_CASE("cuda primitives: sort_pairs is a stable ascending sort by key (many ties), n = 0 and 1") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1000}, std::size_t{4099}}) {
+    check_sort_pairs<lrt::index_t>(n, 37, 1);
+    check_sort_pairs<std::uint32_t>(n, 5, 2);
+    check_sort_pairs<std::uint32_t>(n, 70000, 3);
+  }
+  check_sort_pairs<lrt::index_t>(500, lrt::index_t{1} << 40, 4);  // 40-bit keys
+  check_sort_pairs<std::uint32_t>(300, 1, 5);                     // all keys equal: order unchanged
+  DevBuf<lrt::index_t> k(4), v(4);
+  CHECK_THROWS_WITH_AS(lrt::cuda::sort_pairs(k.p, k.p, v.p, v.p, 4, 65),
+                       "[sort_pairs] key_bits must be in [1, 64], got 65", lrt::Error);
+}
+
+TEST_CASE("cuda primitives: inclusive_scan equals std::partial_sum (also in place)") {
+  std::mt19937 rng(7);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{777}, std::size_t{5000}}) {
+    CAPTURE(n);
+    std::vector<lrt::index_t> x(n);
+    for (auto& v : x) v = static_cast<lrt::index_t>(rng() % 200) - 50;
+    std::vector<lrt::index_t> want(n);
+    std::partial_sum(x.begin(), x.end(), want.begin());
+    DevBuf<lrt::index_t> in(x), out(n);
+    lrt::cuda::inclusive_scan(in.p, out.p, static_cast<lrt::index_t>(n));
+    CHECK(out.get() == want);
+    lrt::cuda::inclusive_scan(in.p, in.p, static_cast<lrt::index_t>(n));
+    CHECK(in.get() == want);
+  }
+}
+
+TEST_CASE("cuda primitives: top_k_rows gives each row's k largest, descending, ties to the lower column") {
+  for (lrt::index_t k : {lrt::index_t{1}, lrt::index_t{5}, lrt::index_t{37}}) {
+    check_top_k<float>(5, 37, 40, k, 11);
+    check_top_k<double>(3, 37, 37, k, 12);
+  }
+  check_top_k<float>(1, 1, 1, 1, 13);
+  check_top_k<float>(2, 300, 301, 17, 14);
+  check_top_k<float>(0, 5, 5, 2, 15);
+  DevBuf<float> x(8), v(8);
+  DevBuf<lrt::index_t> i(8);
+  CHECK_THROWS_WITH_AS(lrt::cuda::top_k_rows(x.p, 2, 4, 4, 5, v.p, i.p),
+                       "[top_k_rows] k = 5 of 2 rows of 4 columns: needs 0 <= k <= cols", lrt::Error);
 }
 
 int main(int argc, char** argv) {

@@ -352,11 +352,236 @@ TEST_CASE("cuda model: bad ids, targets and positions raise lrt::Error on the GP
   const Tensor<index_t, 1, G> qpos = lrt::to<G>(Tensor<index_t, 1>(Tensor<index_t, 1>::full(Shape<1>{2}, 1)));
   CHECK_THROWS_AS(ad::attention(q, k, k, qpos, 100), lrt::Error);                       // not strictly increasing
   CHECK_THROWS_AS(ad::attention(q, k, k, lrt::IndexList<G>({0, 2}), 100), lrt::Error);  // 2 >= Tk (host check)
-  CHECK_THROWS_AS(ad::TokenIds<G>(bad, 5), lrt::Error);  // ids checked once for all lookups
+  {
+    const ad::TokenIds<G> deferred(bad, 5);                 // checked once for all lookups, on the device:
+    CHECK_THROWS_AS(lrt::cuda::synchronize(), lrt::Error);  // raised at the next wait
+  }
   const Tensor<index_t, 2, G> four = lrt::to<G>(Tensor<index_t, 2>(Tensor<index_t, 2>::full(Shape<2>{1, 2}, 4)));
   const ad::TokenIds<G> ok(four, 5);
   auto small = ad::variable(rnd<float, 2, G>(Shape<2>{4, 3}, 5));
   CHECK_THROWS_AS(ad::embedding(ok, small), lrt::Error);  // checked against 5 rows, the table has 4
+}
+
+/// The elements of a contiguous host tensor.
+template <class T, int R>
+std::vector<T> elems(const Tensor<T, R, C>& t) {
+  return std::vector<T>(t.data(), t.data() + t.numel());
+}
+
+template <class T>
+void embedding_grad_on_device(index_t N, index_t V, index_t Cc, unsigned seed) {
+  CAPTURE(N);
+  CAPTURE(V);
+  const Tensor<index_t, 2, C> ids2 = ids_of<C>(1, N, std::max<index_t>(1, V / 3), seed);  // many repeats
+  const Tensor<index_t, 1, C> ids(ids2.view().template reshape<1>(Shape<1>{N}));
+  const auto table = rnd<T, 2, C>(Shape<2>{V, Cc}, seed + 1), gout = rnd<T, 2, C>(Shape<2>{N, Cc}, seed + 2);
+  auto gt = rnd<T, 2, C>(Shape<2>{V, Cc}, seed + 3);
+  const auto ids_g = lrt::to<G>(ids);
+  const auto table_g = lrt::to<G>(table), gout_g = lrt::to<G>(gout);
+  auto gt_g = lrt::to<G>(gt);
+  Tensor<T, 2, C> out(Shape<2>{N, Cc});
+  Tensor<T, 2, G> out_g(Shape<2>{N, Cc});
+  lrt::NnBackend<C>::template embedding_forward<T>(ids.view(), table.view(), out.view());
+  lrt::NnBackend<C>::template embedding_backward<T>(ids.view(), gout.view(), gt.view());
+  const auto plan = lrt::NnBackend<G>::embedding_plan(ids_g.view(), V);
+  lrt::NnBackend<G>::template embedding_forward<T>(ids_g.view(), table_g.view(), out_g.view());
+  lrt::NnBackend<G>::template embedding_backward<T>(plan, ids_g.view(), gout_g.view(), gt_g.view());
+  CHECK(elems(lrt::to<C>(out_g)) == elems(out));
+  CHECK(elems(lrt::to<C>(gt_g)) == elems(gt));  // the same additions in the same order: bit for bit
+  // The plan-less backward sorts the same way.
+  auto gt2_g = lrt::to<G>(rnd<T, 2, C>(Shape<2>{V, Cc}, seed + 3));
+  lrt::NnBackend<G>::template embedding_backward<T>(ids_g.view(), gout_g.view(), gt2_g.view());
+  CHECK(elems(lrt::to<C>(gt2_g)) == elems(gt));
+}
+
+TEST_CASE("cuda model: embedding gradients with repeated ids (grouped on the device) equal the CPU's exactly") {
+  embedding_grad_on_device<float>(300, 20, 9, 1);
+  embedding_grad_on_device<double>(300, 20, 9, 2);
+  embedding_grad_on_device<float>(1, 1, 3, 3);
+  embedding_grad_on_device<double>(1000, 700, 5, 4);
+  embedding_grad_on_device<float>(64, 1000, 4, 5);
+}
+
+TEST_CASE("cuda model: an embedding id out of range raises lrt::Error at the next wait for the GPU") {
+  std::vector<index_t> h(12, 3);
+  h[7] = 25, h[9] = -1, h[10] = 20;
+  Tensor<index_t, 1> ids_h(Shape<1>{12});
+  std::copy(h.begin(), h.end(), ids_h.data());
+  const Tensor<index_t, 1, G> ids = lrt::to<G>(ids_h);
+  const auto table = rnd<float, 2, G>(Shape<2>{20, 2}, 1);
+  Tensor<float, 2, G> out(Shape<2>{12, 2}), gt(Shape<2>{20, 2});
+  gt.fill(0.f);
+  const auto plan = lrt::NnBackend<G>::embedding_plan(ids.view(), 20);  // no throw: nothing waited
+  lrt::NnBackend<G>::embedding_forward<float>(ids.view(), table.view(), out.view());
+  lrt::NnBackend<G>::embedding_backward<float>(plan, ids.view(), Tensor<float, 2, G>::full(Shape<2>{12, 2}, 1.f).view(),
+                                               gt.view());
+  bool thrown = false;
+  try {
+    lrt::cuda::synchronize();
+  } catch (const lrt::Error& e) {
+    thrown = true;
+    CHECK(e.op() == std::string("embedding"));
+    CHECK(std::string(e.what()) == "[embedding] id 25 at position 7 out of range for a table of 20 rows");
+  }
+  CHECK(thrown);
+  lrt::cuda::synchronize();  // raised once
+  // The kernels never read or wrote out of range: zero rows for bad ids, the other rows added.
+  const auto o = lrt::to<C>(out), g = lrt::to<C>(gt), t = lrt::to<C>(table);
+  for (index_t i = 0; i < 12; ++i)
+    for (index_t j = 0; j < 2; ++j) CHECK(o(i, j) == (i == 7 || i == 9 || i == 10 ? 0.f : t(3, j)));
+  for (index_t r = 0; r < 20; ++r) CHECK(g(r, 0) == (r == 3 ? 9.f : 0.f));
+  // A copy to the host raises it too; a TokenIds of bad ids the same.
+  {
+    const ad::TokenIds<G> tok(lrt::to<G>(Tensor<index_t, 2>::full(Shape<2>{1, 3}, -4)), 5);
+    CHECK_THROWS_WITH_AS(lrt::to<C>(out), "[embedding] id -4 at position 0 out of range for a table of 5 rows",
+                         lrt::Error);
+  }
+}
+
+#if defined(LRT_CUDA_EMULATOR)
+TEST_CASE("cuda model (emulator): an embedding plan, forward and backward never wait for the GPU") {
+  const Tensor<index_t, 1, G> ids =
+      lrt::to<G>(Tensor<index_t, 1>(ids_of<C>(1, 50, 7, 3).view().template reshape<1>(Shape<1>{50})));
+  const auto table = rnd<float, 2, G>(Shape<2>{9, 4}, 1), gout = rnd<float, 2, G>(Shape<2>{50, 4}, 2);
+  Tensor<float, 2, G> out(Shape<2>{50, 4}), gt(Shape<2>{9, 4});
+  gt.fill(0.f);
+  lrt::cuda::synchronize();
+  const auto s0 = lrt_cuda_emu::stream_syncs, c0 = lrt_cuda_emu::device_to_host_copies;
+  {
+    const auto plan = lrt::NnBackend<G>::embedding_plan(ids.view(), 9);
+    lrt::NnBackend<G>::embedding_forward<float>(ids.view(), table.view(), out.view());
+    lrt::NnBackend<G>::embedding_backward<float>(plan, ids.view(), gout.view(), gt.view());
+    lrt::NnBackend<G>::embedding_backward<float>(ids.view(), gout.view(), gt.view());  // plan-less
+    const ad::TokenIds<G> tok(lrt::to<G>(Tensor<index_t, 2>(ids_of<C>(2, 5, 7, 4))), 9);
+  }
+  CHECK(lrt_cuda_emu::stream_syncs - s0 == 0);
+  CHECK(lrt_cuda_emu::device_to_host_copies - c0 == 0);
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Sampling on the device (lrt::sample_tokens -> DeviceSampler<cuda::Device>) against sample_token
+
+namespace sample_case {
+/// Logits (B, Vp) with many exact ties (values on a coarse grid) and padding columns.
+template <class T>
+Tensor<T, 2> logits(index_t B, index_t Vp, unsigned seed, double scale) {
+  Tensor<T, 2> h(Shape<2>{B, Vp});
+  std::uint64_t x = seed * 2654435761u + 7;
+  for (index_t i = 0; i < B * Vp; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const double g = static_cast<double>((x >> 40) % 41) - 20;  // 41 values: ties in every row
+    h.data()[i] = static_cast<T>(g * scale / 8);
+  }
+  return h;
+}
+
+/// The CPU's tokens: sample_token per row over the first vocab columns.
+template <class T>
+std::vector<index_t> cpu_tokens(const Tensor<T, 2>& h, index_t vocab, const lrt::SamplerOptions& o,
+                                const std::vector<std::uint64_t>& ctr) {
+  std::vector<index_t> out;
+  for (index_t r = 0; r < h.shape()[0]; ++r)
+    out.push_back(lrt::sample_token<T>(std::span<const T>(h.data() + r * h.shape()[1], static_cast<std::size_t>(vocab)),
+                                       o, ctr[static_cast<std::size_t>(r)]));
+  return out;
+}
+
+std::vector<std::uint64_t> counters(index_t B, index_t t) {
+  std::vector<std::uint64_t> c;
+  for (index_t r = 0; r < B; ++r) c.push_back(lrt::sample_counter(r, t));
+  return c;
+}
+}  // namespace sample_case
+
+TEST_CASE("cuda sampler: greedy equals the CPU's argmax (ties to the lowest id), only the ids come back") {
+  for (int k = 0; k < 3; ++k) {
+    const index_t B = 7, Vp = 300, vocab = k == 2 ? 1 : 290;
+    const auto h = sample_case::logits<float>(B, Vp, 10 + k, k == 1 ? 0.0 : 1.0);  // k == 1: all equal
+    const auto hd = sample_case::logits<double>(B, Vp, 20 + k, 1.0);
+    lrt::SamplerOptions o;
+    o.temperature = 0;
+    const auto ctr = sample_case::counters(B, 3);
+    CHECK(lrt::sample_tokens(lrt::to<G>(h), vocab, o, ctr) == sample_case::cpu_tokens(h, vocab, o, ctr));
+    CHECK(lrt::sample_tokens(h, vocab, o, ctr) == sample_case::cpu_tokens(h, vocab, o, ctr));
+    CHECK(lrt::sample_tokens(lrt::to<G>(hd), vocab, o, ctr) == sample_case::cpu_tokens(hd, vocab, o, ctr));
+  }
+#if defined(LRT_CUDA_EMULATOR)
+  const auto g = lrt::to<G>(sample_case::logits<float>(4, 64, 1, 1.0));
+  lrt::cuda::synchronize();
+  const auto s0 = lrt_cuda_emu::stream_syncs, c0 = lrt_cuda_emu::device_to_host_copies;
+  lrt::SamplerOptions o;
+  o.top_p = 0.5, o.top_k = 9;
+  (void)lrt::sample_tokens(g, 60, o, sample_case::counters(4, 0));
+  CHECK(lrt_cuda_emu::stream_syncs - s0 == 1);  // the B ids: one copy back, one wait
+  CHECK(lrt_cuda_emu::device_to_host_copies - c0 == 1);
+#endif
+}
+
+TEST_CASE("cuda sampler: seeded temperature / top-k / top-p draws equal the CPU's sample_token") {
+  const index_t B = 40, Vp = 136, vocab = 130;
+  std::vector<lrt::SamplerOptions> opts(7);
+  opts[0].temperature = 1.0;
+  opts[1].temperature = 0.7, opts[1].top_k = 10;
+  opts[2].temperature = 1.3, opts[2].top_p = 0.9;
+  opts[3].temperature = 0.5, opts[3].top_k = 50, opts[3].top_p = 0.8;
+  opts[4].temperature = 2.0, opts[4].top_k = 1;  // a tie at the k-th: all tied values kept
+  opts[5].temperature = 0.9, opts[5].top_p = 1e-9;
+  opts[6].temperature = 1.0, opts[6].top_k = vocab;
+  std::size_t draws = 0, mismatches = 0;
+  for (std::size_t i = 0; i < opts.size(); ++i) {
+    CAPTURE(i);
+    opts[i].seed = 100 + i;
+    const auto h = sample_case::logits<float>(B, Vp, static_cast<unsigned>(i), 1.5);
+    const auto g = lrt::to<G>(h);
+    for (index_t t = 0; t < 8; ++t) {
+      const auto ctr = sample_case::counters(B, t * 1000 + 1);
+      const auto want = sample_case::cpu_tokens(h, vocab, opts[i], ctr);
+      const auto got = lrt::sample_tokens(g, vocab, opts[i], ctr);
+      CHECK(lrt::sample_tokens(h, vocab, opts[i], ctr) == want);  // the host path is sample_token
+      REQUIRE(got.size() == want.size());
+      for (std::size_t r = 0; r < got.size(); ++r) {
+        ++draws;
+        mismatches += got[r] != want[r];
+        CHECK(got[r] >= 0);
+        CHECK(got[r] < vocab);
+      }
+    }
+  }
+  MESSAGE("device vs CPU sampler: " << mismatches << " of " << draws << " seeded draws differ");
+  // The device sums in another order: a draw may differ when u lies within rounding of a boundary
+  // (about 1e-15 of a draw's range per boundary: never in practice).
+  CHECK(mismatches * 1000 <= draws);
+#if defined(LRT_CUDA_EMULATOR)
+  CHECK(mismatches == 0);  // the same exp as the host; only the order of the additions differs
+#endif
+}
+
+TEST_CASE("cuda sampler: bad options and shapes raise lrt::Error naming sample") {
+  const auto g = lrt::to<G>(sample_case::logits<float>(2, 8, 1, 1.0));
+  const auto ctr = sample_case::counters(2, 0);
+  const auto bad = [&](lrt::SamplerOptions o, index_t vocab, std::vector<std::uint64_t> c) {
+    try {
+      (void)lrt::sample_tokens(g, vocab, o, c);
+    } catch (const lrt::Error& e) {
+      return e.op() == std::string("sample");
+    }
+    return false;
+  };
+  lrt::SamplerOptions o;
+  CHECK(bad(o, 9, ctr));  // vocab larger than the logits' columns
+  CHECK(bad(o, 0, ctr));
+  CHECK(bad(o, 8, {1}));  // one counter for two rows
+  o.temperature = -0.5;
+  CHECK(bad(o, 8, ctr));
+  o = {};
+  o.top_p = 0;
+  CHECK(bad(o, 8, ctr));
+  o.top_p = 1.5;
+  CHECK(bad(o, 8, ctr));
+  o = {};
+  o.top_k = -1;
+  CHECK(bad(o, 8, ctr));
 }
 
 TEST_CASE("cuda model: whole-model loss, logits and gradients match the CPU (baseline and LRT variants)") {

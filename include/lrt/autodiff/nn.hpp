@@ -199,9 +199,10 @@ Var<T, 3, D> embedding(const Tensor<index_t, 2, D>& ids, const Var<T, 2, D>& tab
 
 /// Token ids (B, T) shared by several embedding lookups (the model's token embedding and its
 /// value embeddings). On the CPU it only refers to ids. On other devices the ids are checked
-/// against `rows` once here (one copy back) and, when gradients are on, sorted for the backward
-/// once (one upload), instead of at every lookup and every backward. It refers to `ids`, which
-/// must outlive it; the lookups' backward keeps what it needs.
+/// against `rows` once here and, when gradients are on, sorted for the backward once, instead of
+/// at every lookup and every backward (on CUDA both on the device, without waiting: an id out of
+/// range is raised at the next wait for the device). It refers to `ids`, which must outlive it;
+/// the lookups' backward keeps what it needs.
 template <Device D>
 class TokenIds {
  public:

@@ -1,7 +1,17 @@
 // lrt/decode/sampler.hpp: the sampler of spec §6 (temperature, top-k, top-p) with counter-based
 // draws: sample_counter(row, t) names the Philox draw of a row's token at position t, so that every
-// backend samples the same tokens. Works on any logits on the host; the decoder (decode/decoder.hpp)
-// produces them.
+// backend samples the same tokens. sample_token works on any logits on the host; sample_tokens
+// takes a (B, Vp) logits tensor on any device (the decoder's, decode/decoder.hpp) and, on a
+// device the host cannot read, samples there (DeviceSampler<D>, backend/sampler.hpp: on CUDA
+// backend/cuda/sample.cuh), so that only the B chosen ids come back.
+//
+// The device's contract: greedy (temperature 0) is identical to sample_token (an argmax, ties to
+// the lowest id). With temperature > 0 the kept set (top-k ties, the top-p prefix) and the
+// probabilities are computed by the same formulas in double, but the device adds them in another
+// order (and its exp may differ from the host's by an ulp), so a seeded draw gives sample_token's
+// token except when the draw u falls within rounding (~1e-15 relative) of a boundary of the
+// cumulative distribution, or when distinct logits round to equal probabilities (top-p then cuts
+// by logit order). On the emulator of the tests (same exp, other order) none of 2240 draws differs.
 #pragma once
 
 #include <algorithm>
@@ -13,19 +23,15 @@
 #include <span>
 #include <vector>
 
+#include "../backend/sampler.hpp"
 #include "../core/config.hpp"
+#include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "../tensor/random.hpp"
+#include "../tensor/tensor.hpp"
 
 namespace lrt {
 inline namespace v0 {
-
-struct SamplerOptions {
-  double temperature = 1.0;  // 0: greedy (argmax, ties to the lowest id)
-  index_t top_k = 0;         // > 0: keep the k largest logits (ties at the k-th kept)
-  double top_p = 1.0;        // < 1: keep the shortest most-probable prefix with mass >= p
-  std::uint64_t seed = 0;
-};
 
 /// The sampler's counter for row `row` at position `t`: row * 2^40 + t, unique per (row, position)
 /// for any length a decoder reaches (positions < 2^40, rows < 2^24); row 0's is t.
@@ -84,6 +90,36 @@ index_t sample_token(std::span<const T> logits, const SamplerOptions& o, std::ui
     if (u < cum) return i;
   }
   return last;  // rounding left u above the total: the last kept id
+}
+
+/// One token per row of logits (B, Vp), from the first `vocab` columns (the rest is padding):
+/// row r as sample_token(row r, o, counters[r]). On a host-accessible device it is sample_token
+/// per row; otherwise DeviceSampler<D> samples on the device (see the top of this file for how
+/// its draws relate to sample_token's) and only the B ids come back.
+template <class T, Device D>
+std::vector<index_t> sample_tokens(const Tensor<T, 2, D>& logits, index_t vocab, const SamplerOptions& o,
+                                   std::span<const std::uint64_t> counters) {
+  const index_t B = logits.shape()[0], Vp = logits.shape()[1];
+  check(static_cast<index_t>(counters.size()) == B, "sample", counters.size(), " counters for ", B, " rows of logits ",
+        logits.shape());
+  check(vocab > 0 && vocab <= Vp, "sample", "vocab ", vocab, " must be in [1, ", Vp, "] for logits ", logits.shape());
+  check(o.temperature >= 0, "sample", "temperature must be >= 0, got ", o.temperature);
+  check(o.top_p > 0 && o.top_p <= 1, "sample", "top_p must be in (0, 1], got ", o.top_p);
+  check(o.top_k >= 0, "sample", "top_k must be >= 0, got ", o.top_k);
+  if constexpr (D::host_accessible) {
+    std::vector<index_t> out(static_cast<std::size_t>(B));
+    std::vector<T> row(static_cast<std::size_t>(vocab));
+    const auto v = logits.view();
+    for (index_t r = 0; r < B; ++r) {
+      for (index_t j = 0; j < vocab; ++j) row[static_cast<std::size_t>(j)] = v(r, j);
+      out[static_cast<std::size_t>(r)] =
+          sample_token<T>(std::span<const T>(row.data(), row.size()), o, counters[static_cast<std::size_t>(r)]);
+    }
+    return out;
+  } else {
+    if (B == 0) return {};
+    return DeviceSampler<D>::template sample<T>(logits, vocab, o, counters);
+  }
 }
 
 }  // namespace v0

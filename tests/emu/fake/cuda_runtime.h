@@ -24,7 +24,10 @@
 // - threadIdx, blockIdx, blockDim and gridDim are read-only globals set before each resume.
 // Device memory is host memory (malloc), registered: cudaMemcpy* and cudaMemset* check that each
 // side lies inside (or wholly outside) one allocation as their kind says, new allocations are
-// filled with 0xff bytes (NaN), and lrt_cuda_emu::memory_limit can make cudaMalloc fail. Streams
+// filled with 0xff bytes (NaN), and lrt_cuda_emu::memory_limit can make cudaMalloc fail. Pinned
+// host memory (cudaHostAlloc) is host memory registered like device memory (so that kernels may
+// take its cudaHostGetDevicePointer, which is the same address, as for cudaHostAllocMapped on a
+// GPU) but not counted in device_bytes(); cudaPointerGetAttributes says cudaMemoryTypeHost. Streams
 // are synchronous: every call is done when it returns. Under AddressSanitizer the fiber switches
 // are annotated (__sanitizer_start/finish_switch_fiber).
 #pragma once
@@ -245,11 +248,44 @@ class Memory {
     if (!p) return cudaSuccess;
     std::lock_guard<std::mutex> lk(m_);
     const auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(p));
-    if (it == blocks_.end()) return cudaErrorInvalidDevicePointer;
+    if (it == blocks_.end() || pinned_.count(it->first)) return cudaErrorInvalidDevicePointer;
     bytes_ -= it->second;
     blocks_.erase(it);
     std::free(p);
     return cudaSuccess;
+  }
+
+  /// Pinned host memory: registered (kernels may take it) but not counted as device bytes.
+  cudaError_t allocate_pinned(void** p, std::size_t n) {
+    std::lock_guard<std::mutex> lk(m_);
+    *p = nullptr;
+    if (n == 0) n = 1;
+    void* q = std::malloc(n);
+    if (!q) return cudaErrorMemoryAllocation;
+    std::memset(q, 0xff, n);
+    blocks_.emplace(reinterpret_cast<std::uintptr_t>(q), n);
+    pinned_.insert(reinterpret_cast<std::uintptr_t>(q));
+    *p = q;
+    return cudaSuccess;
+  }
+  cudaError_t release_pinned(void* p) {
+    if (!p) return cudaSuccess;
+    std::lock_guard<std::mutex> lk(m_);
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (!pinned_.count(a)) return cudaErrorInvalidValue;
+    pinned_.erase(a);
+    blocks_.erase(a);
+    std::free(p);
+    return cudaSuccess;
+  }
+  /// Whether p is the start of a pinned block (or lies inside one).
+  bool pinned(const void* p) {
+    std::lock_guard<std::mutex> lk(m_);
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    auto it = blocks_.upper_bound(a);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return a < it->first + it->second && pinned_.count(it->first) != 0;
   }
 
   /// 1 if [p, p + n) lies inside one device allocation, 0 if it overlaps none, -1 otherwise.
@@ -282,6 +318,7 @@ class Memory {
  private:
   std::mutex m_;
   std::map<std::uintptr_t, std::size_t> blocks_;
+  std::set<std::uintptr_t> pinned_;  // blocks_ entries from cudaHostAlloc
   std::size_t bytes_ = 0;
 };
 
@@ -964,12 +1001,39 @@ inline cudaError_t cudaFree(void* p) {
   return e == cudaSuccess ? e : lrt_cuda_emu::detail::fail(e);
 }
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+  if (p != nullptr && lrt_cuda_emu::detail::Memory::get().pinned(p)) {
+    a->type = cudaMemoryTypeHost;
+    a->device = 0;
+    a->devicePointer = a->hostPointer = const_cast<void*>(p);
+    return cudaSuccess;
+  }
   const bool dev = p != nullptr && lrt_cuda_emu::detail::Memory::get().where(p, 1) == 1;
   a->type = dev ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
   a->device = dev ? 0 : -2;
   a->devicePointer = dev ? const_cast<void*>(p) : nullptr;
   a->hostPointer = dev ? nullptr : const_cast<void*>(p);
   return cudaSuccess;
+}
+
+#define cudaHostAllocDefault 0x00u
+#define cudaHostAllocPortable 0x01u
+#define cudaHostAllocMapped 0x02u
+#define cudaHostAllocWriteCombined 0x04u
+/// Pinned host memory (see the top of this file): the device pointer of a block is its address.
+inline cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned flags) {
+  if (!p || flags > 0x07u) return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  const cudaError_t e = lrt_cuda_emu::detail::Memory::get().allocate_pinned(p, bytes);
+  return e == cudaSuccess ? e : lrt_cuda_emu::detail::fail(e);
+}
+inline cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) {
+  if (!d || flags != 0 || !lrt_cuda_emu::detail::Memory::get().pinned(h))
+    return lrt_cuda_emu::detail::fail(cudaErrorInvalidValue);
+  *d = h;
+  return cudaSuccess;
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  const cudaError_t e = lrt_cuda_emu::detail::Memory::get().release_pinned(p);
+  return e == cudaSuccess ? e : lrt_cuda_emu::detail::fail(e);
 }
 
 namespace lrt_cuda_emu::detail {

@@ -12,7 +12,11 @@
 //   plain synchronous semantics (the host buffer of a copy may be freed right after). zero() and
 //   device-to-device copies only queue their work: nothing on the host can observe device memory
 //   except through a copy to the host, which runs after them on the same stream.
-// Not here (yet): several devices, several streams, pinned host memory, async copies.
+// - Checks done by kernels (detail::DeferredChecks, e.g. the embedding's ids against the table)
+//   record their first failure in pinned, device-mapped host memory; the host raises it as an
+//   lrt::Error at its next wait for the device (synchronize(), a copy to the host), without
+//   waiting or copying for the check itself.
+// Not here (yet): several devices, several streams, async copies.
 #pragma once
 
 #include <atomic>
@@ -72,8 +76,97 @@ class SettingScope {
 };
 }  // namespace detail
 
-/// Waits for all work queued on lrt's stream; reports asynchronous kernel errors.
-inline void synchronize() { LRT_CUDA_CHECK(cudaStreamSynchronize(stream())); }
+namespace detail {
+
+/// The first failure of a kernel's check, as the kernel writes it (failed last: 0 while none).
+struct DeviceCheckSlot {
+  long long position, value;
+  int what, failed;
+};
+
+/// The checks kernels do where the host would otherwise have to copy data back to check it: a
+/// kernel given slot() writes the first failure it finds there unless one is pending
+/// (device_check_fail); the host raises it at its next wait (raise_pending, from synchronize())
+/// as lrt::Error(op, "<name> <value> at position <position> out of range for <target>"). The
+/// slot is pinned host memory mapped into the device's address space, so reading it after a wait
+/// needs no copy. Never destroyed (leaked on purpose, like the allocator).
+class DeferredChecks {
+ public:
+  static DeferredChecks& instance() {
+    static DeferredChecks* d = new DeferredChecks();
+    return *d;
+  }
+  /// The device address of the slot (allocated at first use).
+  DeviceCheckSlot* slot() {
+    std::lock_guard<std::mutex> lk(m_);
+    if (!dev_) {
+      void* h = nullptr;
+      LRT_CUDA_CHECK(cudaHostAlloc(&h, sizeof(DeviceCheckSlot), cudaHostAllocMapped));
+      host_ = static_cast<DeviceCheckSlot*>(h);
+      host_->failed = 0;
+      void* d = nullptr;
+      const cudaError_t e = cudaHostGetDevicePointer(&d, h, 0);
+      if (e != cudaSuccess) {
+        (void)cudaFreeHost(h);
+        host_ = nullptr;
+        check_cuda(e, "cudaHostGetDevicePointer (the deferred checks' slot)");
+      }
+      dev_ = static_cast<DeviceCheckSlot*>(d);
+    }
+    return dev_;
+  }
+  /// A number for (op, name, target) that a kernel writes into the slot's `what`.
+  int describe(const std::string& op, const std::string& name, const std::string& target) {
+    std::lock_guard<std::mutex> lk(m_);
+    for (std::size_t i = 0; i < what_.size(); ++i)
+      if (what_[i].op == op && what_[i].name == name && what_[i].target == target) return static_cast<int>(i);
+    what_.push_back({op, name, target});
+    return static_cast<int>(what_.size() - 1);
+  }
+  /// After a wait for the device: throws the pending failure, if any (and clears it).
+  void raise_pending() {
+    std::unique_lock<std::mutex> lk(m_);
+    if (!host_) return;
+    volatile DeviceCheckSlot* h = host_;
+    if (h->failed == 0) return;
+    const long long pos = h->position, value = h->value;
+    const int w = h->what;
+    h->failed = 0;
+    const What d = w >= 0 && static_cast<std::size_t>(w) < what_.size() ? what_[static_cast<std::size_t>(w)]
+                                                                        : What{"cuda", "index", "its bound"};
+    lk.unlock();
+    throw Error(d.op, d.name + " " + std::to_string(value) + " at position " + std::to_string(pos) +
+                          " out of range for " + d.target);
+  }
+
+ private:
+  struct What {
+    std::string op, name, target;
+  };
+  DeferredChecks() = default;
+  std::mutex m_;
+  DeviceCheckSlot* host_ = nullptr;
+  DeviceCheckSlot* dev_ = nullptr;
+  std::vector<What> what_;
+};
+
+/// In a kernel: records a failed check unless one is already pending.
+__device__ inline void device_check_fail(DeviceCheckSlot* s, int what, long long position, long long value) {
+  if (*static_cast<volatile int*>(&s->failed) != 0) return;
+  s->position = position;
+  s->value = value;
+  s->what = what;
+  s->failed = 1;
+}
+
+}  // namespace detail
+
+/// Waits for all work queued on lrt's stream; reports asynchronous kernel errors and the failed
+/// device-side checks (detail::DeferredChecks) of the work it waited for.
+inline void synchronize() {
+  LRT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  detail::DeferredChecks::instance().raise_pending();
+}
 
 /// Counters of the caching allocator (bytes are rounded block sizes).
 struct AllocatorStats {

@@ -95,8 +95,8 @@ struct NnBackend<cuda::Device> {
   /// The ids sorted on the device for embedding_backward (see cuda::detail::EmbeddingPlan).
   using EmbeddingPlan = cuda::detail::EmbeddingPlan;
 
-  /// Copies ids to the host (a wait for the GPU), checks 0 <= id < V (as the CPU kernels do) and,
-  /// when sort is set, counting-sorts the rows by id and uploads the layout (a second wait).
+  /// Checks 0 <= id < V on the device (an id out of range is raised as lrt::Error at the next
+  /// wait for the GPU) and, when sort is set, sorts the rows by id on the device: no wait, no copy.
   static EmbeddingPlan embedding_plan(V1<const index_t> ids, index_t V, bool sort = true) {
     return cuda::detail::embedding_plan(ids, V, sort, "embedding", "a table of " + std::to_string(V) + " rows");
   }
@@ -117,7 +117,7 @@ struct NnBackend<cuda::Device> {
     require_real<T>();
     cuda::detail::embedding_backward<T>(plan, gout, gtable);
   }
-  /// gtable[ids[i], :] += gout[i, :] (the ids copied back and sorted first).
+  /// gtable[ids[i], :] += gout[i, :] (the ids checked and sorted on the device first).
   template <class T>
   static void embedding_backward(V1<const index_t> ids, V2<const T> gout, V2<T> gtable) {
     require_real<T>();

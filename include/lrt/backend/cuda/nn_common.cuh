@@ -147,7 +147,7 @@ inline void nn_copy_indices_to_host(const TensorView<const index_t, 1, cuda::Dev
                                  sizeof(index_t), static_cast<std::size_t>(n), cudaMemcpyDeviceToHost, st),
                std::string("cudaMemcpy2DAsync (") + op + ": " + name + " to the host)");
   }
-  LRT_CUDA_CHECK(cudaStreamSynchronize(st));
+  cuda::synchronize();  // also raises a pending device-side check
 }
 
 }  // namespace cuda::detail
