@@ -22,12 +22,18 @@ inline std::string cuda_device_name() {
          std::to_string(static_cast<long long>(p.totalGlobalMem / (std::size_t{1} << 30))) + " GiB)";
 }
 
+/// Why --device cuda cannot run here, or "" (a GPU is visible).
+inline std::string cuda_unavailable() {
+  if (lrt::cuda::device_count() > 0) return "";
+  return "this build has CUDA, but no GPU is visible (cudaGetDeviceCount found none: no device, no driver, or "
+         "CUDA_VISIBLE_DEVICES hides them)";
+}
+
 /// A session of (V, Sched) on lrt's GPU with matmuls at `precision` (a process-wide setting).
 template <class V, class Sched>
 std::unique_ptr<Session> make_cuda_session(const lrt::ModelConfig& cfg, std::uint64_t seed, Precision precision) {
-  lrt::check(lrt::cuda::device_count() > 0, "--device cuda",
-             "this build has CUDA, but no GPU is visible (cudaGetDeviceCount found none: no device, no driver, "
-             "or CUDA_VISIBLE_DEVICES hides them)");
+  const std::string why = cuda_unavailable();
+  lrt::check(why.empty(), "--device cuda", why);
   lrt::cuda::set_matmul_precision(precision == Precision::bf16   ? lrt::cuda::MatmulPrecision::bf16
                                   : precision == Precision::tf32 ? lrt::cuda::MatmulPrecision::tf32
                                                                  : lrt::cuda::MatmulPrecision::fp32);
@@ -41,7 +47,7 @@ struct CudaRegistration {
   CudaRegistration() {
     device_registry().push_back({DeviceKind::cuda, lrt::structure_of<typename P::variant>(),
                                  lrt::schedule_spec<typename P::schedule>(),
-                                 &make_cuda_session<typename P::variant, typename P::schedule>});
+                                 &make_cuda_session<typename P::variant, typename P::schedule>, &cuda_unavailable});
   }
 };
 

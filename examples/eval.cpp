@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
               "positions (0: none)",
               "0")
       .option("batch-rows", "B", "rows per forward", "16")
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, GPU)", "cpu")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;

@@ -143,15 +143,10 @@ class SessionOf final : public Session {
   }
   void step(lrt::index_t token) override { dec().step(std::span<const lrt::index_t>(&token, 1)); }
   lrt::index_t sample(const lrt::SamplerOptions& o) override {
-    const lrt::index_t vocab = model_.config().vocab_size;
+    // On a GPU the draw runs there (lrt::sample_tokens): only the chosen id comes back.
     const std::uint64_t counter = lrt::sample_counter(0, dec().position());
-    if constexpr (D::host_accessible) {
-      return lrt::sample_token<float>(std::span<const float>(dec().logits().data(), static_cast<std::size_t>(vocab)), o,
-                                      counter);
-    } else {
-      const lrt::Tensor<float, 2> h = lrt::to<lrt::cpu::Device>(dec().logits());
-      return lrt::sample_token<float>(std::span<const float>(h.data(), static_cast<std::size_t>(vocab)), o, counter);
-    }
+    return lrt::sample_tokens(dec().logits(), model_.config().vocab_size, o,
+                              std::span<const std::uint64_t>(&counter, 1))[0];
   }
   lrt::index_t position() const override { return decoder_ ? decoder_->position() : 0; }
 
@@ -183,6 +178,7 @@ struct DeviceEntry {
   lrt::VariantStructure structure;
   std::string schedule;
   SessionFactory make;
+  std::string (*unavailable)();  // why the device cannot be used here ("" when it can)
 };
 
 /// The device sessions linked into this program (empty in a CPU-only build).

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       .option("pattern", "NAME",
               "with --vocab-size: the split pattern, nanochat (default), gpt2, cl100k, o200k or a regex")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, GPU)", "cpu")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
   return tool::run_main(a, [&] {
