@@ -28,6 +28,8 @@ execute_process(COMMAND "${BIN}/lrt-train" --list-variants OUTPUT_VARIABLE list 
 if(NOT rc STREQUAL "0")
   message(FATAL_ERROR "lrt-train --list-variants failed (${rc}):\n${list}${err}")
 endif()
+# The CPU pairs: not the "--device cuda --variant ..." lines of a build with CUDA sessions.
+string(REGEX REPLACE "--device [^\n]*" "" list "${list}")
 string(REGEX MATCHALL "--variant [^ \n]+ --schedule [^ \n]+" pairs "${list}")
 list(LENGTH pairs n)
 if(n LESS 5 OR n GREATER 12)
