@@ -143,10 +143,14 @@ class SessionOf final : public Session {
   }
   void step(lrt::index_t token) override { dec().step(std::span<const lrt::index_t>(&token, 1)); }
   lrt::index_t sample(const lrt::SamplerOptions& o) override {
-    // On a GPU the draw runs there (lrt::sample_tokens): only the chosen id comes back.
     const std::uint64_t counter = lrt::sample_counter(0, dec().position());
-    return lrt::sample_tokens(dec().logits(), model_.config().vocab_size, o,
-                              std::span<const std::uint64_t>(&counter, 1))[0];
+    const lrt::index_t vocab = model_.config().vocab_size;
+    if constexpr (D::host_accessible) {  // the logits in place: no copy, nothing allocated per token
+      return lrt::sample_token<float>(std::span<const float>(dec().logits().data(), static_cast<std::size_t>(vocab)), o,
+                                      counter);
+    } else {  // drawn on the device (lrt::sample_tokens): only the chosen id comes back
+      return lrt::sample_tokens(dec().logits(), vocab, o, std::span<const std::uint64_t>(&counter, 1))[0];
+    }
   }
   lrt::index_t position() const override { return decoder_ ? decoder_->position() : 0; }
 
