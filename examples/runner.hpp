@@ -26,11 +26,25 @@
 #include <lrt/decode.hpp>
 #include <lrt/train/eval.hpp>
 #include <lrt/train/trainer.hpp>
+#include <lrt/dist/group.hpp>
 
 #include "session.hpp"
 #include "tool_util.hpp"
 
 namespace tool {
+
+/// The data-parallel group lrt-train runs in (set by its main under mpirun; nullptr: one process),
+/// and the program's arguments, which every rank must share.
+inline lrt::dist::Group*& dist_group_slot() {
+  static lrt::dist::Group* g = nullptr;
+  return g;
+}
+inline lrt::dist::Group* dist_group() { return dist_group_slot(); }
+inline std::string& program_arguments_slot() {
+  static std::string a;
+  return a;
+}
+inline const std::string& program_arguments() { return program_arguments_slot(); }
 
 /// One build of the tools: a variant (its structure and the registry's name for it, an alias)
 /// with one schedule.
@@ -424,6 +438,13 @@ int train_run(const tool::Args& a) {
   Session& tr = *session;
   fmt::print("lrt-train: device {}\n", describe(device, model));
   tr.start_training(train_rows, o, tok, sched_opts);
+  lrt::dist::Group* const group = dist_group();
+  const bool root = group == nullptr || group->is_root();
+  if (group != nullptr) {
+    tr.set_group(group, {{"arguments", program_arguments()}});
+    fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),
+               group->name(), o.batch_rows / group->size(), tr.train_options().micro_rows);
+  }
   if (resume) {
     tr.resume(from.dir);
     fmt::print("resumed from {} at step {} of {}\n", from.dir, tr.step(), tr.horizon());
@@ -468,6 +489,10 @@ int train_run(const tool::Args& a) {
                  tr.tokens_per_step(), tr.horizon());
     }
   }
+  if (group != nullptr && group->size() > 1) {  // rank 0's horizon (a time budget is timed on each rank)
+    const auto all = group->exchange(std::to_string(tr.horizon()), "the exchange of the horizon");
+    tr.set_horizon(std::stoll(all[0]));
+  }
   const std::int64_t N = tr.horizon();
   const std::int64_t eval_every = eval_every_arg > 0 ? eval_every_arg : std::max<std::int64_t>(1, N / 10);
 
@@ -486,9 +511,12 @@ int train_run(const tool::Args& a) {
   };
   // The rows so far replace the log atomically (a kill here leaves the old log, not an empty one);
   // each step then appends its row.
-  lrt::write_file_atomic(log_path, log_text());
-  std::FILE* csv = std::fopen(log_path.c_str(), "a");
-  lrt::check(csv != nullptr, "lrt-train", "'", log_path, "': cannot open for appending: ", std::strerror(errno));
+  std::FILE* csv = nullptr;  // rank 0 writes the log, the plot and the checkpoints
+  if (root) {
+    lrt::write_file_atomic(log_path, log_text());
+    csv = std::fopen(log_path.c_str(), "a");
+    lrt::check(csv != nullptr, "lrt-train", "'", log_path, "': cannot open for appending: ", std::strerror(errno));
+  }
   const std::string title =
       fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", display_name<V>(), lrt::schedule_spec<Sched>(),
                   resume ? "resumed" : preset, cfg.n_layer, cfg.n_embd, tr.tokens_per_step());
@@ -508,29 +536,32 @@ int train_run(const tool::Args& a) {
     row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier, row.seconds = now();
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
-    if (eval_now) {
+    if (eval_now && root) {  // the other ranks wait for it in the next exchange
       const lrt::BpbResult r = model.evaluate_parallel(val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
     }
     log.push_back(row);
-    std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
-    std::fflush(csv);
+    if (csv != nullptr) {
+      std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
+      std::fflush(csv);
+    }
     const double tps = double(timed_steps * tr.tokens_per_step()) / train_seconds;
     const double eta = double(N - tr.step()) * train_seconds / double(timed_steps);
     std::string line = fmt::format("step {}/{} loss {:.4f} lr x{:.2f} {:.0f} tok/s elapsed {} ETA {}", s.step + 1, N,
                                    s.loss, s.lr_multiplier, tps, tool::duration(now()), tool::duration(eta));
     if (eval_now) line += fmt::format(" | val loss {:.4f} bpb {:.4f}", row.val_loss, row.val_bpb);
-    progress.update(line, now(), eval_now || s.step == 0);
+    if (root) progress.update(line, now(), eval_now || s.step == 0);
     if (eval_now) {
       saved = tr.save(out, {{"log.csv", log_text()}});  // a unit: model, optimizer state, the log so far
-      lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+      if (root) lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
     }
   }
-  std::fclose(csv);
+  if (csv != nullptr) std::fclose(csv);
   if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
     saved = tr.save(out, {{"log.csv", log_text()}});
-    lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+    if (root) lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
   }
+  if (!root) return 0;  // rank 0 reports
   const double tps = timed_steps > 0 ? double(timed_steps * tr.tokens_per_step()) / train_seconds : 0;
   const double fwd_per_tok = tr.forwards_per_step() / double(tr.tokens_per_step());
   fmt::print("done: {} steps, {} tokens, {:.4g} token-forwards, {:.0f} tokens/s ({:.1f} GFLOP/s model), wall {}\n",

@@ -64,6 +64,8 @@ class Session {
   // Training: start_training() makes the Trainer (it reads `rows` in place: they must outlive it).
   virtual void start_training(const lrt::data::TokenRows& rows, const lrt::TrainOptions& o,
                               const lrt::data::TextTokenizer& tok, const lrt::ScheduleOptions& so) = 0;
+  // Data-parallel training (lrt::Trainer::set_group): before resume() and the first step.
+  virtual void set_group(lrt::dist::Group* g, const std::vector<std::pair<std::string, std::string>>& extra) = 0;
   virtual lrt::StepStats train_step() = 0;
   virtual double time_step_without_update() = 0;
   virtual std::int64_t step() const = 0;
@@ -121,6 +123,9 @@ class SessionOf final : public Session {
                       const lrt::ScheduleOptions& so) override {
     trainer_ = std::make_unique<lrt::Trainer<V, Sched, float, D>>(model_, rows, o, tok);
     trainer_->schedule_options() = so;
+  }
+  void set_group(lrt::dist::Group* g, const std::vector<std::pair<std::string, std::string>>& extra) override {
+    tr().set_group(g, extra);
   }
   lrt::StepStats train_step() override { return tr().train_step(); }
   double time_step_without_update() override { return tr().time_step_without_update(); }

@@ -4,6 +4,16 @@
 //   lrt-train --preset tiny --data ~/.cache/lrt-data/brown/package --time 600 --out runs/tiny
 //   lrt-train --variant baseline --budget-forwards 5e6 ...   (matched compute)
 #include "runner.hpp"
+#ifdef LRT_TOOLS_MPI
+#include <lrt/dist/mpi.hpp>
+#endif
+
+/// The number of ranks an MPI launcher started (1 without one).
+static int launched_ranks() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
+  return 1;
+}
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-train", "Trains an LRT or the baseline GPT on text, as bytes or BPE tokens (docs/model.md).");
@@ -44,7 +54,30 @@ int main(int argc, char** argv) {
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
-  return tool::run_main(a, [&] {
+  std::unique_ptr<lrt::dist::Group> group;
+#ifdef LRT_TOOLS_MPI
+  if (lrt::dist::launched_by_mpi()) {
+    try {
+      group = std::make_unique<lrt::dist::MpiGroup>();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+    tool::dist_group_slot() = group.get();
+    if (!group->is_root() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports
+  }
+#else
+  if (launched_ranks() > 1) {
+    std::fprintf(stderr,
+                 "error: lrt-train was started as one of %d MPI ranks, but this build has no MPI (CMake found no "
+                 "OpenMPI when it was configured): each rank would train alone. Install it (bash scripts/setup.sh "
+                 "--mpi, or apt-get install openmpi-bin libopenmpi-dev), reconfigure and rebuild\n",
+                 launched_ranks());
+    return 2;
+  }
+#endif
+  for (int i = 1; i < argc; ++i) tool::program_arguments_slot() += std::string(i > 1 ? " " : "") + argv[i];
+  const int rc = tool::run_main(a, [&] {
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--list-variants") {
         for (const auto& e : tool::registry()) fmt::print("--variant {} --schedule {}\n", e.variant, e.schedule);
@@ -64,4 +97,10 @@ int main(int argc, char** argv) {
     }
     return tool::find_entry(a.str("variant"), a.str("schedule")).train(a);
   });
+  if (rc != 0 && group != nullptr && group->size() > 1) {
+    std::fprintf(stderr, "lrt-train: rank %d of %d stopped with exit code %d: ending the job\n", group->rank(),
+                 group->size(), rc);
+    group->abort(rc);
+  }
+  return rc;
 }

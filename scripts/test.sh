@@ -46,8 +46,8 @@ report() {
 trap report EXIT
 
 echo "== setup"
-if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format </dev/null
-else bash "$root/scripts/setup.sh" --fuzz --format </dev/null; fi
+if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format --mpi </dev/null
+else bash "$root/scripts/setup.sh" --fuzz --format --mpi </dev/null; fi
 phase setup
 
 # nvcc: use PATH, else the usual toolkit location; CMake finds it through CUDACXX.

@@ -303,6 +303,12 @@ class Param {
     return n_->grad;
   }
   bool has_grad() const noexcept { return n_->grad_ready; }
+  /// The gradient's storage for writing, made ready (zeros when nothing was accumulated): for code
+  /// that sets gradients itself, such as a data-parallel reduction.
+  Tensor<T, R, D>& grad_storage() {
+    (void)grad();
+    return n_->grad;
+  }
   /// Forgets the accumulated gradient (its storage is reused).
   void zero_grad() noexcept { n_->grad_ready = false; }
   /// Freezes or unfreezes the parameter.

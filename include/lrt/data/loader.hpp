@@ -260,6 +260,18 @@ class Loader {
   }
   Loader(TokenRows&&, int, std::uint64_t) = delete;  // would dangle
 
+  /// Moves the cursor past the next n rows without reading them (as n / B calls of next() would
+  /// for n a multiple of B): a data-parallel rank skips the rows of the other ranks.
+  void skip(index_t n) {
+    check(n >= 0, "data", "Loader::skip: n must be >= 0, got ", n);
+    for (index_t i = 0; i < n; ++i)
+      if (++pos_ == rows_->rows()) {
+        pos_ = 0;
+        ++epoch_;
+        order_ = epoch_order(rows_->rows(), seed_, epoch_);
+      }
+  }
+
   /// The next B rows as inputs/targets [B, T].
   Batch next() {
     const int T = rows_->seq_len();

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "../io/json.hpp"
 #include "../model/gpt.hpp"
@@ -51,8 +52,11 @@ struct Optimizers {
 /// dls = (d / 768)^-0.5 scales the embedding and head rates; bls = sqrt(B_tok / 2^19) all rates
 /// when o.release_batch_scaling (else 1). Betas (0.8, 0.95), eps 1e-10, no AdamW weight decay;
 /// x0_lambdas use beta1 0.96.
+/// `owned` (data-parallel training: one flag per parameter of the roster, in roster order) keeps
+/// only the flagged parameters: each rank then holds optimizer state for what it owns alone.
 template <class V, class T, Device D>
-std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const TrainOptions& o, index_t tokens_per_step) {
+std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const TrainOptions& o, index_t tokens_per_step,
+                                            const std::vector<char>* owned = nullptr) {
   const ModelConfig& c = m.config();
   const float dls = static_cast<float>(std::pow(static_cast<double>(c.n_embd) / 768.0, -0.5));
   const float bls =
@@ -64,7 +68,10 @@ std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const Train
   optim::AdamWGroup resid{"resid_lambdas", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
   optim::AdamWGroup x0{"x0_lambdas", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}};
   optim::AdamWGroup gamma{"interleaved_lambdas", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+  std::size_t index = 0;
   m.for_each_param_role([&](auto& p, ParamRole r) {
+    const std::size_t i = index++;
+    if (owned != nullptr && (i >= owned->size() || (*owned)[i] == 0)) return;
     switch (r) {
       case ParamRole::Matrix:
         opt->muon.add(ParamRef::of(p));

@@ -36,17 +36,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "../data/corpus.hpp"
+#include "../dist/group.hpp"
 #include "../data/loader.hpp"
 #include "../data/tokenizer.hpp"
 #include "../io/file.hpp"
@@ -258,6 +263,7 @@ struct StepStats {
   index_t tokens = 0;     // tokens processed
   double seconds = 0;
   double optimizer_seconds = 0;  // of `seconds`: the AdamW and Muon updates
+  double comm_seconds = 0;       // of `seconds`: data-parallel exchanges (reduce-scatter, all-gather)
   float lr_multiplier = 1;
 };
 
@@ -289,12 +295,16 @@ class Trainer {
     }
     check(rows.seq_len() == T_, op, "data rows hold ", rows.seq_len(), " tokens + 1, the model's sequence_len is ", T_);
     check(o_.batch_rows >= 1, op, "batch_rows must be >= 1, got ", o_.batch_rows);
+    micro_default_ = o_.micro_rows <= 0;
     if (o_.micro_rows <= 0) o_.micro_rows = o_.batch_rows;
     check(o_.batch_rows % o_.micro_rows == 0, op, "micro_rows (", o_.micro_rows, ") must divide batch_rows (",
           o_.batch_rows, ")");
     check(rows.rows() >= o_.micro_rows, op, "the training data has ", rows.rows(), " rows of ", T_ + 1,
           " tokens, fewer than one micro-batch (", o_.micro_rows, " rows)");
     loader_ = std::make_unique<data::Loader>(rows, static_cast<int>(o_.micro_rows), o_.seed);
+    rows_ = &rows;
+    build_slots();
+    setup_shards(1, 0);
     opt_ = make_optimizers(*m_, o_, tokens_per_step());
   }
   /// The trainer reads `rows` in place for its whole life: a temporary would dangle.
@@ -323,6 +333,7 @@ class Trainer {
   /// One optimizer step: forward/backward over the step's micro-batches, then AdamW and Muon.
   StepStats train_step() {
     check(o_.steps >= 1, "train", "set the horizon (steps) before training");
+    if (group_ != nullptr || D::host_accessible) return packed_step();
     const auto t0 = std::chrono::steady_clock::now();
     const index_t accum = accumulation();
     const float inv = 1.f / static_cast<float>(accum);
@@ -355,14 +366,53 @@ class Trainer {
     s.tokens = tokens_per_step();
     s.lr_multiplier = optim::lr_multiplier(step_, o_.steps, o_.warmdown_frac);
     const auto t_opt = std::chrono::steady_clock::now();
-    opt_->adamw.step(s.lr_multiplier);
-    opt_->muon.step(s.lr_multiplier, optim::muon_momentum(step_),
-                    optim::muon_weight_decay(step_, o_.steps, o_.muon_weight_decay));
+    optimizer_update(s.lr_multiplier);
     s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
     m_->zero_grad();
     ++step_;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return s;
+  }
+
+  /// Data-parallel training over `g` (dist/group.hpp; it must outlive the trainer, or be replaced
+  /// by nullptr): the N ranks split each step's batch_rows rows in order (rank r takes rows
+  /// r B/N .. (r+1) B/N - 1 of the step, in micro-batches of micro_rows; by default micro_rows =
+  /// B / N), the gradients are reduce-scattered to their owners in rank order, each rank updates
+  /// the parameters it owns (whole matrices, balanced by the optimizers' cost) and holds optimizer
+  /// state for those only, and the new values are all-gathered. Collective: every rank calls it,
+  /// before resume() and the first step. It first checks that every rank runs the same
+  /// configuration, options, data and code (`extra`: more fields to compare, such as the
+  /// program's arguments); a difference is an lrt::Error on every rank, naming the field.
+  /// N ranks with one micro-batch each give the same bits as one process with N micro-batches.
+  void set_group(dist::Group* g, const std::vector<std::pair<std::string, std::string>>& extra = {}) {
+    const char* op = "train";
+    if (g == nullptr) {
+      group_ = nullptr;
+      setup_shards(1, 0);
+      return;
+    }
+    check(g->host_memory() == D::host_accessible, op, "a '", g->name(), "' group exchanges ",
+          g->host_memory() ? "host" : "device", " memory; this model lives in ", D::host_accessible ? "host" : "device",
+          " memory (MPI for CPU ranks, NCCL for GPU ranks)");
+    check(step_ == 0, op, "set_group() before the first step and before resume()");
+    const index_t N = g->size();
+    check_fingerprints(*g, extra);
+    check(o_.batch_rows % N == 0, op, "--batch-rows ", o_.batch_rows, " does not divide by the ", N,
+          " ranks: each rank takes batch_rows / N rows of every step");
+    if (micro_default_) o_.micro_rows = o_.batch_rows / N;
+    check((o_.batch_rows / N) % o_.micro_rows == 0, op, "micro_rows (", o_.micro_rows,
+          ") must divide the rows of each rank, batch_rows / N = ", o_.batch_rows, " / ", N, " = ", o_.batch_rows / N);
+    loader_ = std::make_unique<data::Loader>(*rows_, static_cast<int>(o_.micro_rows), o_.seed);
+    group_ = g;
+    setup_shards(static_cast<int>(N), g->rank());
+    opt_ = make_optimizers(*m_, o_, tokens_per_step(), &owned_);
+  }
+  const dist::Group* group() const noexcept { return group_; }
+  /// The rank that owns (updates, and holds optimizer state for) each parameter, in roster order.
+  std::vector<int> owners() const {
+    std::vector<int> o;
+    for (const Slot& sl : slots_) o.push_back(sl.owner);
+    return o;
   }
 
   /// Forward and backward of one micro-batch without an update or moving the data cursor (for
@@ -417,6 +467,10 @@ class Trainer {
     const std::string tmp = ckdir + "/.tmp-" + name + "." + std::to_string(::getpid());
     const std::string what = "'" + dir + "': the checkpoint of step " + std::to_string(step_);
     std::error_code ec;
+    std::vector<optim::NamedBuffer> bufs;
+    std::map<std::string, std::int64_t> counters;
+    gather_optimizer_state(bufs, counters);  // collective with a group
+    if (group_ != nullptr && !group_->is_root()) return final_dir;  // rank 0 writes
     try {
       ensure_directory(dir);
       ensure_directory(ckdir);
@@ -424,7 +478,7 @@ class Trainer {
       fs::remove_all(tmp, ec);
       if (::mkdir(tmp.c_str(), 0777) != 0)
         throw Error("mkdir", "'" + tmp + "': cannot create directory: " + std::strerror(errno));
-      write_optimizer_state(tmp + "/optim.safetensors");
+      write_optimizer_state(tmp + "/optim.safetensors", bufs, counters);
       auto meta = tok_.metadata();
       meta.emplace_back("schedule", schedule_spec<Sched>());
       save_model(*m_, tmp + "/model.safetensors", step_, meta, st::DType::F32, sched_opts_);
@@ -505,6 +559,17 @@ class Trainer {
     std::map<std::string, std::int64_t> counters;
     const json::Value cj = meta_json("counters");
     for (const auto& [k, v] : cj.members()) counters[k] = v.as_int();
+    if (group_ != nullptr) {  // this rank's parameters only: the others' state lives on their owners
+      std::set<std::string> mine;
+      for (const Slot& sl : slots_)
+        if (sl.owner == group_->rank())
+          for (const char* k : {"adamw.%.m", "adamw.%.v", "muon.%.momentum", "muon.%.second_moment"}) {
+            std::string n = k;
+            n.replace(n.find('%'), 1, sl.name);
+            mine.insert(n);
+          }
+      std::erase_if(bufs, [&](const optim::NamedBuffer& b) { return mine.count(b.name) == 0; });
+    }
     opt_->adamw.load(bufs, counters);
     opt_->muon.load(bufs, counters);
     const json::Value l = meta_json("loader");
@@ -528,11 +593,8 @@ class Trainer {
   }
 
   /// optim.safetensors: the optimizers' buffers and counters, step, horizon, data cursor, options.
-  void write_optimizer_state(const std::string& path) const {
-    std::vector<optim::NamedBuffer> bufs;
-    std::map<std::string, std::int64_t> counters;
-    opt_->adamw.save(bufs, counters);
-    opt_->muon.save(bufs, counters);
+  void write_optimizer_state(const std::string& path, const std::vector<optim::NamedBuffer>& bufs,
+                             const std::map<std::string, std::int64_t>& counters) const {
     st::Writer w;
     for (const auto& b : bufs) w.add_f32(b.name, b.data, b.shape);
     json::Value c = json::Value::object();
@@ -549,7 +611,338 @@ class Trainer {
     w.write(path);
   }
 
+  // ---- the parameters as the data-parallel code sees them ----
+  struct Slot {
+    std::string name;
+    index_t numel = 0, rows = 1, cols = 1;
+    bool matrix = false;
+    int order = 0;  // where one process's optimizers save its state: AdamW groups, then Muon
+    int owner = 0;
+    index_t offset = 0;                   // in the packed buffers (owner by owner, roster order)
+    std::function<float*()> grad_write;   // the gradient's storage, made ready
+    std::function<const float*()> grad;   // nullptr when there is none
+    std::function<float*()> value;
+  };
+
+  void build_slots() {
+    slots_.clear();
+    m_->for_each_param_role([&](auto& p, ParamRole r) {
+      Slot sl;
+      sl.name = p.name();
+      sl.numel = p.shape().numel();
+      const optim::ParamRef ref = optim::ParamRef::of(p);
+      sl.rows = ref.rows;
+      sl.cols = ref.cols;
+      sl.matrix = r == ParamRole::Matrix;
+      // make_optimizers' groups: lm_head, embeddings, resid, x0, gamma (AdamW), then Muon.
+      sl.order = r == ParamRole::Unembedding ? 0
+                 : r == ParamRole::Embedding ? 1
+                 : r == ParamRole::ResidLambda ? 2
+                 : r == ParamRole::X0Lambda ? 3
+                 : r == ParamRole::MemoryGain ? 4
+                                               : 5;
+      auto* pp = &p;
+      sl.grad_write = [pp] { return pp->grad_storage().data(); };
+      sl.grad = [pp]() -> const float* { return pp->has_grad() ? pp->grad().data() : nullptr; };
+      sl.value = [pp] { return pp->value().data(); };
+      slots_.push_back(std::move(sl));
+    });
+  }
+
+  /// Owners (greedy, largest cost first, to the least loaded rank; ties to the lower index) and
+  /// the packed layout; sizes the buffers.
+  void setup_shards(int N, int rank) {
+    std::vector<double> cost(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& sl = slots_[i];
+      const double s = static_cast<double>(std::min(sl.rows, sl.cols)), n = static_cast<double>(sl.numel);
+      // Muon: Polar Express, about 5 x (4 s n + 2 s^3) flops; AdamW: a few passes over n values.
+      cost[i] = sl.matrix ? 5.0 * (4.0 * s * n + 2.0 * s * s * s) + 20.0 * n : 20.0 * n;
+    }
+    std::vector<std::size_t> order(slots_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+    std::vector<double> load(static_cast<std::size_t>(N), 0.0);
+    for (const std::size_t i : order) {
+      std::size_t best = 0;
+      for (std::size_t r = 1; r < load.size(); ++r)
+        if (load[r] < load[best]) best = r;
+      slots_[i].owner = static_cast<int>(best);
+      load[best] += cost[i];
+    }
+    counts_.assign(static_cast<std::size_t>(N), 0);
+    index_t off = 0;
+    for (int o = 0; o < N; ++o)
+      for (Slot& sl : slots_)
+        if (sl.owner == o) {
+          sl.offset = off;
+          off += sl.numel;
+          counts_[static_cast<std::size_t>(o)] += sl.numel;
+        }
+    base_ = 0;
+    for (int o = 0; o < rank; ++o) base_ += counts_[static_cast<std::size_t>(o)];
+    owned_.assign(slots_.size(), 0);
+    for (std::size_t i = 0; i < slots_.size(); ++i) owned_[i] = slots_[i].owner == rank ? 1 : 0;
+    total_ = off;
+    send_ = Tensor<float, 1, D>();  // sized when first needed
+    recv_ = Tensor<float, 1, D>();
+    gather_ = Tensor<float, 1, D>();
+  }
+
+  dist::Group& grp() noexcept { return group_ != nullptr ? *group_ : solo_; }
+  static void copy_floats(float* dst, const float* src, index_t n) {
+    if (n > 0) DeviceTraits<D>::copy_within(dst, src, sizeof(float) * static_cast<std::size_t>(n));
+  }
+  void add_floats(float* dst, const float* src, index_t n) {
+    if (group_ != nullptr)
+      group_->add(dst, src, n);
+    else
+      dist::detail::add_host(dst, src, n);
+  }
+
+  /// A step whose gradients go through the packed buffer: micro-batches are added into it in
+  /// order (so that accumulation gives the same bits at any split), and with a group the buffer
+  /// is reduce-scattered, the owners update, and the values are all-gathered.
+  StepStats packed_step() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int N = grp().size(), rank = grp().rank();
+    const index_t local_rows = o_.batch_rows / N, local_accum = local_rows / o_.micro_rows;
+    const index_t accum = accumulation();
+    const float inv = 1.f / static_cast<float>(accum);
+    const bool packed = N > 1 || local_accum > 1;
+    if (packed && send_.numel() != total_) send_ = Tensor<float, 1, D>(Shape<1>{std::max<index_t>(total_, 1)});
+    std::vector<char> has(slots_.size(), 0);
+    std::vector<float> local_losses(static_cast<std::size_t>(local_accum));
+    [[maybe_unused]] Tensor<T, 1, D> dlosses;
+    if constexpr (!D::host_accessible) dlosses = Tensor<T, 1, D>(Shape<1>{local_accum}, uninitialized);
+    loader_->skip(static_cast<index_t>(rank) * local_rows);
+    for (index_t a = 0; a < local_accum; ++a) {
+      const data::Batch b = loader_->next();
+      {
+        ad::Graph g;
+        const auto ce =
+            schedule_loss<Sched>(*m_, lrt::on_device<D>(b.inputs), lrt::on_device<D>(b.targets), sched_opts_);
+        forwards_ += ce.token_forwards * static_cast<double>(N);
+        if constexpr (D::host_accessible)
+          local_losses[static_cast<std::size_t>(a)] = ce.loss.value()();
+        else
+          DeviceTraits<D>::copy_within(dlosses.data() + a, ce.loss.value().data(), sizeof(T));
+        ad::backward(ce.loss, Tensor<T, 0, D>::full(Shape<0>{}, inv));  // loss / accum
+      }
+      if (!packed) continue;
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        const float* gsrc = slots_[i].grad();
+        if (gsrc == nullptr) continue;
+        float* dst = send_.data() + slots_[i].offset;
+        if (has[i])
+          add_floats(dst, gsrc, slots_[i].numel);
+        else
+          copy_floats(dst, gsrc, slots_[i].numel);
+        has[i] = 1;
+      }
+      m_->zero_grad();
+    }
+    loader_->skip(static_cast<index_t>(N - 1 - rank) * local_rows);
+    if constexpr (!D::host_accessible) {
+      const Tensor<T, 1, cpu::Device> h = lrt::to<cpu::Device>(dlosses);
+      for (index_t a = 0; a < local_accum; ++a) local_losses[static_cast<std::size_t>(a)] = h(a);
+    }
+    StepStats s;
+    s.step = step_;
+    s.tokens = tokens_per_step();
+    s.lr_multiplier = optim::lr_multiplier(step_, o_.steps, o_.warmdown_frac);
+    // The losses (in the global micro-batch order) and which parameters have a gradient.
+    std::vector<float> all_losses = local_losses;
+    std::vector<char> any = has;
+    if (N > 1) {
+      std::string mine(reinterpret_cast<const char*>(local_losses.data()), sizeof(float) * local_losses.size());
+      mine.append(has.begin(), has.end());
+      const auto t_c = std::chrono::steady_clock::now();
+      const std::vector<std::string> all = grp().exchange(mine, "the exchange of losses");
+      s.comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_c).count();
+      all_losses.clear();
+      for (const std::string& x : all) {
+        check(x.size() == mine.size(), "train", "a rank sent ", x.size(), " bytes of losses, this one ", mine.size());
+        for (std::size_t k = 0; k < local_losses.size(); ++k) {
+          float v;
+          std::memcpy(&v, x.data() + k * sizeof(float), sizeof(float));
+          all_losses.push_back(v);
+        }
+        for (std::size_t i = 0; i < slots_.size(); ++i)
+          if (x[local_losses.size() * sizeof(float) + i] != 0) any[i] = 1;  // some rank has one
+      }
+    }
+    double loss = 0;
+    for (const float l : all_losses) {
+      check_loss(l);
+      loss += static_cast<double>(l) / static_cast<double>(accum);
+    }
+    s.loss = loss;
+    if (N > 1) {
+      for (std::size_t i = 0; i < slots_.size(); ++i)  // a parameter this rank has no gradient for
+        if (any[i] && !has[i])
+          DeviceTraits<D>::zero(send_.data() + slots_[i].offset, sizeof(float) * static_cast<std::size_t>(slots_[i].numel));
+    }
+    if (packed) {
+      const index_t mine_n = counts_[static_cast<std::size_t>(rank)];
+      if (N > 1 && recv_.numel() < std::max<index_t>(mine_n, 1))
+        recv_ = Tensor<float, 1, D>(Shape<1>{std::max<index_t>(mine_n, 1)});
+      const auto t_c = std::chrono::steady_clock::now();
+      const std::string what = "the reduce-scatter of the gradients of step " + std::to_string(step_);
+      if (N > 1) grp().reduce_scatter(send_.data(), counts_, recv_.data(), what.c_str());
+      s.comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_c).count();
+      const float* src = N > 1 ? recv_.data() : send_.data();
+      const index_t base = N > 1 ? base_ : 0;
+      for (std::size_t i = 0; i < slots_.size(); ++i)
+        if (owned_[i] && any[i]) copy_floats(slots_[i].grad_write(), src + (slots_[i].offset - base), slots_[i].numel);
+    }
+    const auto t_opt = std::chrono::steady_clock::now();
+    optimizer_update(s.lr_multiplier);
+    s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
+    if (N > 1) {
+      const auto t_c = std::chrono::steady_clock::now();
+      if (gather_.numel() != total_) gather_ = Tensor<float, 1, D>(Shape<1>{std::max<index_t>(total_, 1)});
+      for (std::size_t i = 0; i < slots_.size(); ++i)
+        if (owned_[i]) copy_floats(recv_.data() + (slots_[i].offset - base_), slots_[i].value(), slots_[i].numel);
+      const std::string what = "the all-gather of the parameters of step " + std::to_string(step_);
+      grp().all_gather(recv_.data(), counts_, gather_.data(), what.c_str());
+      for (std::size_t i = 0; i < slots_.size(); ++i)
+        if (!owned_[i]) copy_floats(slots_[i].value(), gather_.data() + slots_[i].offset, slots_[i].numel);
+      s.comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_c).count();
+    }
+    m_->zero_grad();
+    ++step_;
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return s;
+  }
+
+  void optimizer_update(float lr_multiplier) {
+    opt_->adamw.step(lr_multiplier);
+    opt_->muon.step(lr_multiplier, optim::muon_momentum(step_),
+                    optim::muon_weight_decay(step_, o_.steps, o_.muon_weight_decay));
+  }
+
+  /// The optimizers' buffers and counters; with a group, those of every rank (collective).
+  void gather_optimizer_state(std::vector<optim::NamedBuffer>& bufs, std::map<std::string, std::int64_t>& counters) const {
+    opt_->adamw.save(bufs, counters);
+    opt_->muon.save(bufs, counters);
+    if (group_ == nullptr || group_->size() == 1) return;
+    std::string mine;
+    auto put = [&](const void* p, std::size_t n) { mine.append(static_cast<const char*>(p), n); };
+    auto put64 = [&](std::int64_t v) { put(&v, sizeof v); };
+    put64(static_cast<std::int64_t>(bufs.size()));
+    for (const auto& b : bufs) {
+      put64(static_cast<std::int64_t>(b.name.size())), put(b.name.data(), b.name.size());
+      put64(static_cast<std::int64_t>(b.shape.size()));
+      for (const auto d : b.shape) put64(d);
+      put64(static_cast<std::int64_t>(b.data.size())), put(b.data.data(), sizeof(float) * b.data.size());
+    }
+    put64(static_cast<std::int64_t>(counters.size()));
+    for (const auto& [k, v] : counters) put64(static_cast<std::int64_t>(k.size())), put(k.data(), k.size()), put64(v);
+    const std::vector<std::string> all =
+        group_->exchange(mine, ("the gathering of optimizer state for the checkpoint of step " + std::to_string(step_)).c_str());
+    bufs.clear();
+    std::map<std::string, std::int64_t> merged;
+    for (const std::string& x : all) {
+      std::size_t at = 0;
+      auto get = [&](void* p, std::size_t n) {
+        check(at + n <= x.size(), "save", "optimizer state from another rank is truncated");
+        std::memcpy(p, x.data() + at, n);
+        at += n;
+      };
+      auto get64 = [&] {
+        std::int64_t v;
+        get(&v, sizeof v);
+        return v;
+      };
+      const std::int64_t nb = get64();
+      for (std::int64_t k = 0; k < nb; ++k) {
+        optim::NamedBuffer b;
+        b.name.resize(static_cast<std::size_t>(get64()));
+        get(b.name.data(), b.name.size());
+        b.shape.resize(static_cast<std::size_t>(get64()));
+        for (auto& d : b.shape) d = get64();
+        b.data.resize(static_cast<std::size_t>(get64()));
+        get(b.data.data(), sizeof(float) * b.data.size());
+        bufs.push_back(std::move(b));
+      }
+      const std::int64_t nc = get64();
+      for (std::int64_t k = 0; k < nc; ++k) {
+        std::string key(static_cast<std::size_t>(get64()), '\0');
+        get(key.data(), key.size());
+        merged[key] = get64();
+      }
+    }
+    counters = std::move(merged);
+    // One process's order (the same file at any N): group, roster index, then m before v.
+    auto key = [&](const optim::NamedBuffer& b) {
+      for (std::size_t i = 0; i < slots_.size(); ++i)
+        for (const char* pre : {"adamw.", "muon."}) {
+          const std::string head = pre + slots_[i].name + ".";
+          if (b.name.size() > head.size() && b.name.compare(0, head.size(), head) == 0) {
+            const std::string tail = b.name.substr(head.size());
+            return std::tuple<int, std::size_t, int>(slots_[i].order, i, tail == "m" || tail == "momentum" ? 0 : 1);
+          }
+        }
+      return std::tuple<int, std::size_t, int>(9, 0, 0);
+    };
+    std::stable_sort(bufs.begin(), bufs.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  }
+
+  /// Every rank must run the same model, options, schedule, data and code.
+  void check_fingerprints(dist::Group& g, const std::vector<std::pair<std::string, std::string>>& extra) const {
+    std::vector<std::pair<std::string, std::string>> f;
+    f.emplace_back("code", std::string("lrt ") + std::to_string(LRT_VERSION_MAJOR) + "." +
+                               std::to_string(LRT_VERSION_MINOR) + "." + std::to_string(LRT_VERSION_PATCH) +
+                               ", built " + __DATE__ + " " + __TIME__ + " by " + __VERSION__);
+    f.emplace_back("model", release_config_json<V>(m_->config()).dump());
+    f.emplace_back("schedule", schedule_spec<Sched>());
+    f.emplace_back("train options", o_.to_json().dump());
+    f.emplace_back("tokenizer", tok_.describe());
+    std::uint64_t h = 1469598103934665603ull;
+    for (const auto t : rows_->tokens()) h = (h ^ static_cast<std::uint64_t>(t)) * 1099511628211ull;
+    f.emplace_back("data", std::to_string(rows_->rows()) + " rows, FNV-1a " + std::to_string(h));
+    for (const auto& e : extra) f.push_back(e);
+    std::string mine;
+    for (const auto& [k, v] : f) mine += k + '\x1f' + v + '\x1e';
+    const std::vector<std::string> all = g.exchange(mine, "the start-up check of the ranks");
+    for (std::size_t r = 1; r < all.size(); ++r) {
+      if (all[r] == all[0]) continue;
+      auto split = [](const std::string& x) {
+        std::vector<std::pair<std::string, std::string>> out;
+        std::size_t at = 0;
+        while (at < x.size()) {
+          const std::size_t us = x.find('\x1f', at), rs = x.find('\x1e', at);
+          if (us == std::string::npos || rs == std::string::npos) break;
+          out.emplace_back(x.substr(at, us - at), x.substr(us + 1, rs - us - 1));
+          at = rs + 1;
+        }
+        return out;
+      };
+      const auto a = split(all[0]), b = split(all[r]);
+      std::string diff = "they differ";
+      for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k)
+        if (a[k] != b[k]) {
+          diff = a[k].first + ": rank 0 has '" + a[k].second + "', rank " + std::to_string(r) + " has '" +
+                 b[k].second + "'";
+          break;
+        }
+      throw Error("train", "rank " + std::to_string(r) + " of " + std::to_string(all.size()) +
+                               " does not run what rank 0 runs (" + diff +
+                               "): every rank needs the same program, options and data");
+    }
+  }
+
   model_type* m_;
+  const data::TokenRows* rows_ = nullptr;
+  bool micro_default_ = false;
+  dist::Group* group_ = nullptr;
+  dist::Solo solo_;
+  std::vector<Slot> slots_;
+  std::vector<char> owned_;
+  std::vector<index_t> counts_;
+  index_t base_ = 0, total_ = 0;
+  Tensor<float, 1, D> send_, recv_, gather_;
   TrainOptions o_;
   ScheduleOptions sched_opts_;
   double forwards_ = 0;
