@@ -525,12 +525,14 @@ int train_run(const tool::Args& a) {
   std::string saved;  // the last checkpoint written
   double last_bpb = NAN;
   long long tokens = tr.step() * tr.tokens_per_step();
-  double train_seconds = 0;
+  double train_seconds = 0, optimizer_seconds = 0, comm_seconds = 0;
   std::int64_t timed_steps = 0;
   while (!tr.done()) {
     const lrt::StepStats s = tr.train_step();
     tokens += s.tokens;
     train_seconds += s.seconds;
+    optimizer_seconds += s.optimizer_seconds;
+    comm_seconds += s.comm_seconds;
     ++timed_steps;
     tool::LogRow row;
     row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier, row.seconds = now();
@@ -567,6 +569,10 @@ int train_run(const tool::Args& a) {
   fmt::print("done: {} steps, {} tokens, {:.4g} token-forwards, {:.0f} tokens/s ({:.1f} GFLOP/s model), wall {}\n",
              tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * model.flops_per_token() * 1e-9,
              tool::duration(now()));
+  if (train_seconds > 0)
+    fmt::print("step time: optimizer {:.1f}%, data-parallel exchanges {:.1f}% ({} rank{})\n",
+               100 * optimizer_seconds / train_seconds, 100 * comm_seconds / train_seconds,
+               group != nullptr ? group->size() : 1, group != nullptr && group->size() > 1 ? "s" : "");
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
     const lrt::BpbResult sq = model.evaluate_sequential(val, token_bytes);
     fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq.bpb());

@@ -9,7 +9,7 @@
 #endif
 
 /// The number of ranks an MPI launcher started (1 without one).
-static int launched_ranks() {
+[[maybe_unused]] static int launched_ranks() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
     if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
   return 1;

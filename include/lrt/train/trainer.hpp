@@ -397,7 +397,7 @@ class Trainer {
     check(step_ == 0, op, "set_group() before the first step and before resume()");
     const index_t N = g->size();
     check_fingerprints(*g, extra);
-    check(o_.batch_rows % N == 0, op, "--batch-rows ", o_.batch_rows, " does not divide by the ", N,
+    check(o_.batch_rows % N == 0, op, "batch_rows (", o_.batch_rows, ") does not divide by the ", N,
           " ranks: each rank takes batch_rows / N rows of every step");
     if (micro_default_) o_.micro_rows = o_.batch_rows / N;
     check((o_.batch_rows / N) % o_.micro_rows == 0, op, "micro_rows (", o_.micro_rows,
