@@ -5,7 +5,8 @@
 # steps only, from lrt-train's `done:` line), each ratio to 1 x 1, and the optimizer's and the
 # exchanges' shares of a step (lrt-train's `step time:` line). The runs take turns, so machine
 # drift hits all three; a benchmark, not a test.
-#   LRT_SCALING_PRESETS (default "tiny small"), LRT_SCALING_STEPS (default 12), LRT_SCALING_ROWS (8)
+#   LRT_SCALING_PRESETS (default "tiny small"), LRT_SCALING_STEPS (default: tiny 40, small 16, others 8),
+#   LRT_SCALING_ROWS (8). Needs mpirun (bash scripts/setup.sh --mpi) and an lrt-train built with MPI.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 data=${2:-${LRT_DATA_DIR:-$HOME/.cache/lrt-data}/brown/package}
@@ -13,12 +14,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lrt-scaling.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-steps=${LRT_SCALING_STEPS:-12}
 rows=${LRT_SCALING_ROWS:-8}
 run() {  # run NAME PRESET CMD...: prints "tokens/s optimizer% exchanges%"
   local name=$1 preset=$2
   shift 2
-  local out
+  local out steps=${LRT_SCALING_STEPS:-}
+  [ -n "$steps" ] || case $preset in tiny) steps=40 ;; small) steps=16 ;; *) steps=8 ;; esac
   out=$("$@" "$bin/lrt-train" --variant baseline --preset "$preset" --data "$data" --batch-rows "$rows" \
     --steps "$steps" --eval-every "$steps" --eval-tokens 512 --out "$work/$name" 2>&1) ||
     { printf '%s\n' "$out" | tail -n 5 >&2; echo "dist_scaling: $name failed" >&2; exit 1; }

@@ -44,9 +44,9 @@ Layer layer_of(const std::string& rel) {
   const auto slash = rel.find('/');
   if (slash == std::string::npos) return {-1, ""};
   const std::string top = rel.substr(0, slash);
-  static const std::map<std::string, int> ranks = {{"core", 0},    {"dist", 1},     {"io", 1},       {"tensor", 1}, {"tokenizer", 1},
-                                                   {"backend", 2}, {"autodiff", 3}, {"data", 3},   {"optim", 4},
-                                                   {"model", 4},   {"decode", 5},   {"train", 6}};
+  static const std::map<std::string, int> ranks = {{"core", 0},      {"dist", 1},    {"io", 1},       {"tensor", 1},
+                                                   {"tokenizer", 1}, {"backend", 2}, {"autodiff", 3}, {"data", 3},
+                                                   {"optim", 4},     {"model", 4},   {"decode", 5},   {"train", 6}};
   const auto it = ranks.find(top);
   if (it == ranks.end()) return {100, top};  // an unknown folder: reported below
   if (top == "backend") {                    // backend/x.hpp: the neutral interfaces; backend/cpu, backend/cuda

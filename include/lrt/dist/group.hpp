@@ -47,8 +47,7 @@ class Group {
   /// true when the float buffers are host memory (the CPU groups), false for device memory.
   virtual bool host_memory() const noexcept = 0;
 
-  virtual void reduce_scatter(const float* send, const std::vector<index_t>& counts, float* recv,
-                              const char* what) = 0;
+  virtual void reduce_scatter(const float* send, const std::vector<index_t>& counts, float* recv, const char* what) = 0;
   virtual void all_gather(const float* send, const std::vector<index_t>& counts, float* recv, const char* what) = 0;
   virtual void add(float* dst, const float* src, index_t n) = 0;
   virtual std::vector<std::string> exchange(const std::string& mine, const char* what) = 0;

@@ -324,7 +324,7 @@ class Trainer {
   index_t tokens_per_step() const noexcept { return o_.batch_rows * T_; }
   /// Single-token forwards per optimizer step (tokens x the schedule's pass factor).
   double forwards_per_step() const { return pass_factor<Sched, V>() * static_cast<double>(tokens_per_step()); }
-  /// Token-forwards computed so far in this process.
+  /// Token-forwards computed so far in this process (with a group: by all its ranks).
   double forwards_done() const noexcept { return forwards_; }
   ScheduleOptions& schedule_options() noexcept { return sched_opts_; }
   index_t accumulation() const noexcept { return o_.batch_rows / o_.micro_rows; }
@@ -431,7 +431,7 @@ class Trainer {
     DeviceTraits<D>::synchronize();
     loader_->set_state(st);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
-           static_cast<double>(accumulation());
+           static_cast<double>(accumulation() / grp().size());  // this rank's micro-batches
   }
 
   /// Parallel-mode bits per byte of the model on `batches` (each with host .inputs and .targets,
@@ -469,7 +469,7 @@ class Trainer {
     std::error_code ec;
     std::vector<optim::NamedBuffer> bufs;
     std::map<std::string, std::int64_t> counters;
-    gather_optimizer_state(bufs, counters);  // collective with a group
+    gather_optimizer_state(bufs, counters);                         // collective with a group
     if (group_ != nullptr && !group_->is_root()) return final_dir;  // rank 0 writes
     try {
       ensure_directory(dir);
@@ -618,9 +618,9 @@ class Trainer {
     bool matrix = false;
     int order = 0;  // where one process's optimizers save its state: AdamW groups, then Muon
     int owner = 0;
-    index_t offset = 0;                   // in the packed buffers (owner by owner, roster order)
-    std::function<float*()> grad_write;   // the gradient's storage, made ready
-    std::function<const float*()> grad;   // nullptr when there is none
+    index_t offset = 0;                  // in the packed buffers (owner by owner, roster order)
+    std::function<float*()> grad_write;  // the gradient's storage, made ready
+    std::function<const float*()> grad;  // nullptr when there is none
     std::function<float*()> value;
   };
 
@@ -635,11 +635,11 @@ class Trainer {
       sl.cols = ref.cols;
       sl.matrix = r == ParamRole::Matrix;
       // make_optimizers' groups: lm_head, embeddings, resid, x0, gamma (AdamW), then Muon.
-      sl.order = r == ParamRole::Unembedding ? 0
-                 : r == ParamRole::Embedding ? 1
+      sl.order = r == ParamRole::Unembedding   ? 0
+                 : r == ParamRole::Embedding   ? 1
                  : r == ParamRole::ResidLambda ? 2
-                 : r == ParamRole::X0Lambda ? 3
-                 : r == ParamRole::MemoryGain ? 4
+                 : r == ParamRole::X0Lambda    ? 3
+                 : r == ParamRole::MemoryGain  ? 4
                                                : 5;
       auto* pp = &p;
       sl.grad_write = [pp] { return pp->grad_storage().data(); };
@@ -781,7 +781,8 @@ class Trainer {
     if (N > 1) {
       for (std::size_t i = 0; i < slots_.size(); ++i)  // a parameter this rank has no gradient for
         if (any[i] && !has[i])
-          DeviceTraits<D>::zero(send_.data() + slots_[i].offset, sizeof(float) * static_cast<std::size_t>(slots_[i].numel));
+          DeviceTraits<D>::zero(send_.data() + slots_[i].offset,
+                                sizeof(float) * static_cast<std::size_t>(slots_[i].numel));
     }
     if (packed) {
       const index_t mine_n = counts_[static_cast<std::size_t>(rank)];
@@ -823,7 +824,8 @@ class Trainer {
   }
 
   /// The optimizers' buffers and counters; with a group, those of every rank (collective).
-  void gather_optimizer_state(std::vector<optim::NamedBuffer>& bufs, std::map<std::string, std::int64_t>& counters) const {
+  void gather_optimizer_state(std::vector<optim::NamedBuffer>& bufs,
+                              std::map<std::string, std::int64_t>& counters) const {
     opt_->adamw.save(bufs, counters);
     opt_->muon.save(bufs, counters);
     if (group_ == nullptr || group_->size() == 1) return;
@@ -839,8 +841,8 @@ class Trainer {
     }
     put64(static_cast<std::int64_t>(counters.size()));
     for (const auto& [k, v] : counters) put64(static_cast<std::int64_t>(k.size())), put(k.data(), k.size()), put64(v);
-    const std::vector<std::string> all =
-        group_->exchange(mine, ("the gathering of optimizer state for the checkpoint of step " + std::to_string(step_)).c_str());
+    const std::vector<std::string> all = group_->exchange(
+        mine, ("the gathering of optimizer state for the checkpoint of step " + std::to_string(step_)).c_str());
     bufs.clear();
     std::map<std::string, std::int64_t> merged;
     for (const std::string& x : all) {
@@ -923,8 +925,8 @@ class Trainer {
       std::string diff = "they differ";
       for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k)
         if (a[k] != b[k]) {
-          diff = a[k].first + ": rank 0 has '" + a[k].second + "', rank " + std::to_string(r) + " has '" +
-                 b[k].second + "'";
+          diff = a[k].first + ": rank 0 has '" + a[k].second + "', rank " + std::to_string(r) + " has '" + b[k].second +
+                 "'";
           break;
         }
       throw Error("train", "rank " + std::to_string(r) + " of " + std::to_string(all.size()) +
