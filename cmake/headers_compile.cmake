@@ -34,8 +34,9 @@ else()
   list(REMOVE_ITEM _headers cuda.hpp)
 endif()
 list(SORT _headers)
-# dist/mpi.hpp needs <mpi.h>: compiled with MPI_INCLUDE (;-separated directories) when CMake found
+# dist/mpi.hpp needs <mpi.h>: compiled with MPI_INCLUDE (|-separated directories) when CMake found
 # an MPI, else left out with a note.
+string(REPLACE "|" ";" MPI_INCLUDE "${MPI_INCLUDE}")
 if("dist/mpi.hpp" IN_LIST _headers AND NOT MPI_INCLUDE)
   list(REMOVE_ITEM _headers dist/mpi.hpp)
   message(STATUS "dist/mpi.hpp left out: no MPI found (scripts/setup.sh --mpi)")

@@ -11,6 +11,13 @@
 // (an all-to-all, an exact copy) and adds them itself in rank order.
 #pragma once
 
+// The C API only: MPI's deprecated C++ bindings (mpicxx.h) warn under -Wextra.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #include <unistd.h>
 
