@@ -295,6 +295,72 @@ inline lrt::index_t preset_micro_rows(const std::string& p) { return p == "mediu
 using detail::preset_batch_rows;
 using detail::preset_micro_rows;
 
+/// lrt-train's model flags (sizes, attention windows, value embeddings, gates and the LRT runtime
+/// options) over `cfg` (the preset's, or the checkpoint's on --resume, where a flag must repeat
+/// the checkpoint's value: they fix its shapes and its recurrence).
+inline void apply_model_flags(const Args& a, lrt::ModelConfig& cfg, bool resume) {
+  lrt::ModelConfig want = cfg;
+  if (a.has("n-layer")) want.n_layer = a.integer("n-layer", 1, 1 << 12);
+  if (a.has("n-embd")) want.n_embd = a.integer("n-embd", 2, 1 << 16);
+  if (a.has("n-head")) want.n_head = want.n_kv_head = a.integer("n-head", 1, 1 << 12);
+  if (a.has("n-kv-head")) want.n_kv_head = a.integer("n-kv-head", 1, 1 << 12);
+  if (a.has("window-pattern")) want.window_pattern = a.str("window-pattern");
+  if (a.has("ve-layout")) {
+    const std::string v = a.str("ve-layout");
+    if (v == "every")
+      want.ve_layout = lrt::VELayout::Every;
+    else if (v == "alternating")
+      want.ve_layout = lrt::VELayout::Alternating;
+    else if (v == "none")
+      want.ve_layout = lrt::VELayout::None;
+    else
+      throw UsageError(fmt::format("--ve-layout must be every, alternating or none, got '{}'", v));
+  }
+  if (a.has("gate-channels")) want.ve_gate_channels = a.integer("gate-channels", 0, 1 << 16);
+  if (a.has("mem-offset")) want.mem_offset = a.integer("mem-offset", 1, 1 << 20);
+  if (a.has("reset-at-bos")) want.reset_at_bos = true;
+  try {
+    want.validate();
+  } catch (const lrt::Error& e) {
+    throw UsageError(fmt::format("the model flags give no valid model: {}", e.what()));
+  }
+  if (resume) {  // every flag given must agree with the checkpoint
+    std::string diff;
+    auto cmp = [&](const char* flag, auto given, auto saved) {
+      if (a.has(flag) && !(given == saved))
+        diff += fmt::format(" --{} {} (the checkpoint has {});", flag, given, saved);
+    };
+    cmp("n-layer", want.n_layer, cfg.n_layer), cmp("n-embd", want.n_embd, cfg.n_embd);
+    cmp("n-head", want.n_head, cfg.n_head), cmp("n-kv-head", want.n_kv_head, cfg.n_kv_head);
+    cmp("window-pattern", want.window_pattern, cfg.window_pattern);
+    cmp("ve-layout", std::string(lrt::to_string(want.ve_layout)), std::string(lrt::to_string(cfg.ve_layout)));
+    cmp("gate-channels", want.ve_gate_channels, cfg.ve_gate_channels);
+    cmp("mem-offset", want.mem_offset, cfg.mem_offset), cmp("reset-at-bos", want.reset_at_bos, cfg.reset_at_bos);
+    if (!diff.empty())
+      throw UsageError("on --resume the model is the checkpoint's: drop or correct" + diff.substr(0, diff.size() - 1));
+  }
+  cfg = want;
+}
+
+/// The model config as lrt-train reports it: sizes, windows, value embeddings, gates, memory.
+inline std::string describe_config(const lrt::ModelConfig& c) {
+  return fmt::format(
+      "n_layer {} n_embd {} n_head {} n_kv_head {} sequence_len {} vocab {} window_pattern {} ve_layout {} "
+      "gate_channels {} mem_offset {} reset_at_bos {}",
+      c.n_layer, c.n_embd, c.n_head, c.n_kv_head, c.sequence_len, c.vocab_size, c.window_pattern,
+      lrt::to_string(c.ve_layout), c.gate_channels(), c.mem_offset, c.reset_at_bos);
+}
+
+/// Per-layer memory statistics as CSV rows "step,layer,gamma,gate_mean,gate_sd".
+inline std::string memory_rows(std::int64_t step, const std::vector<lrt::LayerMemoryStats>& st) {
+  std::string t;
+  for (std::size_t l = 0; l < st.size(); ++l)
+    t += fmt::format("{},{},{},{},{}\n", step, l, fmt_opt(st[l].gamma), fmt_opt(st[l].gate_mean),
+                     fmt_opt(st[l].gate_sd));
+  return t;
+}
+inline const char* memory_header = "step,layer,gamma,gate_mean,gate_sd";
+
 template <class V, class Sched>
 int train_run(const tool::Args& a) {
   using clock = std::chrono::steady_clock;
@@ -321,6 +387,20 @@ int train_run(const tool::Args& a) {
     }
   }
   if (a.has("sequence-len")) cfg.sequence_len = a.integer("sequence-len", 1, 1 << 20);
+  apply_model_flags(a, cfg, resume);
+  if constexpr (V::kv) {
+    if (a.has("ve-layout") && cfg.ve_layout != lrt::VELayout::Every)
+      throw UsageError(
+          fmt::format("--ve-layout {}: variant {} carries value embeddings on every layer (its gates "
+                      "also project the memory into the values); --ve-layout is for the baseline and "
+                      "residual variants",
+                      a.str("ve-layout"), display_name<V>()));
+  }
+  if constexpr (!V::recurrent) {
+    for (const char* f : {"mem-offset", "reset-at-bos", "seq-eval-every"})
+      if (a.has(f))
+        throw UsageError(fmt::format("--{} is an LRT option: variant {} has no memory", f, display_name<V>()));
+  }
   if (a.has("tokenizer") && a.has("vocab-size"))
     throw tool::UsageError("give --tokenizer FILE or --vocab-size N, not both");
   if (a.has("pattern") && !a.has("vocab-size"))
@@ -338,6 +418,14 @@ int train_run(const tool::Args& a) {
   o.embedding_lr = static_cast<float>(a.number("embedding-lr", 0, 100));
   o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
   o.scalar_lr = static_cast<float>(a.number("scalar-lr", 0, 10));
+  o.muon_weight_decay = static_cast<float>(a.number("weight-decay", 0, 100));
+  const std::string lr_rule = a.str("batch-lr-rule");
+  if (lr_rule != "lrt" && lr_rule != "release")
+    throw UsageError(fmt::format("--batch-lr-rule must be lrt or release, got '{}'", lr_rule));
+  o.release_batch_scaling = lr_rule == "release";
+  o.warmup_frac = a.number("warmup-frac", 0, 1);
+  o.warmdown_frac = a.number("warmdown-frac", 0, 1);
+  o.final_lr_frac = a.number("final-lr-frac", 0, 1);
   if (resume) {  // unless given again, the settings the checkpoint was trained with
     const auto orr = lrt::st::Reader::open(from.optim_path());
     if (const auto j = orr.meta("train_options")) {
@@ -349,8 +437,28 @@ int train_run(const tool::Args& a) {
       if (!a.has("embedding-lr")) o.embedding_lr = static_cast<float>(t.at("embedding_lr").as_number());
       if (!a.has("unembedding-lr")) o.unembedding_lr = static_cast<float>(t.at("unembedding_lr").as_number());
       if (!a.has("scalar-lr")) o.scalar_lr = static_cast<float>(t.at("scalar_lr").as_number());
+      // Absent from checkpoints written before these flags: the defaults they were trained with.
+      const auto num = [&](const char* k, double def) { return t.find(k) ? t.at(k).as_number() : def; };
+      if (!a.has("weight-decay")) o.muon_weight_decay = static_cast<float>(num("muon_weight_decay", 0.1));
+      if (!a.has("batch-lr-rule") && t.find("release_batch_scaling"))
+        o.release_batch_scaling = t.at("release_batch_scaling").as_bool();
+      if (!a.has("warmup-frac")) o.warmup_frac = num("warmup_frac", 0);
+      if (!a.has("warmdown-frac")) o.warmdown_frac = num("warmdown_frac", 0.5);
+      if (!a.has("final-lr-frac")) o.final_lr_frac = num("final_lr_frac", 0);
     }
   }
+  if (a.has("lr-scale")) {  // a sweep's factor on the rates (each recorded as the product)
+    if (resume)
+      throw UsageError(
+          "--lr-scale on --resume: the checkpoint's rates already include the scale it was trained with; give "
+          "--matrix-lr etc. to change them");
+    const double f = a.number("lr-scale", 1e-6, 1e6);
+    o.matrix_lr = static_cast<float>(o.matrix_lr * f), o.embedding_lr = static_cast<float>(o.embedding_lr * f);
+    o.unembedding_lr = static_cast<float>(o.unembedding_lr * f), o.scalar_lr = static_cast<float>(o.scalar_lr * f);
+  }
+  if (o.warmup_frac + o.warmdown_frac > 1)
+    throw UsageError(fmt::format("--warmup-frac {} plus --warmdown-frac {} exceed the run (their sum must be <= 1)",
+                                 o.warmup_frac, o.warmdown_frac));
   // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
   lrt::ScheduleOptions sched_opts;
   if (resume) {
@@ -367,6 +475,7 @@ int train_run(const tool::Args& a) {
   }
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const long long eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
+  const long long seq_every = a.integer("seq-eval-every", 0, 1LL << 40);
   const long long steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
   const double time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
   const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
@@ -456,6 +565,7 @@ int train_run(const tool::Args& a) {
       display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
       model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(), tr.accumulation(),
       tr.train_options().micro_rows, tr.forwards_per_step());
+  fmt::print("config: {}\n", describe_config(cfg));
 
   // The horizon N of the schedules.
   if (!resume || modes > 0) {
@@ -494,16 +604,26 @@ int train_run(const tool::Args& a) {
     tr.set_horizon(std::stoll(all[0]));
   }
   const std::int64_t N = tr.horizon();
+  fmt::print("train options: {}\n", tr.train_options().to_json().dump());
   const std::int64_t eval_every = eval_every_arg > 0 ? eval_every_arg : std::max<std::int64_t>(1, N / 10);
 
-  const std::string log_path = out + "/log.csv", svg_path = out + "/loss.svg";
+  const std::string log_path = out + "/log.csv", svg_path = out + "/loss.svg", mem_path = out + "/memory.csv";
   std::vector<tool::LogRow> log;
-  if (resume) {  // the checkpoint's own copy of the log (up to its step), else the run's
+  std::string memory_text;  // memory.csv's rows (LRT variants: gamma and gate statistics per layer)
+  if (resume) {             // the checkpoint's own copy of the logs (up to its step), else the run's
     std::error_code ec;
-    const std::string own = from.dir + "/log.csv";
-    for (const auto& r : tool::read_log(std::filesystem::exists(own, ec) ? own : a.str("resume") + "/log.csv"))
+    const auto pick = [&](const char* name) {
+      const std::string own = from.dir + "/" + name;
+      return std::filesystem::exists(own, ec) ? own : a.str("resume") + "/" + name;
+    };
+    for (const auto& r : tool::read_log(pick("log.csv")))
       if (r.step < tr.step()) log.push_back(r);
+    std::ifstream in(pick("memory.csv"));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty() && line[0] >= '0' && line[0] <= '9' && std::atoll(line.c_str()) < tr.step())
+        memory_text += line + "\n";
   }
+  const auto memory_csv = [&] { return std::string(memory_header) + "\n" + memory_text; };
   const auto log_text = [&] {
     std::string t = std::string(tool::log_header) + "\n";
     for (const auto& r : log) t += tool::log_line(r) + "\n";
@@ -538,10 +658,15 @@ int train_run(const tool::Args& a) {
     row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier, row.seconds = now();
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
+    const bool seq_now = V::recurrent && seq_every > 0 && (last || (s.step + 1) % seq_every == 0);
     if (eval_now && root) {  // the other ranks wait for it in the next exchange
       const lrt::BpbResult r = model.evaluate_parallel(val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
+      if constexpr (V::recurrent) {
+        if (!val.empty()) memory_text += memory_rows(s.step, model.memory_statistics(val[0].inputs));
+      }
     }
+    if (seq_now && root) row.val_bpb_seq = model.evaluate_sequential(val, token_bytes).bpb();
     log.push_back(row);
     if (csv != nullptr) {
       std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
@@ -552,10 +677,17 @@ int train_run(const tool::Args& a) {
     std::string line = fmt::format("step {}/{} loss {:.4f} lr x{:.2f} {:.0f} tok/s elapsed {} ETA {}", s.step + 1, N,
                                    s.loss, s.lr_multiplier, tps, tool::duration(now()), tool::duration(eta));
     if (eval_now) line += fmt::format(" | val loss {:.4f} bpb {:.4f}", row.val_loss, row.val_bpb);
+    if (seq_now) line += fmt::format(" (sequential {:.4f})", row.val_bpb_seq);
     if (root) progress.update(line, now(), eval_now || s.step == 0);
     if (eval_now) {
-      saved = tr.save(out, {{"log.csv", log_text()}});  // a unit: model, optimizer state, the log so far
-      if (root) lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+      // A unit: model, optimizer state, the logs so far.
+      saved = tr.save(out, V::recurrent ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log_text()},
+                                                                                           {"memory.csv", memory_csv()}}
+                                        : std::vector<std::pair<std::string, std::string>>{{"log.csv", log_text()}});
+      if (root) {
+        lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+        if (V::recurrent) lrt::write_file_atomic(mem_path, memory_csv());
+      }
     }
   }
   if (csv != nullptr) std::fclose(csv);
@@ -573,14 +705,37 @@ int train_run(const tool::Args& a) {
     fmt::print("step time: optimizer {:.1f}%, data-parallel exchanges {:.1f}% ({} rank{})\n",
                100 * optimizer_seconds / train_seconds, 100 * comm_seconds / train_seconds,
                group != nullptr ? group->size() : 1, group != nullptr && group->size() > 1 ? "s" : "");
+  lrt::json::Value summary = lrt::json::Value::object();
+  summary["variant"] = display_name<V>(), summary["schedule"] = lrt::schedule_spec<Sched>();
+  summary["steps"] = tr.step(), summary["tokens"] = tokens;
+  summary["token_forwards"] = double(tokens) * fwd_per_tok;
+  summary["params"] = model.num_params(), summary["matmul_params"] = model.num_matmul_params();
+  summary["train_seconds"] = train_seconds, summary["wall_seconds"] = now();
+  summary["config"] = lrt::release_config_json<V>(cfg, lrt::schedule_spec<Sched>(), sched_opts);
+  summary["lrt_config"] = lrt::lrt_config_json<V>(cfg);
+  summary["train_options"] = tr.train_options().to_json();
+  summary["val_bpb_parallel"] = last_bpb;
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
-    const lrt::BpbResult sq = model.evaluate_sequential(val, token_bytes);
-    fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq.bpb());
-    last_bpb = sq.bpb();
+    const bool have_seq = !log.empty() && !std::isnan(log.back().val_bpb_seq) && log.back().step + 1 == tr.step();
+    const double sq = have_seq ? log.back().val_bpb_seq : model.evaluate_sequential(val, token_bytes).bpb();
+    fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq);
+    summary["val_bpb_sequential"] = sq;
+    last_bpb = sq;
+    if (!val.empty()) {
+      const auto st = model.memory_statistics(val[0].inputs);
+      std::string g, m;
+      for (const auto& x : st) {
+        if (!std::isnan(x.gamma)) g += fmt::format(" {:.4f}", x.gamma);
+        if (!std::isnan(x.gate_mean)) m += fmt::format(" {:.3f}+-{:.3f}", x.gate_mean, x.gate_sd);
+      }
+      fmt::print("memory by layer:{}{}\n", g.empty() ? "" : " gamma" + g, m.empty() ? "" : "; recurrent gate" + m);
+    }
   }
+  summary["val_bpb"] = last_bpb;
+  lrt::write_file_atomic(out + "/summary.json", summary.dump() + "\n");
   fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved,
              out, out, log_path, svg_path);
-  fmt::print("val_bpb: {:.6f}\n", last_bpb);
+  fmt::print("wrote {}/summary.json\nval_bpb: {:.6f}\n", out, last_bpb);
   return 0;
 }
 

@@ -62,6 +62,9 @@ class Session {
                                                                       lrt::index_t band, lrt::index_t sinks) = 0;
 
   // Training: start_training() makes the Trainer (it reads `rows` in place: they must outlive it).
+  /// Per layer: gamma and the recurrent gate's statistics on rows `inputs` (lrt::memory_statistics).
+  virtual std::vector<lrt::LayerMemoryStats> memory_statistics(const lrt::Tensor<lrt::index_t, 2>& inputs) const = 0;
+
   virtual void start_training(const lrt::data::TokenRows& rows, const lrt::TrainOptions& o,
                               const lrt::data::TextTokenizer& tok, const lrt::ScheduleOptions& so) = 0;
   // Data-parallel training (lrt::Trainer::set_group): before resume() and the first step.
@@ -117,6 +120,10 @@ class SessionOf final : public Session {
                                                               const lrt::TokenBytes& token_bytes, lrt::index_t band,
                                                               lrt::index_t sinks) override {
     return lrt::evaluate_sequential_by_position(model_, batches, token_bytes, band, sinks);
+  }
+
+  std::vector<lrt::LayerMemoryStats> memory_statistics(const lrt::Tensor<lrt::index_t, 2>& inputs) const override {
+    return lrt::memory_statistics(model_, inputs);
   }
 
   void start_training(const lrt::data::TokenRows& rows, const lrt::TrainOptions& o, const lrt::data::TextTokenizer& tok,

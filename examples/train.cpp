@@ -50,6 +50,32 @@ int main(int argc, char** argv) {
               "train a BPE tokenizer of N ids (ranks + BOS) on the training split first; written to DIR/tokenizer.lrt")
       .option("pattern", "NAME",
               "with --vocab-size: the split pattern, nanochat (default), gpt2, cl100k, o200k or a regex")
+      .option("n-layer", "L", "layers (default: the preset's)")
+      .option("n-embd", "D", "model width (default: the preset's)")
+      .option("n-head", "H", "attention heads (default: the preset's; also sets --n-kv-head unless given)")
+      .option("n-kv-head", "H", "key/value heads (a divisor of --n-head)")
+      .option("window-pattern", "P",
+              "short (S, half the context) and long (L) attention windows per layer, repeated; "
+              "the last layer is long",
+              "SSSL")
+      .option("ve-layout", "L",
+              "value embeddings of the baseline and residual variants: every, alternating, none "
+              "(kv/both variants: every)",
+              "every")
+      .option("gate-channels", "C", "channels the value-embedding and memory gates read (0: all)", "0")
+      .option("mem-offset", "K", "LRT memory offset: position t reads the source state of t - K", "1")
+      .flag("reset-at-bos", "LRT: zero the memory when a BOS lies between the source and the reader")
+      .option("lr-scale", "F", "multiply the four learning rates by F (learning-rate sweeps)", "1")
+      .option("weight-decay", "W", "Muon weight decay at step 0 (decays linearly to 0)", "0.1")
+      .option("batch-lr-rule", "RULE",
+              "lrt (rates as given) or release (every rate times sqrt(tokens per step / 2^19))", "lrt")
+      .option("warmup-frac", "F", "linear LR warm-up over this fraction of the steps", "0")
+      .option("warmdown-frac", "F", "linear LR warm-down over this fraction of the steps", "0.5")
+      .option("final-lr-frac", "F", "the LR at the end of the warm-down, as a fraction of the peak", "0")
+      .option("seq-eval-every", "N",
+              "LRT: also score the validation tokens in sequential mode (the exact recurrence) every N steps "
+              "(0: only at the end)",
+              "0")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")

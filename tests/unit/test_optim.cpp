@@ -14,6 +14,7 @@
 
 #include <lrt/autodiff.hpp>
 #include <lrt/optim.hpp>
+#include <lrt/train/optimizer_groups.hpp>
 
 namespace test_optim {
 
@@ -500,6 +501,30 @@ TEST_CASE("Muon: a matrix without a gradient keeps its value and state") {
 }
 
 // ---- Schedules ------------------------------------------------------------------------------
+
+TEST_CASE("lr schedule with warm-up and a final LR (nanochat's rule), worked by hand") {
+  // N = 10, U = round(2) = 2, W = round(4) = 4, final 0.1: (it+1)/2 for it < 2, 1 up to it = 6,
+  // then r + (1 - r) 0.1 with r = (10 - it) / 4.
+  CHECK(optim::lr_multiplier(0, 10, 0.4, 0.2, 0.1) == doctest::Approx(0.5));
+  CHECK(optim::lr_multiplier(1, 10, 0.4, 0.2, 0.1) == 1.f);
+  CHECK(optim::lr_multiplier(6, 10, 0.4, 0.2, 0.1) == 1.f);
+  CHECK(optim::lr_multiplier(7, 10, 0.4, 0.2, 0.1) == doctest::Approx(0.75 + 0.25 * 0.1));
+  CHECK(optim::lr_multiplier(9, 10, 0.4, 0.2, 0.1) == doctest::Approx(0.25 + 0.75 * 0.1));
+  CHECK(optim::lr_multiplier(10, 10, 0.4, 0.2, 0.1) == doctest::Approx(0.1));  // past N: the floor
+  // No warm-up and no floor: the two-argument rule, every step.
+  for (int it = 0; it < 13; ++it) CHECK(optim::lr_multiplier(it, 13, 0.5, 0, 0) == optim::lr_multiplier(it, 13));
+  // N = 5, U = round(2.5) = 2 (ties to even).
+  CHECK(optim::lr_multiplier(1, 5, 0.0, 0.5, 0) == 1.f);
+  CHECK(optim::lr_multiplier(0, 5, 0.0, 0.5, 0) == doctest::Approx(0.5));
+  CHECK_THROWS_WITH_AS(optim::lr_multiplier(0, 10, 0.6, 0.5, 0), doctest::Contains("warmup_frac + warmdown_frac"),
+                       lrt::Error);
+  CHECK_THROWS_WITH_AS(optim::lr_multiplier(0, 10, 0.5, 0, 1.5), doctest::Contains("final_frac"), lrt::Error);
+  lrt::TrainOptions o;
+  o.steps = 10, o.warmup_frac = 0.2, o.warmdown_frac = 0.4, o.final_lr_frac = 0.1;
+  CHECK(o.lr_multiplier(0) == doctest::Approx(0.5));
+  CHECK(o.to_json().at("warmup_frac").as_number() == doctest::Approx(0.2));
+  CHECK(o.to_json().at("final_lr_frac").as_number() == doctest::Approx(0.1));
+}
 
 TEST_CASE("schedules at their boundaries") {
   // N = 10, W = round(5) = 5: 1 up to it = N - W = 5, then (10 - it) / 5.

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <numeric>
 
 #include "../decode/decoder.hpp"
 #include "../model/training_schedule.hpp"
@@ -192,6 +193,55 @@ std::vector<BpbResult> evaluate_sequential_by_position(const Model<V, T, D>& m, 
 template <class V, class T, Device D, class Batches>
 BpbResult evaluate_sequential(const Model<V, T, D>& m, const Batches& batches) {
   return evaluate_sequential(m, batches, default_token_bytes(m.config(), "evaluate_sequential"));
+}
+
+/// What the memory does in each layer, as the release logs it during training: gamma_l
+/// (Residual/Both; NaN otherwise) and the mean and standard deviation of the recurrent gate g_rec
+/// (KV/Both; NaN otherwise) over every position, row and KV head of `inputs` (B, T), with the
+/// memory of one refinement (the zero-memory pass's source states shifted by mem_offset, as in
+/// MultiRefine<1>'s second pass). Empty for the baseline. No gradients; the model is unchanged.
+struct LayerMemoryStats {
+  double gamma = NAN, gate_mean = NAN, gate_sd = NAN;
+};
+template <class V, class T, Device D>
+std::vector<LayerMemoryStats> memory_statistics(const Model<V, T, D>& m, const Tensor<index_t, 2>& inputs) {
+  using M = Model<V, T, D>;
+  const ModelConfig& c = m.config();
+  std::vector<LayerMemoryStats> r;
+  if constexpr (V::recurrent) {
+    r.resize(static_cast<std::size_t>(c.n_layer));
+    if constexpr (V::residual) {
+      const auto& g = lrt::on_device<cpu::Device>(m.gamma()->value());
+      for (index_t l = 0; l < c.n_layer; ++l) r[static_cast<std::size_t>(l)].gamma = static_cast<double>(g(l));
+    }
+    if constexpr (V::kv) {
+      const index_t Tt = inputs.shape()[1];
+      check(Tt >= 1 && Tt <= c.sequence_len, "memory_statistics", "rows of ", Tt, " tokens; the model takes 1 to ",
+            c.sequence_len);
+      ad::Graph graph;
+      ad::NoGrad ng;
+      const auto& ids = lrt::on_device<D>(inputs);
+      std::vector<index_t> all(static_cast<std::size_t>(Tt));
+      std::iota(all.begin(), all.end(), index_t{0});
+      const auto qpos = IndexList<D>::range(0, Tt);
+      const auto rope = ad::RopeTable<T, D>::make(qpos, c.head_dim(), c.rope_bf16_tables);
+      const auto p0 = m.forward(ids, rope, m.standard_attend(qpos));
+      const typename M::Var3 mem =
+          sched_detail::shift_memory(p0.source, all, c.mem_offset, ids, c.reset_at_bos, c.bos());
+      const typename M::Observe observe = [&](index_t l, const typename M::Var4& g_rec, const typename M::Var4&) {
+        const auto& g = lrt::on_device<cpu::Device>(g_rec.value());
+        double sum = 0, sq = 0;
+        const index_t n = g.numel();
+        for (index_t i = 0; i < n; ++i) sum += static_cast<double>(g.data()[i]);
+        const double mean = sum / static_cast<double>(n);
+        for (index_t i = 0; i < n; ++i) sq += (static_cast<double>(g.data()[i]) - mean) * (g.data()[i] - mean);
+        r[static_cast<std::size_t>(l)].gate_mean = mean;
+        r[static_cast<std::size_t>(l)].gate_sd = std::sqrt(sq / static_cast<double>(n));
+      };
+      m.forward(ids, rope, m.standard_attend(qpos), &mem, &observe);
+    }
+  }
+  return r;
 }
 
 }  // namespace v0

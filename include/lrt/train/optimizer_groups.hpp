@@ -28,6 +28,13 @@ struct TrainOptions {
   bool release_batch_scaling = false;                      // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
   float muon_weight_decay = optim::cpu_muon_weight_decay;  // base of wd = base (1 - it/N)
   double warmdown_frac = 0.5;
+  double warmup_frac = 0;    // linear warm-up over round(warmup_frac N) steps (release: 0)
+  double final_lr_frac = 0;  // the LR multiplier at the end of the warm-down (release: 0)
+
+  /// The LR multiplier at step it of the horizon `steps` (spec §8, optim::lr_multiplier).
+  float lr_multiplier(std::int64_t it) const {
+    return optim::lr_multiplier(it, steps, warmdown_frac, warmup_frac, final_lr_frac);
+  }
 
   json::Value to_json() const {
     json::Value j = json::Value::object();
@@ -36,6 +43,7 @@ struct TrainOptions {
     j["matrix_lr"] = matrix_lr, j["embedding_lr"] = embedding_lr, j["unembedding_lr"] = unembedding_lr;
     j["scalar_lr"] = scalar_lr, j["resid_lr"] = resid_lr, j["release_batch_scaling"] = release_batch_scaling;
     j["muon_weight_decay"] = muon_weight_decay, j["warmdown_frac"] = warmdown_frac;
+    j["warmup_frac"] = warmup_frac, j["final_lr_frac"] = final_lr_frac;
     return j;
   }
 };

@@ -295,6 +295,11 @@ class Trainer {
     }
     check(rows.seq_len() == T_, op, "data rows hold ", rows.seq_len(), " tokens + 1, the model's sequence_len is ", T_);
     check(o_.batch_rows >= 1, op, "batch_rows must be >= 1, got ", o_.batch_rows);
+    check(o_.warmup_frac >= 0 && o_.warmdown_frac >= 0 && o_.warmup_frac + o_.warmdown_frac <= 1, op, "warmup_frac (",
+          o_.warmup_frac, ") and warmdown_frac (", o_.warmdown_frac, ") must be >= 0 with a sum <= 1");
+    check(o_.final_lr_frac >= 0 && o_.final_lr_frac <= 1, op, "final_lr_frac must be in [0, 1], got ",
+          o_.final_lr_frac);
+    check(o_.muon_weight_decay >= 0, op, "muon_weight_decay must be >= 0, got ", o_.muon_weight_decay);
     micro_default_ = o_.micro_rows <= 0;
     if (o_.micro_rows <= 0) o_.micro_rows = o_.batch_rows;
     check(o_.batch_rows % o_.micro_rows == 0, op, "micro_rows (", o_.micro_rows, ") must divide batch_rows (",
@@ -364,7 +369,7 @@ class Trainer {
     s.step = step_;
     s.loss = loss;
     s.tokens = tokens_per_step();
-    s.lr_multiplier = optim::lr_multiplier(step_, o_.steps, o_.warmdown_frac);
+    s.lr_multiplier = o_.lr_multiplier(step_);
     const auto t_opt = std::chrono::steady_clock::now();
     optimizer_update(s.lr_multiplier);
     s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
@@ -750,7 +755,7 @@ class Trainer {
     StepStats s;
     s.step = step_;
     s.tokens = tokens_per_step();
-    s.lr_multiplier = optim::lr_multiplier(step_, o_.steps, o_.warmdown_frac);
+    s.lr_multiplier = o_.lr_multiplier(step_);
     // The losses (in the global micro-batch order) and which parameters have a gradient.
     std::vector<float> all_losses = local_losses;
     std::vector<char> any = has;
