@@ -728,7 +728,8 @@ int train_run(const tool::Args& a) {
         if (!std::isnan(x.gamma)) g += fmt::format(" {:.4f}", x.gamma);
         if (!std::isnan(x.gate_mean)) m += fmt::format(" {:.3f}+-{:.3f}", x.gate_mean, x.gate_sd);
       }
-      fmt::print("memory by layer:{}{}\n", g.empty() ? "" : " gamma" + g, m.empty() ? "" : "; recurrent gate" + m);
+      fmt::print("memory by layer: {}{}{}\n", g.empty() ? "" : "gamma" + g, !g.empty() && !m.empty() ? "; " : "",
+                 m.empty() ? "" : "recurrent gate (mean+-sd)" + m);
     }
   }
   summary["val_bpb"] = last_bpb;

@@ -979,4 +979,110 @@ TEST_CASE("lrt eval: sequential bpb == parallel merged bpb of Interleaved<S >= T
   CHECK(par.passes.size() == 9);
 }
 
+namespace {
+/// Spec §5(d): Chunked<1> == MultiRefine<1> (one chunk: every position reads pass 0's states,
+/// all K/V recomputed) and Chunked<T> == Interleaved<T> (chunks of one position are the strided
+/// subsets of S = T): the same loss, passes and gradients, up to rounding.
+template <class V>
+void check_chunked_equivalences(const char* name, lrt::ModelConfig c) {
+  CAPTURE(name);
+  CAPTURE(c.mem_offset);
+  lrt::Model<V, double> m(c, 4);
+  randomize(m, 41);
+  const index_t T = c.sequence_len;
+  Tensor<index_t, 2> in = ids_of(2, T, 9);
+  const Tensor<index_t, 2> tg = ids_of(2, T, 10);
+  if (c.vocab_size > 256) in(0, 2) = 256, in(1, 5) = 256;  // BOS tokens (ResetAtBOS cuts the memory)
+  const auto close = [](const std::pair<double, std::vector<double>>& a,
+                        const std::pair<double, std::vector<double>>& b) {
+    CHECK(b.first == doctest::Approx(a.first).epsilon(1e-13));
+    CHECK(max_abs(a.second) > 1e-3);
+    CHECK(max_abs(a.second, b.second) < 1e-12 * std::max(1.0, max_abs(a.second)));
+  };
+  close(loss_and_grads<lrt::MultiRefine<1>>(m, in, tg, {}), loss_and_grads<lrt::Chunked<1>>(m, in, tg, {}));
+  // Chunked<8> has T = 8 chunks of one position; Interleaved<8> T subsets of one position.
+  REQUIRE(T == 8);
+  close(loss_and_grads<lrt::Interleaved<8>>(m, in, tg, {}), loss_and_grads<lrt::Chunked<8>>(m, in, tg, {}));
+  CHECK(max_diff(merged_logits<lrt::Interleaved<8>>(m, in), merged_logits<lrt::Chunked<8>>(m, in)) < 1e-12);
+  // The comparisons can fail: with 1 < C < T the blocked and strided schedules differ.
+  const auto i2 = loss_and_grads<lrt::Interleaved<2>>(m, in, tg, {});
+  const auto c2 = loss_and_grads<lrt::Chunked<2>>(m, in, tg, {});
+  CHECK(std::abs(i2.first - c2.first) > 1e-8);
+}
+}  // namespace
+
+TEST_CASE("lrt invariants: Chunked<1> == MultiRefine<1> and Chunked<T> == Interleaved<T>, every variant") {
+  check_chunked_equivalences<vs::Lrt>("lrt", cfg());
+  check_chunked_equivalences<vs::LrtRelease>("lrt-release", cfg());
+  check_chunked_equivalences<vs::ResidualOnly>("residual", cfg());
+  check_chunked_equivalences<vs::KVOnly>("kv", cfg());
+  check_chunked_equivalences<lrt::Variant<lrt::Injection::Both, lrt::Projection::Shared, lrt::BlockSource<1>>>(
+      "source block 1", cfg());
+  lrt::ModelConfig k2 = cfg();
+  k2.mem_offset = 2;
+  check_chunked_equivalences<vs::Lrt>("offset 2", k2);
+  lrt::ModelConfig bos = cfg();
+  bos.vocab_size = 257, bos.reset_at_bos = true;
+  check_chunked_equivalences<vs::Lrt>("reset at BOS", bos);
+}
+
+TEST_CASE("memory statistics: gamma as stored, the recurrent gate's mean and sd by hand, none for the baseline") {
+  lrt::ModelConfig c = cfg();
+  const Tensor<index_t, 2> ids = ids_of(2, 8, 3);
+  {
+    lrt::Model<vs::Baseline, double> m(c, 1);
+    CHECK(lrt::memory_statistics(m, ids).empty());
+  }
+  {
+    lrt::Model<vs::ResidualOnly, double> m(c, 1);
+    randomize(m, 5);
+    const auto st = lrt::memory_statistics(m, ids);
+    REQUIRE(st.size() == 3);
+    for (index_t l = 0; l < 3; ++l) {
+      CHECK(st[static_cast<std::size_t>(l)].gamma == m.gamma()->value()(l));
+      CHECK(std::isnan(st[static_cast<std::size_t>(l)].gate_mean));
+    }
+  }
+  {  // At init the gates are 0, so g_rec = 2 sigmoid(0) = 1 everywhere.
+    lrt::Model<vs::KVOnly, double> m(c, 1);
+    const auto st = lrt::memory_statistics(m, ids);
+    REQUIRE(st.size() == 3);
+    for (const auto& x : st) CHECK(x.gate_mean == 1.0), CHECK(x.gate_sd == 0.0), CHECK(std::isnan(x.gamma));
+  }
+  {  // Layer 0 of KVOnly by hand: u = N(alpha x0 + beta x0), x0 = N(wte[id]); g_rec = 2 s(G[Hkv + h] u).
+    lrt::Model<vs::KVOnly, double> m(c, 1);
+    randomize(m, 7);
+    const auto st = lrt::memory_statistics(m, ids);
+    const index_t d = c.n_embd, Hkv = c.n_kv_head;
+    const auto norm = [&](std::vector<double> x) {
+      double ms = 0;
+      for (double v : x) ms += v * v;
+      const double r = 1.0 / std::sqrt(ms / static_cast<double>(d) + lrt::rmsnorm_eps);
+      for (double& v : x) v *= r;
+      return x;
+    };
+    const auto& G = m.blocks()[0].triple_gate->value();
+    const double ab = m.resid_lambdas().value()(0) + m.x0_lambdas().value()(0);
+    std::vector<double> g;
+    for (index_t i = 0; i < ids.numel(); ++i) {
+      std::vector<double> e(static_cast<std::size_t>(d));
+      for (index_t j = 0; j < d; ++j) e[static_cast<std::size_t>(j)] = m.wte().value()(ids.data()[i], j);
+      auto x = norm(e);
+      for (double& v : x) v *= ab;
+      const auto u = norm(x);
+      for (index_t h = 0; h < Hkv; ++h) {
+        double z = 0;
+        for (index_t j = 0; j < d; ++j) z += G(Hkv + h, j) * u[static_cast<std::size_t>(j)];
+        g.push_back(2.0 / (1.0 + std::exp(-z)));
+      }
+    }
+    double mean = 0, var = 0;
+    for (double v : g) mean += v / static_cast<double>(g.size());
+    for (double v : g) var += (v - mean) * (v - mean) / static_cast<double>(g.size());
+    CHECK(st[0].gate_mean == doctest::Approx(mean).epsilon(1e-9));
+    CHECK(st[0].gate_sd == doctest::Approx(std::sqrt(var)).epsilon(1e-7));
+    CHECK(std::sqrt(var) > 1e-3);  // random gates: a spread to measure
+  }
+}
+
 }  // namespace test_lrt
