@@ -17,7 +17,9 @@
 # or from a parent project after include(<lrt>/cmake/lrt_variants.cmake) and before
 # add_subdirectory(<lrt>). Each call writes one registry unit into the build tree; the unit is
 # compiled with the built-in pairs that -DLRT_TOOL_PAIRS selects (none: only these).
-set(LRT_VARIANTS_GENERATED_DIR "${CMAKE_BINARY_DIR}/lrt_variants" CACHE INTERNAL "")
+if(NOT DEFINED LRT_VARIANTS_GENERATED_DIR)
+  set(LRT_VARIANTS_GENERATED_DIR "${CMAKE_BINARY_DIR}/lrt_variants")
+endif()
 
 function(lrt_add_variant)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;VARIANT;SCHEDULE" "HEADERS")

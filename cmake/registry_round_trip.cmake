@@ -32,8 +32,8 @@ endif()
 string(REGEX REPLACE "--device [^\n]*" "" list "${list}")
 string(REGEX MATCHALL "--variant [^ \n]+ --schedule [^ \n]+" pairs "${list}")
 list(LENGTH pairs n)
-if(n LESS 5 OR n GREATER 12)
-  message(FATAL_ERROR "the registry lists ${n} pairs (expected 5..12):\n${list}")
+if(n LESS 5 OR n GREATER 16)  # 12 built-in pairs, and the test build's lrt_add_variant pairs
+  message(FATAL_ERROR "the registry lists ${n} pairs (expected 5..16):\n${list}")
 endif()
 
 # run(<name of the output variable> <what> <command...>): runs the command; sets <name> to its

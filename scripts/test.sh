@@ -58,7 +58,8 @@ fi
 if command -v ccache >/dev/null 2>&1; then ccache -z >/dev/null 2>&1 || true; fi
 
 echo "== configure (preset default)"
-cmake --preset default </dev/null
+# Two pairs of the user's own (lrt_add_variant), tested with the built-in ones.
+cmake --preset default -DLRT_VARIANTS_FILE="$root/tests/tools/variants.cmake" </dev/null
 phase configure
 # What CMake decided (check_language(CUDA) compiles a probe, so a broken nvcc counts as none).
 cuda_compiler="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null | head -n1)"

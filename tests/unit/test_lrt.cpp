@@ -1047,7 +1047,11 @@ TEST_CASE("memory statistics: gamma as stored, the recurrent gate's mean and sd 
     lrt::Model<vs::KVOnly, double> m(c, 1);
     const auto st = lrt::memory_statistics(m, ids);
     REQUIRE(st.size() == 3);
-    for (const auto& x : st) CHECK(x.gate_mean == 1.0), CHECK(x.gate_sd == 0.0), CHECK(std::isnan(x.gamma));
+    for (const auto& x : st) {
+      CHECK(x.gate_mean == 1.0);
+      CHECK(x.gate_sd == 0.0);
+      CHECK(std::isnan(x.gamma));
+    }
   }
   {  // Layer 0 of KVOnly by hand: u = N(alpha x0 + beta x0), x0 = N(wte[id]); g_rec = 2 s(G[Hkv + h] u).
     lrt::Model<vs::KVOnly, double> m(c, 1);

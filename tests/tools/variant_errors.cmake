@@ -1,0 +1,15 @@
+# cmake -DCASE=<case> -DSOURCE_DIR=<repo> -P variant_errors.cmake: a bad lrt_add_variant call
+# must stop with a message (the CTest matches it).
+set(LRT_VARIANTS_GENERATED_DIR "${CMAKE_CURRENT_BINARY_DIR}/variant_errors_${CASE}")
+include("${SOURCE_DIR}/cmake/lrt_variants.cmake")
+if(CASE STREQUAL "bad_name")
+  lrt_add_variant(NAME "Bad Name" VARIANT "lrt::variants::Lrt")
+elseif(CASE STREQUAL "no_variant")
+  lrt_add_variant(NAME x)
+elseif(CASE STREQUAL "twice")
+  lrt_add_variant(NAME x VARIANT "lrt::variants::Lrt")
+  lrt_add_variant(NAME x VARIANT "lrt::variants::KVOnly")
+elseif(CASE STREQUAL "unknown_argument")
+  lrt_add_variant(NAME x VARIANT "lrt::variants::Lrt" SCEDULE "lrt::Interleaved<3>")
+endif()
+message(FATAL_ERROR "variant_errors: case ${CASE} did not fail")
