@@ -1,3 +1,4 @@
+cmake_policy(VERSION 3.25)
 # cmake -DCASE=<case> -DSOURCE_DIR=<repo> -P variant_errors.cmake: a bad lrt_add_variant call
 # must stop with a message (the CTest matches it).
 set(LRT_VARIANTS_GENERATED_DIR "${CMAKE_CURRENT_BINARY_DIR}/variant_errors_${CASE}")
