@@ -281,15 +281,15 @@ class Ablation {
   std::vector<std::string> train_command(const ablate::Run& r, bool resume) const {
     std::vector<std::string> c{bin + "/lrt-train"};
     if (resume) {
-      // The checkpoint records the pair, the model, the optimizer settings and the horizon, not
-      // how the run evaluates or on which device: those flags go again (and a swept scale).
+      // The checkpoint records the pair, the model, the optimizer settings (the rates with a
+      // swept --lr-scale already applied, which lrt-train refuses again on --resume) and the
+      // horizon, not how the run evaluates or on which device: those flags go again.
       std::vector<std::string> given = grid.train_flags;
       given.insert(given.end(), arms[r.arm].flags.begin(), arms[r.arm].flags.end());
-      const std::vector<std::string> again =
-          ablate::pick_flags(given, {"eval-every", "eval-tokens", "eval-bytes", "device", "precision"});
+      const std::vector<std::string> again = ablate::pick_flags(
+          given, {"eval-every", "eval-tokens", "eval-bytes", "seq-eval-every", "device", "precision"});
       c.insert(c.end(), {"--resume", r.dir});
       c.insert(c.end(), again.begin(), again.end());
-      if (r.lr) c.insert(c.end(), {"--lr-scale", ablate::shortest(*r.lr)});
       c.insert(c.end(), {"--out", r.dir, "--data", data});
       return c;
     }
