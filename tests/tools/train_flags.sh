@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tools.train_flags: lrt-train's model and schedule flags reach the model, the checkpoint, the
+# logs and --resume.
+#   tests/tools/train_flags.sh SOURCE_DIR BIN_DIR WORK_DIR
+# 1. A run with every flag changed: the model line and lrt-eval show the shape; the checkpoint's
+#    model_config / lrt_config / train_options metadata and summary.json hold each value; the
+#    LR multipliers in log.csv follow warm-up, warm-down and floor; log.csv has the sequential
+#    bits per byte every --seq-eval-every steps; memory.csv has gamma and gate rows per layer.
+# 2. Resuming its step-4 checkpoint without the flags ends byte-identical to the run (every
+#    setting came back from the checkpoint).
+# 3. Refusals (exit 2, naming the flag): a bad --ve-layout, --ve-layout on a K/V variant, an LRT
+#    flag on the baseline, warm-up + warm-down > 1, a model flag on --resume that differs from
+#    the checkpoint, --lr-scale on --resume.
+set -u -o pipefail
+src=$1 bin=$2 work=$3
+fail() { echo "FAIL: $*"; exit 1; }
+pass() { echo "PASS: $*"; }
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail "cannot use $work"
+cat "$src/README.md" "$src"/docs/*.md > corpus.txt
+export LRT_NUM_THREADS=1
+train=$bin/lrt-train
+common="--data corpus.txt --sequence-len 32 --batch-rows 4 --eval-every 4 --eval-tokens 512"
+flags="--n-layer 2 --n-embd 32 --n-head 2 --n-kv-head 1 --window-pattern SL --gate-channels 16 --mem-offset 2
+       --reset-at-bos --weight-decay 0.05 --batch-lr-rule release --warmup-frac 0.25 --warmdown-frac 0.5
+       --final-lr-frac 0.2 --lr-scale 2 --seq-eval-every 4"
+# shellcheck disable=SC2086
+"$train" $common $flags --steps 8 --out a > a.out 2>&1 || fail "the run exited with $?: $(tail -5 a.out)"
+grep -q '^model: lrt with interleaved:2: L=2 d=32 H=2 T=32 ' a.out || fail "model line: $(grep '^model:' a.out)"
+grep -q '^config: n_layer 2 n_embd 32 n_head 2 n_kv_head 1 sequence_len 32 vocab 257 window_pattern SL ve_layout every gate_channels 16 mem_offset 2 reset_at_bos true$' a.out ||
+  fail "config line: $(grep '^config:' a.out)"
+s=a/summary.json
+[ -f $s ] || fail "no summary.json"
+for kv in '"n_layer":2' '"n_embd":32' '"n_kv_head":1' '"window_pattern":"SL"' '"ve_gate_channels":16' \
+          '"mem_offset":2' '"reset_at_bos":true' '"release_batch_scaling":true' '"warmup_frac":0.25' \
+          '"final_lr_frac":0.2' '"matrix_lr":0.0399999' '"steps":8'; do
+  grep -q "$kv" $s || fail "summary.json lacks $kv: $(cat $s)"
+done
+grep -q '"muon_weight_decay":0.0500000' $s || fail "summary.json: weight decay"
+# The checkpoint's metadata (safetensors: an 8-byte header length, then the JSON header).
+meta() { head -c $((8 + $(od -An -tu8 -N8 "$1" | tr -d ' '))) "$1" | tail -c +9; }
+meta a/model.safetensors | grep -q 'mem_offset\\":2' || fail "model.safetensors: no mem_offset 2"
+meta a/model.safetensors | grep -q 'window_pattern\\":\\"SL' || fail "model.safetensors: no window_pattern SL"
+meta a/optim.safetensors | grep -q 'warmup_frac\\":0.25' || fail "optim.safetensors: no warmup_frac"
+# LR multipliers (N = 8: warm-up U = 2 steps, warm-down W = 4 from step 5, floor 0.2).
+lr=$(awk -F, 'NR > 1 { printf "%s ", $6 }' a/log.csv)
+[ "$lr" = "0.5 1 1 1 1 0.8 0.6 0.4 " ] || fail "LR multipliers in log.csv: $lr"
+seq=$(awk -F, 'NR > 1 && $8 != "" { printf "%s ", $1 }' a/log.csv)
+[ "$seq" = "3 7 " ] || fail "sequential evaluations at steps '$seq', not '3 7 '"
+[ "$(grep -c '^[37],[01],' a/memory.csv)" = 4 ] || fail "memory.csv: $(cat a/memory.csv)"
+grep -q '^memory by layer: gamma .*; recurrent gate (mean+-sd) ' a.out || fail "no memory line"
+"$bin/lrt-eval" --checkpoint a --data corpus.txt --eval-tokens 512 > e.out 2>&1 || fail "lrt-eval: $(tail -3 e.out)"
+grep -q 'lrt with interleaved:2, L=2 d=32 T=32' e.out || fail "lrt-eval: $(head -1 e.out)"
+pass "every flag reaches the model, the checkpoint, summary.json and the logs"
+
+"$train" --data corpus.txt --eval-tokens 512 --seq-eval-every 4 --resume a/checkpoints/step-000004 --out b > b.out 2>&1 ||
+  fail "resume exited with $?: $(tail -3 b.out)"
+cmp -s a/model.safetensors b/model.safetensors || fail "the resumed run's model differs"
+cmp -s a/optim.safetensors b/optim.safetensors || fail "the resumed run's optimizer state differs"
+pass "a resume without the flags ends byte-identical"
+
+refuse() {  # refuse "pattern" args...: exit 2 and the pattern in the error
+  local pat=$1
+  shift
+  "$train" "$@" > r.out 2>&1
+  local rc=$?
+  [ $rc = 2 ] || fail "$* exited with $rc, not 2: $(head -2 r.out)"
+  grep -q -- "$pat" r.out || fail "$*: no '$pat' in: $(head -2 r.out)"
+}
+refuse "--ve-layout must be every, alternating or none, got 'x'" $common --steps 1 --out r --ve-layout x
+if "$train" --list-variants | grep -q -- '--variant kv '; then
+  refuse "--ve-layout none: variant kv carries value embeddings on every layer" $common --steps 1 --out r --variant kv \
+    --ve-layout none
+fi
+refuse "--mem-offset is an LRT option: variant baseline has no memory" $common --steps 1 --out r --variant baseline --mem-offset 2
+refuse "exceed the run" $common --steps 1 --out r --warmup-frac 0.6
+refuse "drop or correct --n-embd 64 (the checkpoint has 32)" --data corpus.txt --resume a --out r --n-embd 64
+refuse "--lr-scale on --resume" --data corpus.txt --resume a --out r --lr-scale 2
+pass "bad flags are refused with exit 2"
