@@ -18,6 +18,8 @@
 
 #include <lrt/io/json.hpp>
 
+#include "tool_util.hpp"
+
 namespace ablate {
 
 /// A mistake in the grid file, "FILE:LINE: what": exit status 2, without the usage text (the
@@ -194,16 +196,9 @@ inline void check_reserved(const std::vector<std::string>& flags, const std::vec
 
 namespace detail {
 inline double parse_number(const std::string& s, const std::string& where, const std::string& what) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (s.empty() || used != s.size() || !std::isfinite(v))
-    throw GridError(fmt::format("{}: {} expects numbers, got '{}'", where, what, s));
-  return v;
+  const std::optional<double> v = tool::parse_finite(s);
+  if (!v) throw GridError(fmt::format("{}: {} expects numbers, got '{}'", where, what, s));
+  return *v;
 }
 template <class T>
 void add_unique(std::vector<T>& to, const T& v, const std::string& shown, const std::string& where,

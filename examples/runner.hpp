@@ -198,16 +198,10 @@ inline std::vector<double> parse_weights(const std::string& text) {
   while (at <= text.size()) {
     const std::size_t end = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, end - at);
-    std::size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || !std::isfinite(x) || x < 0)
+    const std::optional<double> x = parse_finite(item);
+    if (!x || *x < 0)
       throw UsageError(fmt::format("--loss-weights expects comma-separated numbers >= 0, got '{}'", text));
-    w.push_back(x);
+    w.push_back(*x);
     at = end + 1;
   }
   return w;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +24,19 @@ namespace tool {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// All of s as a finite number (nullopt for an empty text, trailing characters, inf or nan).
+inline std::optional<double> parse_finite(const std::string& s) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (s.empty() || used != s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
 
 class Args {
  public:
@@ -99,15 +113,9 @@ class Args {
   /// A finite number within [lo, hi].
   double number(const std::string& name, double lo, double hi) const {
     const std::string s = str(name);
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (s.empty() || used != s.size() || !std::isfinite(v))
-      throw UsageError(fmt::format("--{} expects a number, got '{}'", name, s));
+    const std::optional<double> parsed = parse_finite(s);
+    if (!parsed) throw UsageError(fmt::format("--{} expects a number, got '{}'", name, s));
+    const double v = *parsed;
     if (v < lo || v > hi) throw UsageError(fmt::format("--{} must be in [{}, {}], got {}", name, lo, hi, v));
     return v;
   }
