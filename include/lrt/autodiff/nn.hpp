@@ -14,41 +14,24 @@
 #include <utility>
 
 #include "../backend/nn_backend.hpp"
+#include "../backend/rope_table.hpp"
 #include "ops.hpp"
 
 namespace lrt {
 inline namespace v0 {
 
-/// Rounds a float to the nearest bfloat16 (ties to even) and back.
-inline float round_to_bf16(float x) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, nan
-  u += 0x7fffu + ((u >> 16) & 1u);
-  u &= 0xffff0000u;
-  return std::bit_cast<float>(u);
-}
-
 /// RoPE tables for the given absolute positions: cos, sin of pos * 10000^(-2j/Dh), j < Dh/2,
-/// computed in fp32 (as the release does), optionally rounded to bf16.   -> cos, sin: (P, Dh/2)
+/// computed in fp32 (as the release does), optionally rounded to bf16 (one rope_row per
+/// position).   -> cos, sin: (P, Dh/2)
 template <class T>
 std::pair<Tensor<T, 2>, Tensor<T, 2>> rope_tables(TensorView<const index_t, 1> positions, index_t Dh,
                                                   bool bf16_tables = true) {
   check(Dh > 0 && Dh % 2 == 0, "rope", "head dim must be even and positive, got ", Dh);
   const index_t P = positions.shape()[0], half = Dh / 2;
   Tensor<T, 2> cs(Shape<2>{P, half}, uninitialized), sn(Shape<2>{P, half}, uninitialized);
-  for (index_t j = 0; j < half; ++j) {
-    const float inv = 1.0f / std::pow(10000.0f, static_cast<float>(2 * j) / static_cast<float>(Dh));
-    for (index_t p = 0; p < P; ++p) {
-      check(positions(p) >= 0, "rope", "negative position ", positions(p));
-      const float th = static_cast<float>(positions(p)) * inv;
-      float c = std::cos(th), s = std::sin(th);
-      if (bf16_tables) {
-        c = round_to_bf16(c);
-        s = round_to_bf16(s);
-      }
-      cs(p, j) = static_cast<T>(c);
-      sn(p, j) = static_cast<T>(s);
-    }
+  for (index_t p = 0; p < P; ++p) {
+    check(positions(p) >= 0, "rope", "negative position ", positions(p));
+    rope_row<T>(positions(p), Dh, bf16_tables, cs.data() + p * half, sn.data() + p * half);
   }
   return {std::move(cs), std::move(sn)};
 }

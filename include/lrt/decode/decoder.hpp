@@ -46,54 +46,10 @@
 #include "../model/gpt.hpp"
 #include "../model/training_schedule.hpp"
 #include "graph_step.hpp"
+#include "prefill_mode.hpp"
 
 namespace lrt {
 inline namespace v0 {
-
-/// How Decoder::prefill feeds a prompt (spec §6).
-struct PrefillMode {
-  enum class Kind {
-    Exact,        // token by token through the decode step (the release's sequential evaluation)
-    Zero,         // zero memory throughout, prompt and generation (the release's chat engine)
-    Interleaved,  // pass 0 + S refinement passes over the prompt, then exact decoding; exact iff S >= P
-  };
-  Kind kind = Kind::Exact;
-  index_t passes = 0;  // Interleaved: S >= 1
-
-  static PrefillMode exact() noexcept { return {}; }
-  static PrefillMode zero() noexcept { return {Kind::Zero, 0}; }
-  static PrefillMode interleaved(index_t S) {
-    check(S >= 1, "prefill", "interleaved prefill needs S >= 1 refinement passes, got ", S);
-    return {Kind::Interleaved, S};
-  }
-  /// "exact", "zero" or "interleaved:S" (S >= 1); lrt::Error otherwise.
-  static PrefillMode parse(std::string_view s) {
-    if (s == "exact") return exact();
-    if (s == "zero") return zero();
-    constexpr std::string_view pre = "interleaved:";
-    if (s.substr(0, pre.size()) == pre) {
-      const std::string_view num = s.substr(pre.size());
-      long long S = 0;
-      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), S);
-      if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && S >= 1) return interleaved(S);
-    }
-    throw Error("prefill",
-                detail::str_cat("expected exact, zero or interleaved:S with S >= 1, got '", std::string(s), "'"));
-  }
-  /// The spelling parse() reads.
-  std::string name() const {
-    switch (kind) {
-      case Kind::Exact:
-        return "exact";
-      case Kind::Zero:
-        return "zero";
-      case Kind::Interleaved:
-        return "interleaved:" + std::to_string(passes);
-    }
-    return "?";
-  }
-  friend bool operator==(const PrefillMode&, const PrefillMode&) = default;
-};
 
 /// The recurrent memory of a decoder's rows: the source states of each row's last k positions and
 /// their tokens, position t in slot t % k (k = the config's mem_offset).
@@ -107,14 +63,7 @@ struct MemoryRing {
   /// reset_at_bos when the config's BOS id (c.bos()) lies in tokens t-k+1..t (the k-1 newest in
   /// the row's ring, and tok).
   bool reads_state(const ModelConfig& c, index_t b, index_t t, index_t tok) const {
-    const index_t k = c.mem_offset;
-    if (t < k) return false;
-    if (!c.reset_at_bos) return true;
-    const index_t bos = c.bos();
-    if (tok == bos) return false;
-    for (index_t j = t - k + 1; j < t; ++j)
-      if (tokens(j % k, b) == bos) return false;
-    return true;
+    return lrt::reads_state(c, t, tok, [&](index_t j) { return tokens(j % c.mem_offset, b); });
   }
   /// The slot of the state that position t reads (s_{t-k}; 0 before k, where none is read).
   static index_t read_slot(index_t k, index_t t) noexcept { return t >= k ? (t - k) % k : 0; }
@@ -389,6 +338,9 @@ class Decoder {
     }
     check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "decoder",
           "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes);
+    check(!mode.parallel_passes(), "decoder", "prefill ", mode.name(),
+          " runs on the lean decoder (lrt::LeanDecoder, decode/lean.hpp, CPU); this decoder takes exact, zero or "
+          "interleaved:S");
     if (sinks_ > 0 && mode.kind != PrefillMode::Kind::Exact) {  // the parallel passes attend without sinks
       index_t shortest = c.window(0);
       for (index_t l = 1; l < c.n_layer; ++l) shortest = std::min(shortest, c.window(l));

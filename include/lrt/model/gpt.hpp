@@ -16,6 +16,8 @@
 #include "../autodiff/nn.hpp"
 #include "../autodiff/ops.hpp"
 #include "config.hpp"
+#include "logits.hpp"
+#include "variant.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -97,60 +99,6 @@ ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m
 }
 }  // namespace model_detail
 
-// ---------------------------------------------------------------- variants (spec §1, §3)
-
-/// Where the recurrent memory enters each layer.
-enum class Injection { None, Residual, KV, Both };
-/// One (P_k, P_v) pair for all layers, or one per layer (the release).
-enum class Projection { Shared, Layerwise };
-
-/// Source of the memory: the final normed state h_t (the release).
-struct FinalSource {
-  static constexpr int index = -1;
-};
-/// Source of the memory: N(x after block L) [P]. Checked against the layer count at construction.
-template <int L>
-struct BlockSource {
-  static_assert(L >= 0,
-                "BlockSource<L>: the source layer is a block index and must be >= 0 (FinalSource is the final "
-                "normed state)");
-  static constexpr int index = L;
-};
-
-/// The structural choices of a model (compile time); sizes and the rest are runtime (ModelConfig).
-template <Injection I, Projection P = Projection::Shared, class Source = FinalSource>
-struct Variant {
-  static constexpr Injection injection = I;
-  static constexpr Projection projection = P;
-  static constexpr int source_layer = Source::index;  // -1: final
-  static constexpr bool residual = I == Injection::Residual || I == Injection::Both;
-  static constexpr bool kv = I == Injection::KV || I == Injection::Both;
-  static constexpr bool recurrent = I != Injection::None;
-};
-
-namespace variants {
-using Baseline = Variant<Injection::None>;                           // `baseline`
-using Lrt = Variant<Injection::Both, Projection::Shared>;            // `lrt`: the paper's default
-using LrtRelease = Variant<Injection::Both, Projection::Layerwise>;  // `lrt-release`
-using ResidualOnly = Variant<Injection::Residual>;                   // `residual`
-using KVOnly = Variant<Injection::KV, Projection::Shared>;           // `kv`
-}  // namespace variants
-
-inline std::string_view to_string(Injection i) {
-  switch (i) {
-    case Injection::None:
-      return "none";
-    case Injection::Residual:
-      return "residual";
-    case Injection::KV:
-      return "kv";
-    case Injection::Both:
-      return "both";
-  }
-  return "?";
-}
-inline std::string_view to_string(Projection p) { return p == Projection::Shared ? "shared" : "layerwise"; }
-
 /// What a parameter is, for the optimizer split of spec §8 and the counts of §10.
 enum class ParamRole {
   Embedding,    // token and value-embedding tables (wte, E_l): AdamW at the embedding lr, no matmul
@@ -179,15 +127,6 @@ inline std::string_view to_string(ParamRole r) {
 }
 /// Whether a parameter of role r is a weight of a matrix multiply (counts in N_mm).
 constexpr bool in_matmul(ParamRole r) { return r == ParamRole::Unembedding || r == ParamRole::Matrix; }
-
-/// The logits the model hands out for head outputs z (rows, V): tanh(z / softcap) softcap with the
-/// config's logit_softcap (spec §2.4), as the loss sees them. An expression (z is held by value);
-/// the decoder and the schedules' kept logits both use it.
-template <class T, class Z>
-auto capped_logits(const Z& z, const ModelConfig& c) {
-  const T cap = static_cast<T>(c.logit_softcap);
-  return lrt::tanh(z / cap) * cap;
-}
 
 /// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
 /// device D. variants::Baseline is the plain GPT (GPT<T, D> below).

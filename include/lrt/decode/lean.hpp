@@ -1,0 +1,615 @@
+// lrt/decode/lean.hpp: LeanDecoder<V, T>, KV-cache decoding of one row on the CPU that calls the
+// kernels directly: no autodiff graph, no std::function per layer, no tensor allocated per token.
+// Everything it works with (the KV cache with each layer's window, the memory ring, the scratch of
+// a step and of a whole-prompt pass, the RoPE rows) is laid out once, at construction, in one
+// buffer. It reads the weights through views (LeanWeights: from a Model with lean_weights(),
+// decode/lean_model.hpp, or from any memory the caller keeps alive).
+//
+// Same results as Decoder (decode/decoder.hpp): a step runs the operations of Model::forward for
+// one token in the same order through the same kernels (lrt::gemm's single-row product, the
+// RMSNorm and RoPE kernels, the attention kernel's softmax row, the expressions of the elementwise
+// ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every variant
+// (tests/unit/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
+// Decoder's too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity)
+// and moves the newest window to the front when it reaches the end, so rows run past the
+// training context. Attention sinks and several rows are the Decoder's alone.
+//
+// Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
+// same block code on n positions at once (matrix products of n rows, the attention kernel with
+// subset queries) in a workspace that holds the prompt's K/V and source states, up to
+// `max_prompt` positions, then load the window each layer needs into the cache:
+//   zero          one zero-memory pass; decoding goes on without memory (the Decoder's zero mode)
+//   interleaved:S pass 0 + the S subset passes of the Interleaved<S> schedule (interleaved_prefill)
+//   fixed-point   the exact recurrence m~_p = s_{p-k} solved by passes: pass 0 reads zero memory,
+//                 pass j the source states of pass j - 1, recomputing only the positions at or past
+//                 the exact frontier F. Positions below k read no state, so F = k after pass 0; a
+//                 pass that leaves the states of positions < q unchanged bit for bit fixes every
+//                 position < q + k (their inputs no longer change), so F = q + k >= F + k. It stops
+//                 when F reaches P or a pass changes no state: at most ceil(P / k) passes.
+//   approximate:TOL  the same passes, stopped once no element of a recomputed state moved by more than TOL.
+// These differ from exact prefill only by rounding (products of n rows round differently from n
+// products of one row): within 1e-5 on the tests' models.
+// Shapes: d width, H heads, Hkv KV heads, Dh head dim, D = Hkv Dh, V vocabulary, Vp padded, P prompt.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../backend/cpu/attention.hpp"
+#include "../backend/cpu/gemm.hpp"
+#include "../backend/cpu/nn.hpp"
+#include "../backend/rope_table.hpp"
+#include "../model/config.hpp"
+#include "../model/logits.hpp"
+#include "../model/variant.hpp"
+#include "prefill_mode.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// A weight matrix (rows, cols), row-major and contiguous, read-only; a plain handle (assigning
+/// one rebinds it; nothing is copied). Empty: data == nullptr.
+template <class T>
+struct LeanMatrix {
+  const T* data = nullptr;
+  index_t rows = 0, cols = 0;
+  TensorView<const T, 2> view() const noexcept { return {data, Shape<2>{rows, cols}}; }
+};
+
+/// One block's weights (spec §2.2-2.3, §3.2), as Model::Block names them; empty views where the
+/// variant or layer has none.
+template <class T>
+struct LeanLayerWeights {
+  LeanMatrix<T> c_q, c_k, c_v, c_proj, c_fc, mlp_proj;
+  LeanMatrix<T> ve_gate;         // None/Residual, value-embedding layers: (Hkv, c)
+  LeanMatrix<T> triple_gate;     // KV/Both: (3 Hkv, c), rows local, rec, ve
+  LeanMatrix<T> value_embed;     // (Vp, D) on value-embedding layers (every layer for KV/Both)
+  LeanMatrix<T> proj_k, proj_v;  // KV/Both with Layerwise projections: (D, d)
+};
+
+/// A model's weights as views (the memory belongs to the caller and must outlive the decoder).
+template <class T>
+struct LeanWeights {
+  ModelConfig config;  // the model's (validated; KV/Both: value embeddings on every layer)
+  LeanMatrix<T> wte, lm_head;
+  LeanMatrix<T> proj_k, proj_v;  // KV/Both with Shared projections: (D, d)
+  const T* resid_lambdas = nullptr;
+  const T* x0_lambdas = nullptr;
+  const T* gamma = nullptr;  // Residual/Both: (L)
+  std::vector<LeanLayerWeights<T>> layers;
+};
+
+/// What the last prefill did: passes over the prompt (exact: 0) and positions computed in them.
+struct PrefillStats {
+  index_t passes = 0;
+  index_t positions = 0;
+  bool converged = false;  // fixed-point / approximate: stopped by the rule (not by running out)
+};
+
+/// Decodes one row of a V model in T (float or double) on the CPU; see the top of this file.
+template <class V, class T = float>
+class LeanDecoder {
+  static_assert(std::is_floating_point_v<T>, "LeanDecoder<V, T>: T is float or double");
+
+ public:
+  struct Options {
+    /// 0: positions unbounded (the cache is a window over the newest ones); > 0: at most that
+    /// many positions (an lrt::Error past it), with a cache no larger than needed for them.
+    index_t capacity = 0;
+    /// The longest prompt the whole-prompt prefill modes take (their workspace is laid out for
+    /// it); -1: the config's sequence_len; 0: exact prefill only (the smallest layout).
+    index_t max_prompt = -1;
+  };
+
+  explicit LeanDecoder(LeanWeights<T> w) : LeanDecoder(std::move(w), Options{}) {}
+  LeanDecoder(LeanWeights<T> w, Options o) : w_(std::move(w)), c_(w_.config) {
+    check_weights();
+    check(o.capacity >= 0, "lean decoder", "capacity must be >= 0 (0: no limit), got ", o.capacity);
+    check(o.max_prompt >= -1, "lean decoder", "max_prompt must be >= -1 (-1: sequence_len), got ", o.max_prompt);
+    cap_ = o.capacity;
+    max_prompt_ = o.max_prompt < 0 ? c_.sequence_len : o.max_prompt;
+    if (cap_ > 0) max_prompt_ = std::min(max_prompt_, cap_);
+    layout();
+  }
+  LeanDecoder(const LeanDecoder&) = delete;
+  LeanDecoder& operator=(const LeanDecoder&) = delete;
+  LeanDecoder(LeanDecoder&&) noexcept = default;  // the buffers stay where they are
+  LeanDecoder& operator=(LeanDecoder&&) noexcept = default;
+
+  const ModelConfig& config() const noexcept { return c_; }
+  index_t capacity() const noexcept { return cap_; }
+  index_t max_prompt() const noexcept { return max_prompt_; }
+  /// The position of the next token (the number of tokens fed).
+  index_t position() const noexcept { return pos_; }
+  /// The slots of layer l's cache (window(l) + 1 keys are ever read).
+  index_t cache_slots(index_t l) const {
+    check(l >= 0 && l < c_.n_layer, "lean decoder", "layer ", l, " outside [0, ", c_.n_layer, ")");
+    return slide_[static_cast<std::size_t>(l)];
+  }
+  /// The bytes laid out at construction (everything the decoder writes; the weights excluded).
+  std::size_t state_bytes() const noexcept {
+    return arena_size_ * sizeof(T) + ring_tok_.capacity() * sizeof(index_t) + qpos_.capacity() * sizeof(index_t);
+  }
+  const PrefillMode& prefill_mode() const noexcept { return mode_; }
+  const PrefillStats& prefill_stats() const noexcept { return stats_; }
+  /// The logits (V) returned by the last prefill() or step().
+  std::span<const T> logits() const noexcept { return {logits_, static_cast<std::size_t>(c_.vocab_size)}; }
+  /// Forgets the context (nothing is freed); the prefill mode returns to exact.
+  void reset() noexcept {
+    pos_ = 0;
+    mode_ = PrefillMode{};
+    stats_ = {};
+  }
+
+  /// Starts a new context from a prompt (>= 1 token ids), fed the way `mode` says; returns the
+  /// logits after its last token. Mode zero stays in force for the following steps.
+  std::span<const T> prefill(std::span<const index_t> prompt, PrefillMode mode = {}) {
+    const index_t P = static_cast<index_t>(prompt.size());
+    check(P >= 1, "lean decoder", "the prompt is empty");
+    check(cap_ == 0 || P <= cap_, "lean decoder", "the prompt has ", P, " tokens, more than the capacity ", cap_);
+    for (index_t tok : prompt) check_token(tok);
+    check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "lean decoder",
+          "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes);
+    check(mode.kind != PrefillMode::Kind::Approximate || (std::isfinite(mode.tolerance) && mode.tolerance > 0),
+          "lean decoder", "approximate prefill needs a tolerance > 0, got ", mode.tolerance);
+    check(mode.kind == PrefillMode::Kind::Exact || P <= max_prompt_, "lean decoder", "a ", mode.name(), " prefill of ",
+          P, " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
+          "; exact prefill takes any length)");
+    reset();
+    mode_ = mode;
+    if (mode.kind == PrefillMode::Kind::Exact) {
+      for (index_t tok : prompt) step_token(tok);
+      return logits();
+    }
+    passes(prompt, mode);
+    return logits();
+  }
+
+  /// Feeds one token at position(); returns the next-token logits (V), soft-capped.
+  std::span<const T> step(index_t token) {
+    check_token(token);
+    step_token(token);
+    return logits();
+  }
+
+ private:
+  using Mat = TensorView<T, 2>;
+  using CMat = TensorView<const T, 2>;
+
+  // ------------------------------------------------------------ construction
+
+  static bool empty(const LeanMatrix<T>& m) noexcept { return m.data == nullptr; }
+  void need(const LeanMatrix<T>& m, index_t r, index_t cols, const std::string& what) const {
+    check(!empty(m), "lean decoder", "weight ", what, " is missing");
+    check(m.rows == r && m.cols == cols, "lean decoder", "weight ", what, " has shape ", Shape<2>{m.rows, m.cols},
+          ", expected ", Shape<2>{r, cols});
+  }
+  void none(const LeanMatrix<T>& m, const std::string& what) const {
+    check(empty(m), "lean decoder", "weight ", what, " is given but this variant has none");
+  }
+  void check_weights() const {
+    c_.validate();
+    check(V::source_layer < c_.n_layer, "lean decoder", "source layer ", V::source_layer, " is beyond the last block (",
+          c_.n_layer, " layers)");
+    check(!V::kv || c_.ve_layout == VELayout::Every, "lean decoder",
+          "KV/Both variants have value embeddings on every layer (config.ve_layout = every)");
+    const index_t L = c_.n_layer, d = c_.n_embd, Vp = c_.padded_vocab(), D = c_.kv_dim();
+    const index_t hd = c_.n_head * c_.head_dim(), c = c_.gate_channels();
+    check(static_cast<index_t>(w_.layers.size()) == L, "lean decoder", "weights of ", w_.layers.size(),
+          " layers for a config of ", L);
+    need(w_.wte, Vp, d, "wte"), need(w_.lm_head, Vp, d, "lm_head");
+    check(w_.resid_lambdas && w_.x0_lambdas, "lean decoder", "resid_lambdas and x0_lambdas are missing");
+    check(!V::residual || w_.gamma, "lean decoder", "gamma (interleaved_lambdas) is missing");
+    constexpr bool shared = V::kv && V::projection == Projection::Shared;
+    if (shared) {
+      need(w_.proj_k, D, d, "proj_k"), need(w_.proj_v, D, d, "proj_v");
+    } else {
+      none(w_.proj_k, "proj_k (shared)"), none(w_.proj_v, "proj_v (shared)");
+    }
+    for (index_t l = 0; l < L; ++l) {
+      const auto& b = w_.layers[static_cast<std::size_t>(l)];
+      const std::string p = "h." + std::to_string(l) + ".";
+      need(b.c_q, hd, d, p + "c_q"), need(b.c_k, D, d, p + "c_k"), need(b.c_v, D, d, p + "c_v");
+      need(b.c_proj, d, hd, p + "c_proj"), need(b.c_fc, 4 * d, d, p + "c_fc"),
+          need(b.mlp_proj, d, 4 * d, p + "mlp_proj");
+      if (V::kv) {
+        need(b.triple_gate, 3 * c_.n_kv_head, c, p + "triple_gate"), none(b.ve_gate, p + "ve_gate");
+        need(b.value_embed, Vp, D, p + "value_embed");
+      } else if (c_.has_ve(l)) {
+        need(b.ve_gate, c_.n_kv_head, c, p + "ve_gate"), need(b.value_embed, Vp, D, p + "value_embed");
+        none(b.triple_gate, p + "triple_gate");
+      } else {
+        none(b.ve_gate, p + "ve_gate"), none(b.value_embed, p + "value_embed"), none(b.triple_gate, p + "triple_gate");
+      }
+      if (V::kv && V::projection == Projection::Layerwise) {
+        need(b.proj_k, D, d, p + "proj_k"), need(b.proj_v, D, d, p + "proj_v");
+      } else {
+        none(b.proj_k, p + "proj_k"), none(b.proj_v, p + "proj_v");
+      }
+    }
+  }
+
+  /// Lays out every buffer in one allocation (64-byte aligned pieces).
+  void layout() {
+    const index_t L = c_.n_layer, d = c_.n_embd, D = c_.kv_dim(), hd = c_.n_head * c_.head_dim();
+    const index_t n = std::max<index_t>(1, max_prompt_), half = c_.head_dim() / 2;
+    std::vector<std::pair<T**, index_t>> plan;
+    const auto take = [&](T*& p, index_t count) { plan.emplace_back(&p, count); };
+    kc_.resize(static_cast<std::size_t>(L)), vc_.resize(kc_.size()), wk_.resize(kc_.size()), wv_.resize(kc_.size());
+    index_t most = 1;
+    for (index_t l = 0; l < L; ++l) {
+      const index_t W = c_.window(l) + 1, N = cap_ > 0 ? std::min(cap_, 2 * W) : 2 * W;
+      keys_.push_back(W), slide_.push_back(N), most = std::max(most, N);
+      take(kc_[static_cast<std::size_t>(l)], N * D), take(vc_[static_cast<std::size_t>(l)], N * D);
+      if (max_prompt_ > 0)
+        take(wk_[static_cast<std::size_t>(l)], max_prompt_ * D),
+            take(wv_[static_cast<std::size_t>(l)], max_prompt_ * D);
+    }
+    if (V::recurrent) take(ring_, c_.mem_offset * d);
+    if (V::recurrent && max_prompt_ > 0) take(src_, max_prompt_ * d), take(prev_, max_prompt_ * d);
+    take(x_, n * d), take(x0_, n * d), take(u_, n * d), take(t_, n * d), take(h_, n * d), take(s_, n * d);
+    take(mem_, n * d);
+    take(q_, n * hd), take(q2_, n * hd), take(y_, n * hd);
+    take(k_, n * D), take(k2_, n * D), take(v_, n * D), take(e_, n * D), take(krec_, n * D), take(vrec_, n * D);
+    take(tmp_, n * std::max(D, 4 * d));
+    take(gz_, n * 3 * c_.n_kv_head), take(g_, n * 3 * c_.n_kv_head);
+    take(f_, n * 4 * d), take(f2_, n * 4 * d);
+    take(rinv_, n * std::max<index_t>(c_.n_head, 1)), take(lse_, n * c_.n_head);
+    take(cos_, n * half), take(sin_, n * half);
+    take(p_, std::max(most, max_prompt_)), take(z_, c_.padded_vocab()), take(logits_, c_.vocab_size);
+    constexpr index_t align = 64 / sizeof(T);
+    std::size_t total = 0;
+    for (const auto& [ptr, count] : plan) total += static_cast<std::size_t>((count + align - 1) / align * align);
+    arena_.reset(new (std::align_val_t(64)) T[total]());
+    arena_size_ = total;
+    std::size_t at = 0;
+    for (const auto& [ptr, count] : plan) {
+      *ptr = arena_.get() + at;
+      at += static_cast<std::size_t>((count + align - 1) / align * align);
+    }
+    if (V::recurrent) ring_tok_.assign(static_cast<std::size_t>(c_.mem_offset), 0);
+    qpos_.reserve(static_cast<std::size_t>(n)), tok_.reserve(static_cast<std::size_t>(n));
+  }
+
+  void check_token(index_t tok) const {
+    check(tok >= 0 && tok < c_.vocab_size, "lean decoder", "token id ", tok, " outside the vocabulary [0, ",
+          c_.vocab_size, ")");
+  }
+
+  // ------------------------------------------------------------ the block code (n rows)
+
+  /// Views of n rows of a scratch buffer.
+  static Mat rows(T* p, index_t n, index_t cols) noexcept { return Mat(p, Shape<2>{n, cols}); }
+  static CMat crows(const T* p, index_t n, index_t cols) noexcept { return CMat(p, Shape<2>{n, cols}); }
+  /// y = x W^T (Model's ad::linear: lrt::gemm of (n, in) by W^T).
+  static void linear(const T* x, index_t n, const LeanMatrix<T>& w, T* y) {
+    lrt::gemm(rows(y, n, w.rows), crows(x, n, w.cols), w.view().t());
+  }
+  /// The same for x rows of stride `ld` (the gate's first c channels of u).
+  static void linear_strided(const T* x, index_t n, index_t ld, const LeanMatrix<T>& w, T* y) {
+    lrt::gemm(rows(y, n, w.rows), CMat(x, Shape<2>{n, w.cols}, Strides<2>{ld, 1}), w.view().t());
+  }
+  void rmsnorm(const T* x, index_t n, T* y) {
+    cpu::rmsnorm_forward<T>(crows(x, n, c_.n_embd), rows(y, n, c_.n_embd), TensorView<T, 1>(rinv_, Shape<1>{n}),
+                            rmsnorm_eps);
+  }
+  /// y = sigmoid(z) * 2 (ad::gate2), over count values.
+  static void gate2(const T* z, index_t count, T* y) {
+    TensorView<T, 1>(y, Shape<1>{count}) = lrt::sigmoid(TensorView<const T, 1>(z, Shape<1>{count})) * T(2);
+  }
+  /// a[i] = a[i] + b[i] (an ad::operator+ of two tensors).
+  static void add(T* a, const T* b, index_t count) noexcept {
+    for (index_t i = 0; i < count; ++i) a[i] = a[i] + b[i];
+  }
+  /// out[r, h, :] = g[r * gs + h] * x[r, h, :] for n rows of Hkv heads of Dh (a per-head gate
+  /// broadcast over the head dim, as in ad's g * x).
+  void head_scale(const T* g, index_t gs, const T* x, index_t n, T* out) const noexcept {
+    const index_t Hkv = c_.n_kv_head, Dh = c_.head_dim();
+    for (index_t r = 0; r < n; ++r)
+      for (index_t h = 0; h < Hkv; ++h) {
+        const T gh = g[r * gs + h];
+        const T* xr = x + (r * Hkv + h) * Dh;
+        T* o = out + (r * Hkv + h) * Dh;
+        for (index_t e = 0; e < Dh; ++e) o[e] = gh * xr[e];
+      }
+  }
+
+  /// Model::forward for n tokens at positions pos (ascending), with memory rows mem (n, d) or
+  /// none, attending through attend(l, q (n, H*Dh), k (n, D), v (n, D), y (n, H*Dh)). Leaves the
+  /// final normed states in h_ and the source states in s_ (n, d each).
+  template <class Attend>
+  void forward(const index_t* tok, index_t n, const index_t* pos, const T* mem, Attend&& attend) {
+    const index_t d = c_.n_embd, H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.head_dim(), D = c_.kv_dim();
+    for (index_t r = 0; r < n; ++r)  // the token embedding, then its norm
+      std::memcpy(t_ + r * d, w_.wte.data + tok[r] * d, static_cast<std::size_t>(d) * sizeof(T));
+    rmsnorm(t_, n, x_);
+    std::memcpy(x0_, x_, static_cast<std::size_t>(n * d) * sizeof(T));
+    const index_t half = Dh / 2;
+    for (index_t r = 0; r < n; ++r) rope_row<T>(pos[r], Dh, c_.rope_bf16_tables, cos_ + r * half, sin_ + r * half);
+    constexpr bool shared = V::kv && V::projection == Projection::Shared;
+    if (shared && mem) linear(mem, n, w_.proj_k, krec_), linear(mem, n, w_.proj_v, vrec_);
+    const auto xv = rows(x_, n, d);
+    const auto x0v = crows(x0_, n, d);
+    for (index_t l = 0; l < c_.n_layer; ++l) {
+      const auto& b = w_.layers[static_cast<std::size_t>(l)];
+      {  // lambda_mix: alpha_l x + beta_l x0 (one expression, as model_detail::lambda_mix on the CPU)
+        const T al = c_.use_resid_lambdas ? w_.resid_lambdas[l] : T(1);
+        const T bl = c_.use_x0_residual ? w_.x0_lambdas[l] : T(0);
+        xv = CMat(xv) * al + x0v * bl;
+      }
+      if constexpr (V::residual) {  // x + gamma_l m (model_detail::scaled_add)
+        if (mem) xv = CMat(xv) + crows(mem, n, d) * w_.gamma[l];
+      }
+      rmsnorm(x_, n, u_);
+      linear(u_, n, b.c_q, q_), linear(u_, n, b.c_k, k_), linear(u_, n, b.c_v, v_);
+      if constexpr (V::kv) {  // triple gate, recurrent K/V, value embedding (spec §3.2)
+        const index_t G = 3 * Hkv;
+        linear_strided(u_, n, d, b.triple_gate, gz_);
+        gate2(gz_, n * G, g_);
+        head_scale(g_, G, k_, n, k_);  // g_loc k, g_loc v
+        head_scale(g_, G, v_, n, v_);
+        if (mem) {
+          const T *kr = krec_, *vr = vrec_;
+          if constexpr (V::projection == Projection::Layerwise) {
+            linear(mem, n, b.proj_k, krec_), linear(mem, n, b.proj_v, vrec_);
+          }
+          head_scale(g_ + Hkv, G, kr, n, tmp_), add(k_, tmp_, n * D);  // + g_rec krec
+          head_scale(g_ + Hkv, G, vr, n, tmp_), add(v_, tmp_, n * D);  // + g_rec vrec
+        }
+        embed(b.value_embed, tok, n, e_);
+        head_scale(g_ + 2 * Hkv, G, e_, n, tmp_), add(v_, tmp_, n * D);  // + g_ve e
+      } else if (!empty(b.value_embed)) {                                // v + 2 sigmoid(W_g u[0:c]) e
+        linear_strided(u_, n, d, b.ve_gate, gz_);
+        gate2(gz_, n * Hkv, g_);
+        embed(b.value_embed, tok, n, e_);
+        head_scale(g_, Hkv, e_, n, tmp_), add(v_, tmp_, n * D);
+      }
+      rope_norm(q_, n, H, q2_);
+      rope_norm(k_, n, Hkv, k2_);
+      attend(l, q2_, k2_, v_, y_);
+      linear(y_, n, b.c_proj, t_), add(x_, t_, n * d);
+      rmsnorm(x_, n, u_);
+      linear(u_, n, b.c_fc, f_);
+      rows(f2_, n, 4 * d) = lrt::square(lrt::relu(crows(f_, n, 4 * d)));  // relu2
+      linear(f2_, n, b.mlp_proj, t_), add(x_, t_, n * d);
+      if (l == V::source_layer) rmsnorm(x_, n, s_);
+    }
+    rmsnorm(x_, n, h_);
+    if (V::source_layer < 0) std::memcpy(s_, h_, static_cast<std::size_t>(n * d) * sizeof(T));
+  }
+  void embed(const LeanMatrix<T>& table, const index_t* tok, index_t n, T* out) const noexcept {
+    const index_t D = table.cols;
+    for (index_t r = 0; r < n; ++r)
+      std::memcpy(out + r * D, table.data + tok[r] * D, static_cast<std::size_t>(D) * sizeof(T));
+  }
+  /// y = rmsnorm(rope(x)) per head vector of n rows of `heads` heads, RoPE rows cos_/sin_.
+  void rope_norm(const T* x, index_t n, index_t heads, T* y) {
+    const index_t Dh = c_.head_dim();
+    const Shape<4> s{1, n, heads, Dh};
+    const Shape<2> cs{n, Dh / 2};
+    cpu::rope_rmsnorm_forward<T>(TensorView<const T, 4>(x, s), TensorView<const T, 2>(cos_, cs),
+                                 TensorView<const T, 2>(sin_, cs), TensorView<T, 4>(y, s),
+                                 TensorView<T, 1>(rinv_, Shape<1>{n * heads}), rmsnorm_eps);
+  }
+  /// logits_ = softcapped head(h row r) over the vocabulary (Decoder::store_logits).
+  void head_logits(index_t r) {
+    linear(h_ + r * c_.n_embd, 1, w_.lm_head, z_);
+    TensorView<T, 2>(logits_, Shape<2>{1, c_.vocab_size}) =
+        capped_logits<T>(CMat(z_, Shape<2>{1, c_.padded_vocab()}).slice(1, 0, c_.vocab_size), c_);
+  }
+
+  // ------------------------------------------------------------ decode steps
+
+  bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
+  /// The position in slot 0 of layer l's cache while the newest position is t (Decoder::KvCache::base).
+  index_t base(index_t l, index_t t) const noexcept {
+    const index_t W = keys_[static_cast<std::size_t>(l)], N = slide_[static_cast<std::size_t>(l)], u = t - W + 1;
+    if (u <= 0) return 0;
+    const index_t s = N - W + 1;
+    return u / s * s;
+  }
+
+  void step_token(index_t tok) {
+    const index_t t = pos_, d = c_.n_embd, k = c_.mem_offset;
+    check(cap_ == 0 || t < cap_, "lean decoder", "context full: position ", t, " is past the capacity ", cap_,
+          " (capacity 0: no limit)");
+    check(t < (index_t{1} << 40), "lean decoder", "position ", t, " is past 2^40");
+    const std::size_t D = static_cast<std::size_t>(c_.kv_dim());
+    for (index_t l = 0; l < c_.n_layer; ++l) {  // the window moves to the front when the buffer is full
+      const index_t nb = base(l, t), ob = t > 0 ? base(l, t - 1) : 0;
+      if (nb != ob)
+        for (T* cache : {kc_[static_cast<std::size_t>(l)], vc_[static_cast<std::size_t>(l)]})
+          std::memmove(cache, cache + (nb - ob) * static_cast<index_t>(D),
+                       static_cast<std::size_t>(t - nb) * D * sizeof(T));
+    }
+    const bool use_memory = V::recurrent && !zero_memory();
+    if (use_memory) {  // m~_t = s_{t-k}, or 0 where the row reads no state
+      const bool reads = reads_state(c_, t, tok, [&](index_t j) { return ring_tok_[static_cast<std::size_t>(j % k)]; });
+      if (reads)
+        std::memcpy(mem_, ring_ + ((t - k) % k) * d, static_cast<std::size_t>(d) * sizeof(T));
+      else
+        std::fill(mem_, mem_ + d, T(0));
+    }
+    forward(&tok, 1, &t, use_memory ? mem_ : nullptr,
+            [&](index_t l, const T* q, const T* kk, const T* vv, T* y) { attend_one(l, t, q, kk, vv, y); });
+    if (use_memory) {
+      std::memcpy(ring_ + (t % k) * d, s_, static_cast<std::size_t>(d) * sizeof(T));
+      ring_tok_[static_cast<std::size_t>(t % k)] = tok;
+    }
+    head_logits(0);
+    ++pos_;
+  }
+
+  /// One query at position t against layer l's cache: its key and value into slot t - base, then
+  /// attention over the window (cpu::attention_forward's arithmetic for one query row: scores by
+  /// lrt::gemm, the kernel's softmax row, probabilities times values by lrt::gemm, then / sum).
+  void attend_one(index_t l, index_t t, const T* q, const T* k, const T* v, T* y) {
+    const std::size_t ls = static_cast<std::size_t>(l);
+    const index_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.head_dim(), D = c_.kv_dim();
+    const index_t nb = base(l, t), slot = t - nb, lo = t - std::min(t, c_.window(l)) - nb, m = slot - lo + 1;
+    std::memcpy(kc_[ls] + slot * D, k, static_cast<std::size_t>(D) * sizeof(T));
+    std::memcpy(vc_[ls] + slot * D, v, static_cast<std::size_t>(D) * sizeof(T));
+    const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
+    const index_t group = H / Hkv;
+    for (index_t h = 0; h < H; ++h) {
+      const index_t g = h / group;
+      const CMat qt(q + h * Dh, Shape<2>{1, Dh});
+      const CMat kr(kc_[ls] + lo * D + g * Dh, Shape<2>{m, Dh}, Strides<2>{D, 1});
+      const CMat vr(vc_[ls] + lo * D + g * Dh, Shape<2>{m, Dh}, Strides<2>{D, 1});
+      const Mat p(p_, Shape<2>{1, m});
+      lrt::gemm(p, qt, kr.t(), scale);  // S = scale q K^T
+      T max;
+      const T sum = cpu::detail::masked_exp_row(p_, m, index_t{0}, m, &max);
+      const T inv = T(1) / sum;
+      const Mat ot(y + h * Dh, Shape<2>{1, Dh});
+      lrt::gemm(ot, CMat(p), vr);
+      for (index_t e = 0; e < Dh; ++e) ot(0, e) *= inv;
+    }
+  }
+
+  // ------------------------------------------------------------ whole-prompt passes
+
+  /// One pass over positions pos (ascending) of the prompt in the workspace: their K/V go into
+  /// wk_/wv_ before each layer attends over positions 0..pos.back() (Interleaved's write-back), their
+  /// source states into src_. mem: memory rows (n, d) or none.
+  void pass(std::span<const index_t> prompt, const std::vector<index_t>& pos, const T* mem) {
+    const index_t n = static_cast<index_t>(pos.size()), D = c_.kv_dim(), d = c_.n_embd;
+    const index_t H = c_.n_head, Dh = c_.head_dim(), hi = pos.back() + 1;
+    tok_.resize(pos.size());
+    for (std::size_t i = 0; i < pos.size(); ++i) tok_[i] = prompt[static_cast<std::size_t>(pos[i])];
+    const auto attend = [&](index_t l, const T* q, const T* k, const T* v, T* y) {
+      const std::size_t ls = static_cast<std::size_t>(l);
+      for (index_t i = 0; i < n; ++i) {
+        std::memcpy(wk_[ls] + pos[static_cast<std::size_t>(i)] * D, k + i * D, static_cast<std::size_t>(D) * sizeof(T));
+        std::memcpy(wv_[ls] + pos[static_cast<std::size_t>(i)] * D, v + i * D, static_cast<std::size_t>(D) * sizeof(T));
+      }
+      const Shape<4> kv{1, hi, c_.n_kv_head, Dh}, qs{1, n, H, Dh};
+      cpu::attention_forward<T>(
+          TensorView<const T, 4>(q, qs), TensorView<const T, 4>(wk_[ls], kv), TensorView<const T, 4>(wv_[ls], kv),
+          TensorView<const index_t, 1>(pos.data(), Shape<1>{n}), c_.window(l), T(1) / std::sqrt(static_cast<T>(Dh)),
+          TensorView<T, 4>(y, qs), TensorView<T, 3>(lse_, Shape<3>{1, H, n}));
+    };
+    forward(tok_.data(), n, pos.data(), mem, attend);
+    if constexpr (V::recurrent)
+      for (index_t i = 0; i < n; ++i)
+        std::memcpy(src_ + pos[static_cast<std::size_t>(i)] * d, s_ + i * d, static_cast<std::size_t>(d) * sizeof(T));
+    if (hi == static_cast<index_t>(prompt.size())) head_logits(n - 1);  // the logits after the prompt's last token
+    ++stats_.passes, stats_.positions += n;
+  }
+
+  /// Memory rows for positions pos from the source states in `from` (m~_p = s_{p-k}, or 0).
+  void memory_rows(std::span<const index_t> prompt, const std::vector<index_t>& pos, const T* from) {
+    const index_t d = c_.n_embd, k = c_.mem_offset;
+    for (std::size_t i = 0; i < pos.size(); ++i) {
+      const index_t p = pos[i];
+      T* row = mem_ + static_cast<index_t>(i) * d;
+      const bool reads = reads_state(c_, p, prompt[static_cast<std::size_t>(p)],
+                                     [&](index_t j) { return prompt[static_cast<std::size_t>(j)]; });
+      if (reads)
+        std::memcpy(row, from + (p - k) * d, static_cast<std::size_t>(d) * sizeof(T));
+      else
+        std::fill(row, row + d, T(0));
+    }
+  }
+
+  /// The whole-prompt modes (see the top of this file), then the cache, ring and logits from the workspace.
+  void passes(std::span<const index_t> prompt, const PrefillMode& mode) {
+    const index_t P = static_cast<index_t>(prompt.size()), d = c_.n_embd, k = c_.mem_offset;
+    std::vector<index_t>& all = qpos_;
+    all.resize(static_cast<std::size_t>(P));
+    for (index_t p = 0; p < P; ++p) all[static_cast<std::size_t>(p)] = p;
+    using K = PrefillMode::Kind;
+    if (mode.kind == K::Zero || !V::recurrent) {
+      pass(prompt, all, nullptr);
+      stats_.converged = true;
+    } else if (mode.kind == K::Interleaved) {
+      pass(prompt, all, nullptr);  // pass 0: zero memory
+      const index_t S = std::min(mode.passes, P);
+      for (index_t i = 0; i < S; ++i) {  // subsets p mod S == i, each reading the latest states
+        std::vector<index_t> sub;
+        for (index_t p = i; p < P; p += S) sub.push_back(p);
+        memory_rows(prompt, sub, src_);
+        pass(prompt, sub, mem_);
+      }
+    } else {  // fixed-point / approximate
+      std::fill(mem_, mem_ + P * d, T(0));
+      pass(prompt, all, mem_);  // pass 0: every position reads zero memory (exact below k)
+      index_t F = std::min(k, P);
+      std::vector<index_t> part;
+      while (F < P) {
+        std::memcpy(prev_, src_, static_cast<std::size_t>(P * d) * sizeof(T));
+        part.assign(all.begin() + F, all.end());
+        memory_rows(prompt, part, prev_);
+        pass(prompt, part, mem_);
+        index_t q = P;  // the first position whose state changed
+        double moved = 0;
+        for (index_t p = F; p < P; ++p) {
+          const T* a = src_ + p * d;
+          const T* b = prev_ + p * d;
+          if (q == P && std::memcmp(a, b, static_cast<std::size_t>(d) * sizeof(T)) != 0) q = p;
+          if (mode.kind == K::Approximate)
+            for (index_t j = 0; j < d; ++j) moved = std::max(moved, static_cast<double>(std::abs(a[j] - b[j])));
+        }
+        if (q == P || (mode.kind == K::Approximate && moved <= mode.tolerance)) {
+          stats_.converged = true;
+          break;
+        }
+        F = q + k;
+      }
+      if (F >= P) stats_.converged = true;
+    }
+    load(prompt);  // the logits: from the last pass that computed position P - 1
+  }
+
+  /// The window of each layer (positions base(l, P-1)..P-1) into its cache, the last k source
+  /// states and tokens into the ring; the position becomes P.
+  void load(std::span<const index_t> prompt) {
+    const index_t P = static_cast<index_t>(prompt.size()), D = c_.kv_dim(), d = c_.n_embd, k = c_.mem_offset;
+    for (index_t l = 0; l < c_.n_layer; ++l) {
+      const std::size_t ls = static_cast<std::size_t>(l);
+      const index_t lo = base(l, P - 1);
+      std::memcpy(kc_[ls], wk_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
+      std::memcpy(vc_[ls], wv_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
+    }
+    if constexpr (V::recurrent)
+      for (index_t p = std::max<index_t>(0, P - k); p < P; ++p) {
+        std::memcpy(ring_ + (p % k) * d, src_ + p * d, static_cast<std::size_t>(d) * sizeof(T));
+        ring_tok_[static_cast<std::size_t>(p % k)] = prompt[static_cast<std::size_t>(p)];
+      }
+    pos_ = P;
+  }
+
+  struct Free {
+    void operator()(T* p) const noexcept { ::operator delete[](p, std::align_val_t(64)); }
+  };
+
+  LeanWeights<T> w_;
+  ModelConfig c_;
+  index_t cap_ = 0, max_prompt_ = 0, pos_ = 0;
+  PrefillMode mode_;
+  PrefillStats stats_;
+  std::unique_ptr<T[], Free> arena_;
+  std::size_t arena_size_ = 0;
+  std::vector<index_t> keys_, slide_;   // per layer: window + 1; the cache's slots
+  std::vector<T*> kc_, vc_, wk_, wv_;   // per layer: cache (slide, D); workspace (max_prompt, D)
+  T* ring_ = nullptr;                   // (k, d) source states, position t in slot t % k
+  std::vector<index_t> ring_tok_;       // (k) their tokens
+  T *src_ = nullptr, *prev_ = nullptr;  // workspace (max_prompt, d): source states, the pass before's
+  T *x_ = nullptr, *x0_ = nullptr, *u_ = nullptr, *t_ = nullptr, *h_ = nullptr, *s_ = nullptr, *mem_ = nullptr;
+  T *q_ = nullptr, *q2_ = nullptr, *y_ = nullptr, *k_ = nullptr, *k2_ = nullptr, *v_ = nullptr, *e_ = nullptr;
+  T *krec_ = nullptr, *vrec_ = nullptr, *tmp_ = nullptr, *gz_ = nullptr, *g_ = nullptr, *f_ = nullptr, *f2_ = nullptr;
+  T *rinv_ = nullptr, *lse_ = nullptr, *cos_ = nullptr, *sin_ = nullptr, *p_ = nullptr, *z_ = nullptr;
+  T* logits_ = nullptr;
+  std::vector<index_t> qpos_, tok_;  // a pass's positions and tokens (reserved for max_prompt)
+};
+
+}  // namespace v0
+}  // namespace lrt

@@ -1,0 +1,45 @@
+// lrt/decode/lean_model.hpp: the lean decoder (decode/lean.hpp) over a Model's parameters:
+// lean_weights(model) views every parameter in place (nothing copied; the model must outlive the
+// decoder and its parameters must not be reallocated), and LeanDecoder's deduction from a model.
+// Kept apart from lean.hpp so that the lean decoder itself needs no autodiff layer.
+#pragma once
+
+#include "../model/gpt.hpp"
+#include "lean.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// Views of a CPU model's parameters for LeanDecoder (empty views where the variant has none).
+template <class V, class T>
+LeanWeights<T> lean_weights(const Model<V, T, cpu::Device>& m) {
+  const auto view = [](const ad::Param<T, 2, cpu::Device>* p) {
+    return p ? LeanMatrix<T>{p->value().data(), p->shape()[0], p->shape()[1]} : LeanMatrix<T>{};
+  };
+  LeanWeights<T> w;
+  w.config = m.config();
+  w.wte = view(&m.wte()), w.lm_head = view(&m.lm_head());
+  w.proj_k = view(m.proj_k()), w.proj_v = view(m.proj_v());
+  w.resid_lambdas = m.resid_lambdas().value().data(), w.x0_lambdas = m.x0_lambdas().value().data();
+  w.gamma = m.gamma() ? m.gamma()->value().data() : nullptr;
+  for (const auto& b : m.blocks()) {
+    LeanLayerWeights<T> l;
+    l.c_q = view(b.c_q.get()), l.c_k = view(b.c_k.get()), l.c_v = view(b.c_v.get());
+    l.c_proj = view(b.c_proj.get()), l.c_fc = view(b.c_fc.get()), l.mlp_proj = view(b.mlp_proj.get());
+    l.ve_gate = view(b.ve_gate.get()), l.triple_gate = view(b.triple_gate.get());
+    l.value_embed = view(b.value_embed.get());
+    l.proj_k = view(b.proj_k.get()), l.proj_v = view(b.proj_v.get());
+    w.layers.push_back(l);
+  }
+  return w;
+}
+
+/// A lean decoder of a CPU model (its parameters viewed in place, see lean_weights).
+template <class V, class T>
+LeanDecoder<V, T> make_lean_decoder(const Model<V, T, cpu::Device>& m,
+                                    typename LeanDecoder<V, T>::Options o = typename LeanDecoder<V, T>::Options{}) {
+  return LeanDecoder<V, T>(lean_weights(m), o);
+}
+
+}  // namespace v0
+}  // namespace lrt

@@ -1,0 +1,108 @@
+// lrt/decode/prefill_mode.hpp: what both decoders (decode/decoder.hpp, decode/lean.hpp) share
+// without either's machinery: how a prompt is fed (PrefillMode, spec §6, plus the lean decoder's
+// parallel fixed-point modes) and the memory's BOS cut (reads_state, spec §3.1).
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include "../core/error.hpp"
+#include "../model/config.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// How a decoder's prefill feeds a prompt (spec §6).
+struct PrefillMode {
+  enum class Kind {
+    Exact,        // token by token through the decode step (the release's sequential evaluation)
+    Zero,         // zero memory throughout, prompt and generation (the release's chat engine)
+    Interleaved,  // pass 0 + S refinement passes over the prompt, then exact decoding; exact iff S >= P
+    FixedPoint,   // lean decoder: whole-prompt passes, each reading the source states of the one before and
+                  // recomputing only past the exact frontier, until the states are bit-stable (the exact
+                  // recurrence, computed in parallel; at most ceil(P / k) passes)
+    Approximate,  // lean decoder: the same passes, stopped once no source state moved by more than `tolerance`
+  };
+  Kind kind = Kind::Exact;
+  index_t passes = 0;    // Interleaved: S >= 1
+  double tolerance = 0;  // Approximate: > 0, the largest change of a source state's element that stops
+
+  static PrefillMode exact() noexcept { return {}; }
+  static PrefillMode zero() noexcept { return {Kind::Zero, 0, 0}; }
+  static PrefillMode interleaved(index_t S) {
+    check(S >= 1, "prefill", "interleaved prefill needs S >= 1 refinement passes, got ", S);
+    return {Kind::Interleaved, S, 0};
+  }
+  static PrefillMode fixed_point() noexcept { return {Kind::FixedPoint, 0, 0}; }
+  static PrefillMode approximate(double tol) {
+    check(std::isfinite(tol) && tol > 0, "prefill", "approximate prefill needs a tolerance > 0, got ", tol);
+    return {Kind::Approximate, 0, tol};
+  }
+  /// Whether the mode computes the prompt with whole-prompt passes (the lean decoder's parallel modes).
+  bool parallel_passes() const noexcept { return kind == Kind::FixedPoint || kind == Kind::Approximate; }
+
+  /// "exact", "zero", "interleaved:S" (S >= 1), "fixed-point" or "approximate:TOL" (TOL > 0);
+  /// lrt::Error otherwise.
+  static PrefillMode parse(std::string_view s) {
+    if (s == "exact") return exact();
+    if (s == "zero") return zero();
+    if (s == "fixed-point") return fixed_point();
+    if (const std::string_view pre = "interleaved:"; s.substr(0, pre.size()) == pre) {
+      const std::string_view num = s.substr(pre.size());
+      long long S = 0;
+      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), S);
+      if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && S >= 1) return interleaved(S);
+    }
+    if (const std::string_view pre = "approximate:"; s.substr(0, pre.size()) == pre) {
+      const std::string_view num = s.substr(pre.size());
+      double tol = 0;
+      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), tol);
+      if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && std::isfinite(tol) && tol > 0)
+        return approximate(tol);
+    }
+    throw Error("prefill", detail::str_cat("expected exact, zero, interleaved:S (S >= 1), fixed-point or "
+                                           "approximate:TOL (TOL > 0), got '",
+                                           std::string(s), "'"));
+  }
+  /// The spelling parse() reads.
+  std::string name() const {
+    switch (kind) {
+      case Kind::Exact:
+        return "exact";
+      case Kind::Zero:
+        return "zero";
+      case Kind::Interleaved:
+        return "interleaved:" + std::to_string(passes);
+      case Kind::FixedPoint:
+        return "fixed-point";
+      case Kind::Approximate: {
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof buf, tolerance);
+        return "approximate:" + std::string(buf, r.ptr);
+      }
+    }
+    return "?";
+  }
+  friend bool operator==(const PrefillMode&, const PrefillMode&) = default;
+};
+
+/// The memory's BOS cut (spec §3.1): whether a row fed token `tok` at position t reads the state
+/// s_{t-k} (m~_t = s_{t-k}) or none (m~_t = 0): none before k tokens (t < k), nor with
+/// reset_at_bos when the config's BOS id lies in tokens t-k+1..t (`token_at(j)` gives the row's
+/// token at position j, for the k - 1 positions before t; then tok).
+template <class TokenAt>
+bool reads_state(const ModelConfig& c, index_t t, index_t tok, TokenAt&& token_at) {
+  const index_t k = c.mem_offset;
+  if (t < k) return false;
+  if (!c.reset_at_bos) return true;
+  const index_t bos = c.bos();
+  if (tok == bos) return false;
+  for (index_t j = t - k + 1; j < t; ++j)
+    if (token_at(j) == bos) return false;
+  return true;
+}
+
+}  // namespace v0
+}  // namespace lrt
