@@ -70,6 +70,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -114,13 +115,15 @@ struct Options {
   std::vector<int> threads{1, 2};
   std::vector<index_t> contexts{64, 256, 1024};
   std::vector<index_t> batches{1, 8};
-  index_t batch_tokens = 0;  // 0: lrt-train's rows per step for the preset
+  std::vector<std::string> decoders{"graph", "lean"};  // Decoder; LeanDecoder (batch 1 only)
+  index_t batch_tokens = 0;                            // 0: lrt-train's rows per step for the preset
   int reps = 3;
   double config_budget_s = 40;
   // worker mode (hidden): one configuration, printed as one kResultPrefix line per result
   std::string worker;  // "", "train", "decode"
   std::string preset, variant;
   index_t batch = 1;
+  std::string decoder = "graph";
   double r_ref = 0, triad = 0;  // GFLOP/s, GB/s
 };
 
@@ -136,6 +139,7 @@ struct Options {
       "  --threads LIST      LRT_NUM_THREADS of the runs (default 1,2)\n"
       "  --contexts LIST     decode contexts (default 64,256,1024)\n"
       "  --decode-batches L  decode batch sizes (default 1,8)\n"
+      "  --decoders LIST     graph (lrt::Decoder), lean (lrt::LeanDecoder, batch 1 only) (default graph,lean)\n"
       "  --batch-tokens N    training tokens per step, rows = N / T in one micro-batch (default:\n"
       "                      lrt-train's batch: tiny 32 x 128, small 16 x 256, medium 32 x 256 in 4)\n"
       "  --reps N            timed training steps per configuration (default 3, fewer when one\n"
@@ -215,6 +219,10 @@ Options parse(int argc, char** argv) {
       o.contexts = parse_list<index_t>(value(), "--contexts");
     else if (a == "--decode-batches")
       o.batches = parse_list<index_t>(value(), "--decode-batches");
+    else if (a == "--decoders")
+      o.decoders = parse_list<std::string>(value(), "--decoders");
+    else if (a == "--decoder")
+      o.decoder = value();
     else if (a == "--batch-tokens")
       o.batch_tokens = static_cast<index_t>(number()), tokens_given = true;
     else if (a == "--reps")
@@ -478,8 +486,17 @@ template <class V>
 int decode_worker(const Options& o) {
   const lrt::ModelConfig cfg = lrt::preset(o.preset);
   const index_t Bd = o.batch, cap = o.contexts.back();
+  const bool lean = o.decoder == "lean";
+  if (!lean && o.decoder != "graph")
+    throw lrt::Error("lrt-bench", "--decoder is graph or lean, got '" + o.decoder + "'");
+  if (lean && Bd != 1) throw lrt::Error("lrt-bench", "the lean decoder decodes one row (batch 1)");
   lrt::Model<V, float> model(cfg, 1);
-  lrt::Decoder<V, float> dec(model, Bd, cap);
+  std::optional<lrt::Decoder<V, float>> graph;
+  std::optional<lrt::LeanDecoder<V, float>> lean_dec;
+  if (lean)
+    lean_dec.emplace(lrt::lean_weights(model), typename lrt::LeanDecoder<V, float>::Options{cap, 0});
+  else
+    graph.emplace(model, Bd, cap);
   const Ids toks = random_ids(cap, Bd, cfg.vocab_size, 21);  // (position, row)
 
   lrt::cpu::reset_peak_memory();
@@ -489,7 +506,10 @@ int decode_worker(const Options& o) {
   for (index_t p = 0; p < cap; ++p) {
     const GemmCounter g0 = GemmCounter::now();
     const auto t0 = Clock::now();
-    (void)dec.step(std::span<const index_t>(&toks(p, 0), static_cast<std::size_t>(Bd)));
+    if (lean)
+      (void)lean_dec->step(toks(p, 0));
+    else
+      (void)graph->step(std::span<const index_t>(&toks(p, 0), static_cast<std::size_t>(Bd)));
     t[std::size_t(p)] = seconds_since(t0);
     const GemmCounter g1 = GemmCounter::now();
     gns[std::size_t(p)] = g1.ns - g0.ns, gfl[std::size_t(p)] = g1.flops - g0.flops;
@@ -529,15 +549,16 @@ int decode_worker(const Options& o) {
     const double bytes_tok = bytes / double(Bd);
     const double bound = o.triad * 1e9 / bytes_tok;
     fmt::print(
-        "{}{{\"name\":\"decode\",\"preset\":\"{}\",\"variant\":\"{}\",\"threads\":{},\"tokens_per_s\":{},"
+        "{}{{\"name\":\"decode\",\"preset\":\"{}\",\"variant\":\"{}\",\"decoder\":\"{}\",\"weights\":\"fp32\","
+        "\"threads\":{},\"tokens_per_s\":{},"
         "\"mfu\":{},\"bandwidth_fraction\":{},\"batch\":{},\"context\":{},\"window_steps\":{},\"ms_per_step\":{},"
         "\"bound_tokens_per_s\":{},\"bytes_per_token\":{},\"weight_bytes\":{},\"triad_gbps\":{},"
         "\"decode_flops_per_token\":{},\"r_ref_gflops\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},"
         "\"capacity\":{},\"beyond_seq_len\":{},\"tensor_peak_mib\":{},\"peak_rss_mib\":{},\"other_load_cpus\":{}}}\n",
-        kResultPrefix, o.preset, o.variant, threads, json_number(tps), json_number(flops * tps / (o.r_ref * 1e9)),
-        json_number(tps / bound, 4), Bd, c, n, json_number(step * 1e3), json_number(bound), json_number(bytes_tok),
-        json_number(weight_bytes), json_number(o.triad), json_number(flops), json_number(o.r_ref),
-        kGemmTimer ? json_number(sg / (st * threads), 4) : std::string("null"),
+        kResultPrefix, o.preset, o.variant, o.decoder, threads, json_number(tps),
+        json_number(flops * tps / (o.r_ref * 1e9)), json_number(tps / bound, 4), Bd, c, n, json_number(step * 1e3),
+        json_number(bound), json_number(bytes_tok), json_number(weight_bytes), json_number(o.triad), json_number(flops),
+        json_number(o.r_ref), kGemmTimer ? json_number(sg / (st * threads), 4) : std::string("null"),
         kGemmTimer && sg > 0 ? json_number(sf / sg * 1e-9, 4) : std::string("null"), cap,
         c > cfg.sequence_len ? "true" : "false", json_number(tensor_peak, 5), json_number(hwm, 5),
         json_number(other, 3));
@@ -672,8 +693,9 @@ struct Report {
       ms = field(j, "step_s") * 1e3;
       opt = fmt_or_dash(100 * field(j, "opt_s") / field(j, "step_s"), "{:.0f}");
     } else {
-      shape = fmt::format("B{} ctx{}{}", field(j, "batch"), field(j, "context"),
-                          j.find("\"beyond_seq_len\":true") != std::string::npos ? "*" : "");
+      shape = fmt::format("B{} ctx{}{}{}", field(j, "batch"), field(j, "context"),
+                          j.find("\"beyond_seq_len\":true") != std::string::npos ? "*" : "",
+                          sfield(j, "decoder") == "lean" ? " lean" : "");
       ms = field(j, "ms_per_step");
     }
     fmt::print(tab,
@@ -695,10 +717,12 @@ struct Report {
   }
   /// The result matching kind/preset/variant/threads (and batch/context for decode).
   const std::string* find(const std::string& kind, const std::string& p, const std::string& v, int thr,
-                          double batch = 0, double ctx = 0) const {
+                          double batch = 0, double ctx = 0, const std::string& decoder = "graph") const {
     for (const auto& j : rows)
       if (sfield(j, "name") == kind && sfield(j, "preset") == p && sfield(j, "variant") == v &&
-          field(j, "threads") == thr && (kind == "train" || (field(j, "batch") == batch && field(j, "context") == ctx)))
+          field(j, "threads") == thr &&
+          (kind == "train" ||
+           (field(j, "batch") == batch && field(j, "context") == ctx && sfield(j, "decoder") == decoder)))
         return &j;
     return nullptr;
   }
@@ -815,12 +839,13 @@ int run_parent(const Options& o) {
     for (const auto& p : o.presets)
       for (const auto& v : o.variants)
         for (index_t b : o.batches)
-          for (int t : o.threads) {
-            auto args = common("decode", p, v, t);
-            args.push_back("--batch");
-            args.push_back(std::to_string(b));
-            run_child(args, t, fmt::format("decode {} {} batch {} threads {}", p, v, b, t));
-          }
+          for (const auto& dk : o.decoders)
+            for (int t : o.threads) {
+              if (dk == "lean" && (b != 1 || t != o.threads.front())) continue;  // one row, one thread's work
+              auto args = common("decode", p, v, t);
+              args.insert(args.end(), {"--batch", std::to_string(b), "--decoder", dk});
+              run_child(args, t, fmt::format("decode {} {} batch {} {} threads {}", p, v, b, dk, t));
+            }
   fmt::print(tab, "{:-<128}\n", "");
 
   // Summary: ratios measured in this run.
@@ -890,12 +915,24 @@ int run_parent(const Options& o) {
     for (const auto& j : rep.rows)
       if (sfield(j, "name") == "decode" && sfield(j, "variant") == "lrt") {
         const auto* b = rep.find("decode", sfield(j, "preset"), "baseline", int(field(j, "threads")), field(j, "batch"),
-                                 field(j, "context"));
+                                 field(j, "context"), sfield(j, "decoder"));
         if (b) lg += std::log(field(*b, "tokens_per_s") / field(j, "tokens_per_s")), ++n;
       }
     if (n)
       fmt::print(tab, "decode: lrt/baseline time per token geomean {:.3f}x over {} configurations\n", std::exp(lg / n),
                  n);
+    lg = 0, n = 0;  // the lean decoder against the Decoder on the same configuration
+    for (const auto& j : rep.rows)
+      if (sfield(j, "name") == "decode" && sfield(j, "decoder") == "lean") {
+        const auto* b = rep.find("decode", sfield(j, "preset"), sfield(j, "variant"), int(field(j, "threads")),
+                                 field(j, "batch"), field(j, "context"), "graph");
+        if (b) {
+          lg += std::log(field(j, "tokens_per_s") / field(*b, "tokens_per_s")), ++n;
+          fmt::print(tab, "decode: lean/graph tokens/s {} {} ctx {}: {:.2f}x\n", sfield(j, "preset"),
+                     sfield(j, "variant"), field(j, "context"), field(j, "tokens_per_s") / field(*b, "tokens_per_s"));
+        }
+      }
+    if (n) fmt::print(tab, "decode: lean/graph tokens/s geomean {:.2f}x over {} configurations\n", std::exp(lg / n), n);
   }
   fmt::print(tab, "total {:.1f} s{}\n", seconds_since(t_start),
              rep.failures ? fmt::format(", {} configuration(s) FAILED", rep.failures) : std::string());

@@ -1,6 +1,7 @@
 // lrt-generate: samples text from a checkpoint with the KV-cache decoder (and the recurrent
-// memory for LRT models), streaming bytes as they are produced (spec §6). --prefill chooses how the
-// prompt is fed: exact (default), zero or interleaved:S.
+// memory for LRT models), streaming bytes as they are produced (spec §6): on the CPU the lean
+// decoder (decode/lean.hpp; the Decoder with --sinks), on a GPU the Decoder. --prefill chooses how
+// the prompt is fed: exact (default), zero, interleaved:S, fixed-point or approximate:TOL.
 //   lrt-generate --checkpoint runs/tiny/model.safetensors --prompt "The " --max-new-tokens 200
 #include "runner.hpp"
 
@@ -22,8 +23,11 @@ int main(int argc, char** argv) {
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("prefill", "MODE",
-              "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation) or "
-              "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length)",
+              "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation), "
+              "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length), "
+              "fixed-point (the exact recurrence by whole-prompt passes until the memory is bit-stable: up to "
+              "ceil(P / k) passes, slower than exact on one CPU core; CPU) or approximate:TOL (those passes, a state "
+              "that moves by at most TOL counts as settled; CPU)",
               "exact")
       .option("sinks", "N",
               "attention sinks: queries also see the first N positions once they leave the window "

@@ -833,13 +833,16 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   return 0;
 }
 
-/// lrt-generate's --prefill: exact, zero or interleaved:S (a usage error naming the option otherwise).
+/// lrt-generate's --prefill: exact, zero, interleaved:S, fixed-point or approximate:TOL (a usage error naming
+/// the option otherwise).
 inline lrt::PrefillMode prefill_mode(const Args& a) {
   try {
     return lrt::PrefillMode::parse(a.str("prefill"));
   } catch (const lrt::Error&) {
     throw UsageError(
-        fmt::format("--prefill expects exact, zero or interleaved:S with S >= 1, got '{}'", a.str("prefill")));
+        fmt::format("--prefill expects exact, zero, interleaved:S (S >= 1), fixed-point or approximate:TOL (TOL > 0), "
+                    "got '{}'",
+                    a.str("prefill")));
   }
 }
 

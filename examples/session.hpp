@@ -149,14 +149,42 @@ class SessionOf final : public Session {
     return tr().save(dir, extra);
   }
 
-  void start_decoding(lrt::index_t sinks) override { decoder_.emplace(model_, 1, 0, sinks); }
+  /// On the CPU without sinks: the lean decoder (its steps give the Decoder's logits bit for bit);
+  /// otherwise the Decoder.
+  void start_decoding(lrt::index_t sinks) override {
+    lean_.reset(), decoder_.reset();
+    if constexpr (std::is_same_v<D, lrt::cpu::Device>) {
+      if (sinks == 0) {
+        lean_.emplace(lrt::lean_weights(model_));
+        return;
+      }
+    }
+    decoder_.emplace(model_, 1, 0, sinks);
+  }
   void prefill(const std::vector<lrt::index_t>& prompt, const lrt::PrefillMode& mode) override {
+    if constexpr (std::is_same_v<D, lrt::cpu::Device>) {
+      if (lean_) {
+        const auto P = static_cast<lrt::index_t>(prompt.size());
+        if (mode.kind != lrt::PrefillMode::Kind::Exact && P > lean_->max_prompt())  // a workspace for this prompt
+          lean_.emplace(lrt::lean_weights(model_), typename lrt::LeanDecoder<V, float>::Options{0, P});
+        lean_->prefill(prompt, mode);
+        return;
+      }
+    }
+    lrt::check(!mode.parallel_passes(), "generate", "prefill ", mode.name(),
+               " runs on the lean CPU decoder: use --device cpu without --sinks");
     dec().prefill(prompt, mode);
   }
-  void step(lrt::index_t token) override { dec().step(std::span<const lrt::index_t>(&token, 1)); }
+  void step(lrt::index_t token) override {
+    if (lean_)
+      lean_->step(token);
+    else
+      dec().step(std::span<const lrt::index_t>(&token, 1));
+  }
   lrt::index_t sample(const lrt::SamplerOptions& o) override {
-    const std::uint64_t counter = lrt::sample_counter(0, dec().position());
     const lrt::index_t vocab = model_.config().vocab_size;
+    if (lean_) return lrt::sample_token<float>(lean_->logits(), o, lrt::sample_counter(0, lean_->position()));
+    const std::uint64_t counter = lrt::sample_counter(0, dec().position());
     if constexpr (D::host_accessible) {  // the logits in place: no copy, nothing allocated per token
       return lrt::sample_token<float>(std::span<const float>(dec().logits().data(), static_cast<std::size_t>(vocab)), o,
                                       counter);
@@ -164,7 +192,7 @@ class SessionOf final : public Session {
       return lrt::sample_tokens(dec().logits(), vocab, o, std::span<const std::uint64_t>(&counter, 1))[0];
     }
   }
-  lrt::index_t position() const override { return decoder_ ? decoder_->position() : 0; }
+  lrt::index_t position() const override { return lean_ ? lean_->position() : decoder_ ? decoder_->position() : 0; }
 
  private:
   lrt::Trainer<V, Sched, float, D>& tr() const {
@@ -181,6 +209,7 @@ class SessionOf final : public Session {
   std::string name_;
   std::unique_ptr<lrt::Trainer<V, Sched, float, D>> trainer_;
   std::optional<lrt::Decoder<V, float, D>> decoder_;
+  std::optional<lrt::LeanDecoder<V, float>> lean_;  // the CPU's decoder (start_decoding)
 };
 
 /// Makes a session of one registered pair on a device other than the CPU at a matmul precision.

@@ -26,7 +26,9 @@
 //                 pass that leaves the states of positions < q unchanged bit for bit fixes every
 //                 position < q + k (their inputs no longer change), so F = q + k >= F + k. It stops
 //                 when F reaches P or a pass changes no state: at most ceil(P / k) passes.
-//   approximate:TOL  the same passes, stopped once no element of a recomputed state moved by more than TOL.
+//   approximate:TOL  the same passes, but a state that moved by at most TOL counts as settled: the
+//                 frontier becomes (the first state that moved by more) + k, and the passes stop
+//                 when none did. Approximate: each pass may leave errors of about TOL behind.
 // These differ from exact prefill only by rounding (products of n rows round differently from n
 // products of one row): within 1e-5 on the tests' models.
 // Shapes: d width, H heads, Hkv KV heads, Dh head dim, D = Hkv Dh, V vocabulary, Vp padded, P prompt.
@@ -549,16 +551,22 @@ class LeanDecoder {
         part.assign(all.begin() + F, all.end());
         memory_rows(prompt, part, prev_);
         pass(prompt, part, mem_);
-        index_t q = P;  // the first position whose state changed
-        double moved = 0;
-        for (index_t p = F; p < P; ++p) {
+        // q: the first position whose state changed at all; approximate: qt, the first that moved by
+        // more than the tolerance (those before it count as settled).
+        index_t q = P, qt = P;
+        for (index_t p = F; p < P && qt == P; ++p) {
           const T* a = src_ + p * d;
           const T* b = prev_ + p * d;
           if (q == P && std::memcmp(a, b, static_cast<std::size_t>(d) * sizeof(T)) != 0) q = p;
-          if (mode.kind == K::Approximate)
-            for (index_t j = 0; j < d; ++j) moved = std::max(moved, static_cast<double>(std::abs(a[j] - b[j])));
+          if (mode.kind != K::Approximate) {
+            if (q < P) break;
+            continue;
+          }
+          for (index_t j = 0; j < d && qt == P; ++j)
+            if (static_cast<double>(std::abs(a[j] - b[j])) > mode.tolerance) qt = p;
         }
-        if (q == P || (mode.kind == K::Approximate && moved <= mode.tolerance)) {
+        if (mode.kind == K::Approximate) q = qt;
+        if (q == P) {
           stats_.converged = true;
           break;
         }
