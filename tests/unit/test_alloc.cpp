@@ -245,4 +245,26 @@ TEST_CASE("decoder: after start-up a decode step allocates nothing (lockstep and
   }
 }
 
+TEST_CASE("lean decoder: nothing is allocated after construction, first step and exact prefill included") {
+  namespace vs = lrt::variants;
+  lrt::ModelConfig c;
+  c.n_layer = 2, c.n_embd = 16, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 8, c.vocab_size = 40;
+  c.window_pattern = "SL", c.mem_offset = 2, c.reset_at_bos = true;
+  const auto run = [&](auto tag) {
+    using V = decltype(tag);
+    lrt::Model<V> m(c, 3);
+    auto dec = lrt::make_lean_decoder(m, {0, 0});  // exact prefill only: the smallest layout
+    const std::vector<index_t> prompt{39, 1, 2, 3, 39, 5};
+    return allocations_during([&] {
+      dec.prefill(prompt);
+      for (index_t t = 0; t < 60; ++t) dec.step(t % 39);  // past T = 8: the caches slide
+      dec.reset();
+      dec.prefill(prompt);
+    });
+  };
+  CHECK(run(vs::Baseline{}) == 0);
+  CHECK(run(vs::Lrt{}) == 0);
+  CHECK(run(vs::LrtRelease{}) == 0);
+}
+
 }  // namespace test_alloc

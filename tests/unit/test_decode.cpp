@@ -277,7 +277,9 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
   CHECK(Mode::zero().name() == "zero");
   for (const char* bad : {"", "Exact", "interleaved", "interleaved:", "interleaved:0", "interleaved:-2",
                           "interleaved:2x", "interleaved:x"})
-    CHECK_THROWS_WITH_AS(Mode::parse(bad), doctest::Contains("expected exact, zero or interleaved:S"), lrt::Error);
+    CHECK_THROWS_WITH_AS(
+        Mode::parse(bad),
+        doctest::Contains("expected exact, zero, interleaved:S (S >= 1), fixed-point or approximate:TOL"), lrt::Error);
   CHECK_THROWS_AS(Mode::interleaved(0), lrt::Error);
 
   const lrt::ModelConfig c = cfg(8);

@@ -1,0 +1,152 @@
+// examples/capi/lrt_c.cpp: the implementation of lrt's C API (include/lrt.h) over the lean
+// decoder. A checkpoint's structure selects one of the variants compiled here (baseline, lrt,
+// lrt-release); every lrt::Error and std::exception becomes a status and lrt_last_error().
+#include <lrt.h>
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <lrt/decode/lean_model.hpp>
+#include <lrt/decode/sampler.hpp>
+#include <lrt/model/checkpoint.hpp>
+
+namespace {
+
+thread_local std::string g_error;
+
+lrt_status fail(lrt_status s, std::string msg) {
+  g_error = std::move(msg);
+  return s;
+}
+
+/// One model and its lean decoder, behind a variant-free interface.
+struct Decoding {
+  virtual ~Decoding() = default;
+  virtual const lrt::ModelConfig& config() const = 0;
+  virtual void prefill(std::span<const lrt::index_t> prompt) = 0;
+  virtual void step(lrt::index_t token) = 0;
+  virtual std::span<const float> logits() const = 0;
+  virtual lrt::index_t position() const = 0;
+};
+
+template <class V>
+struct DecodingOf final : Decoding {
+  lrt::Model<V, float> model;
+  lrt::LeanDecoder<V, float> dec;
+  DecodingOf(const lrt::ModelConfig& c, const lrt::st::Reader& r)
+      : model(c, 0), dec((lrt::load_weights(model, r), lrt::lean_weights(model)), {0, 0}) {}
+  const lrt::ModelConfig& config() const override { return model.config(); }
+  void prefill(std::span<const lrt::index_t> prompt) override { dec.prefill(prompt); }
+  void step(lrt::index_t token) override { dec.step(token); }
+  std::span<const float> logits() const override { return dec.logits(); }
+  lrt::index_t position() const override { return dec.position(); }
+};
+
+}  // namespace
+
+struct lrt_model {
+  std::unique_ptr<Decoding> d;
+  std::vector<lrt::index_t> ids;  // lrt_prefill's tokens, widened
+  bool started = false;
+};
+
+extern "C" {
+
+lrt_status lrt_open(const char* path, lrt_model** out) {
+  if (!out) return fail(LRT_ERROR_ARGUMENT, "lrt_open: out is NULL");
+  *out = nullptr;
+  if (!path) return fail(LRT_ERROR_ARGUMENT, "lrt_open: checkpoint_path is NULL");
+  std::unique_ptr<lrt::st::Reader> r;
+  lrt::CheckpointSchedule cs;
+  lrt::ModelConfig cfg;
+  try {
+    r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::open(path));
+    cs = lrt::checkpoint_schedule(*r);
+    cfg = lrt::read_model_config(*r);
+  } catch (const std::exception& e) {
+    return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + e.what());
+  }
+  try {
+    auto m = std::make_unique<lrt_model>();
+    const auto is = [&](auto v) { return cs.structure == lrt::structure_of<decltype(v)>(); };
+    if (is(lrt::variants::Baseline{}))
+      m->d = std::make_unique<DecodingOf<lrt::variants::Baseline>>(cfg, *r);
+    else if (is(lrt::variants::Lrt{}))
+      m->d = std::make_unique<DecodingOf<lrt::variants::Lrt>>(cfg, *r);
+    else if (is(lrt::variants::LrtRelease{}))
+      m->d = std::make_unique<DecodingOf<lrt::variants::LrtRelease>>(cfg, *r);
+    else
+      return fail(LRT_ERROR_UNSUPPORTED, "lrt_open: '" + std::string(path) + "' holds variant '" + cs.variant +
+                                             "'; the C API decodes baseline, lrt and lrt-release");
+    *out = m.release();
+    return LRT_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(LRT_ERROR_INTERNAL, "lrt_open: out of memory");
+  } catch (const std::exception& e) {
+    return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + e.what());
+  }
+}
+
+int32_t lrt_vocab_size(const lrt_model* m) { return m ? static_cast<int32_t>(m->d->config().vocab_size) : 0; }
+int32_t lrt_bos(const lrt_model* m) { return m ? static_cast<int32_t>(m->d->config().bos()) : -1; }
+int64_t lrt_position(const lrt_model* m) { return m && m->started ? m->d->position() : 0; }
+
+lrt_status lrt_prefill(lrt_model* m, const int32_t* tokens, size_t n) {
+  if (!m || !tokens || n == 0) return fail(LRT_ERROR_ARGUMENT, "lrt_prefill: needs a model and n >= 1 tokens");
+  try {
+    m->ids.assign(tokens, tokens + n);
+    m->started = false;
+    m->d->prefill(m->ids);
+    m->started = true;
+    return LRT_OK;
+  } catch (const lrt::Error& e) {
+    return fail(LRT_ERROR_ARGUMENT, std::string("lrt_prefill: ") + e.what());
+  } catch (const std::exception& e) {
+    return fail(LRT_ERROR_INTERNAL, std::string("lrt_prefill: ") + e.what());
+  }
+}
+
+lrt_status lrt_step(lrt_model* m, int32_t token) {
+  if (!m) return fail(LRT_ERROR_ARGUMENT, "lrt_step: model is NULL");
+  if (!m->started) return fail(LRT_ERROR_STATE, "lrt_step: call lrt_prefill first");
+  if (token < 0 || token >= lrt_vocab_size(m))
+    return fail(LRT_ERROR_ARGUMENT, "lrt_step: token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                                        std::to_string(lrt_vocab_size(m)) + ")");
+  try {
+    m->d->step(token);
+    return LRT_OK;
+  } catch (const lrt::Error& e) {
+    return fail(LRT_ERROR_STATE, std::string("lrt_step: ") + e.what());
+  } catch (const std::exception& e) {
+    return fail(LRT_ERROR_INTERNAL, std::string("lrt_step: ") + e.what());
+  }
+}
+
+const float* lrt_logits(const lrt_model* m) { return m && m->started ? m->d->logits().data() : nullptr; }
+
+lrt_status lrt_sample(const lrt_model* m, float temperature, int32_t top_k, float top_p, uint64_t seed,
+                      int32_t* out_token) {
+  if (!m || !out_token) return fail(LRT_ERROR_ARGUMENT, "lrt_sample: model or out_token is NULL");
+  if (!m->started) return fail(LRT_ERROR_STATE, "lrt_sample: call lrt_prefill first");
+  if (!(temperature >= 0) || top_k < 0 || !(top_p > 0 && top_p <= 1))
+    return fail(LRT_ERROR_ARGUMENT, "lrt_sample: needs temperature >= 0, top_k >= 0 and top_p in (0, 1]");
+  try {
+    lrt::SamplerOptions o;
+    o.temperature = temperature, o.top_k = top_k, o.top_p = top_p, o.seed = seed;
+    *out_token =
+        static_cast<int32_t>(lrt::sample_token<float>(m->d->logits(), o, lrt::sample_counter(0, m->d->position())));
+    return LRT_OK;
+  } catch (const std::exception& e) {
+    return fail(LRT_ERROR_INTERNAL, std::string("lrt_sample: ") + e.what());
+  }
+}
+
+void lrt_close(lrt_model* m) { delete m; }
+
+const char* lrt_last_error(void) { return g_error.c_str(); }
+
+}  // extern "C"
