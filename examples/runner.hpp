@@ -598,6 +598,11 @@ int train_run(const tool::Args& a) {
     tr.set_horizon(std::stoll(all[0]));
   }
   const std::int64_t N = tr.horizon();
+  if (resume && tr.step() > N)
+    throw UsageError(fmt::format(
+        "the horizon N = {} ({}) is below the checkpoint's step {}: N counts all the run's steps, not the steps to "
+        "add; give N > {} to train on, or N = {} to only evaluate",
+        N, steps_arg > 0 ? "--steps" : "from the budget", tr.step(), tr.step(), tr.step()));
   fmt::print("train options: {}\n", tr.train_options().to_json().dump());
   const std::int64_t eval_every = eval_every_arg > 0 ? eval_every_arg : std::max<std::int64_t>(1, N / 10);
 
@@ -686,6 +691,7 @@ int train_run(const tool::Args& a) {
   }
   if (csv != nullptr) std::fclose(csv);
   if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
+    if (root) last_bpb = model.evaluate_parallel(val, token_bytes, sched_opts).merged.bpb();
     saved = tr.save(out, {{"log.csv", log_text()}});
     if (root) lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
   }
@@ -709,8 +715,8 @@ int train_run(const tool::Args& a) {
   summary["lrt_config"] = lrt::lrt_config_json<V>(cfg);
   summary["train_options"] = tr.train_options().to_json();
   summary["val_bpb_parallel"] = last_bpb;
-  if constexpr (V::recurrent) {  // the deployment number: the exact recurrence
-    const bool have_seq = !log.empty() && !std::isnan(log.back().val_bpb_seq) && log.back().step + 1 == tr.step();
+  if constexpr (V::recurrent) {  // the deployment number: the exact recurrence (not a row log.csv rounded)
+    const bool have_seq = timed_steps > 0 && !log.empty() && !std::isnan(log.back().val_bpb_seq) && log.back().step + 1 == tr.step();
     const double sq = have_seq ? log.back().val_bpb_seq : model.evaluate_sequential(val, token_bytes).bpb();
     fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq);
     summary["val_bpb_sequential"] = sq;

@@ -95,7 +95,12 @@ fail_rank() {
   [ $rc -ne 0 ] || fail "SIG$sig on a rank: mpirun exited 0"
   grep -Eq -- "$re" $dir.log || { tail -n 20 $dir.log; fail "SIG$sig on a rank: no message matching /$re/"; }
   echo "  | SIG$sig: the job ended in $((SECONDS - t_kill)) s, exit $rc: $(grep -E -m1 -- "$re" $dir.log | cut -c1-150)"
-  expect 0 "resumed from" timeout 60 "$bin/lrt-train" --resume $dir --data "$data" --steps 12 --out ${dir}_resumed
+  # Two steps past the checkpoint `latest` names (the run may have saved step 20 or later before the signal).
+  local at
+  at=$(sed -n 's|^checkpoints/step-0*\([0-9][0-9]*\)$|\1|p' $dir/latest)
+  [ -n "$at" ] || fail "SIG$sig on a rank: $dir/latest names no step: $(cat $dir/latest)"
+  expect 0 "resumed from [^ ]* at step $at of" timeout 60 "$bin/lrt-train" --resume $dir --data "$data" \
+    --steps $((at + 2)) --out ${dir}_resumed
 }
 stage "a rank killed"
 fail_rank KILL "signal 9|Killed|ending the job"

@@ -58,6 +58,17 @@ cmp -s a/model.safetensors b/model.safetensors || fail "the resumed run's model 
 cmp -s a/optim.safetensors b/optim.safetensors || fail "the resumed run's optimizer state differs"
 pass "a resume without the flags ends byte-identical"
 
+# Resumed at the horizon (N = the checkpoint's step): nothing to train, but the summary has the
+# checkpoint's scores, the same as the run that wrote it.
+"$train" --data corpus.txt --eval-tokens 512 --resume a --steps 8 --out c > c.out 2>&1 ||
+  fail "a resume at the horizon exited with $?: $(tail -3 c.out)"
+for k in val_bpb_parallel val_bpb_sequential; do
+  want=$(grep -o "\"$k\":[0-9.e+-]*" a/summary.json) got=$(grep -o "\"$k\":[0-9.e+-]*" c/summary.json)
+  [ -n "$want" ] && [ "$want" = "$got" ] || fail "resumed at the horizon: $k '$got', the run had '$want'"
+done
+cmp -s a/model.safetensors c/model.safetensors || fail "resumed at the horizon: the model changed"
+pass "a resume at the horizon only evaluates"
+
 refuse() {  # refuse "pattern" args...: exit 2 and the pattern in the error
   local pat=$1
   shift
@@ -75,4 +86,5 @@ refuse "--mem-offset is an LRT option: variant baseline has no memory" $common -
 refuse "exceed the run" $common --steps 1 --out r --warmup-frac 0.6
 refuse "drop or correct --n-embd 64 (the checkpoint has 32)" --data corpus.txt --resume a --out r --n-embd 64
 refuse "--lr-scale on --resume" --data corpus.txt --resume a --out r --lr-scale 2
+refuse "the horizon N = 4 (--steps) is below the checkpoint's step 8" --data corpus.txt --resume a --out r --steps 4
 pass "bad flags are refused with exit 2"
