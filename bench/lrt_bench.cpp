@@ -115,8 +115,9 @@ struct Options {
   std::vector<int> threads{1, 2};
   std::vector<index_t> contexts{64, 256, 1024};
   std::vector<index_t> batches{1, 8};
-  std::vector<std::string> decoders{"graph", "lean"};  // Decoder; LeanDecoder (batch 1 only)
-  index_t batch_tokens = 0;                            // 0: lrt-train's rows per step for the preset
+  // Decoder; LeanDecoder (batch 1 only) on fp32 weights, on int8 ones (groups of 64), on bf16 ones
+  std::vector<std::string> decoders{"graph", "lean", "lean-int8"};
+  index_t batch_tokens = 0;  // 0: lrt-train's rows per step for the preset
   int reps = 3;
   double config_budget_s = 40;
   // worker mode (hidden): one configuration, printed as one kResultPrefix line per result
@@ -139,7 +140,9 @@ struct Options {
       "  --threads LIST      LRT_NUM_THREADS of the runs (default 1,2)\n"
       "  --contexts LIST     decode contexts (default 64,256,1024)\n"
       "  --decode-batches L  decode batch sizes (default 1,8)\n"
-      "  --decoders LIST     graph (lrt::Decoder), lean (lrt::LeanDecoder, batch 1 only) (default graph,lean)\n"
+      "  --decoders LIST     graph (lrt::Decoder), lean (lrt::LeanDecoder, batch 1 only), lean-int8, lean-bf16\n"
+      "                      (the lean decoder on int8 weights in groups of 64, or on bf16 weights: the rows'\n"
+      "                      \"weights\" field) (default graph,lean,lean-int8)\n"
       "  --batch-tokens N    training tokens per step, rows = N / T in one micro-batch (default:\n"
       "                      lrt-train's batch: tiny 32 x 128, small 16 x 256, medium 32 x 256 in 4)\n"
       "  --reps N            timed training steps per configuration (default 3, fewer when one\n"
@@ -256,6 +259,11 @@ Options parse(int argc, char** argv) {
   for (const auto& v : o.variants)
     if (v != "baseline" && v != "lrt") {
       fmt::print(stderr, "lrt-bench: unknown variant '{}' (known: baseline, lrt)\n", v);
+      usage(2);
+    }
+  for (const auto& d : o.decoders)
+    if (d != "graph" && d != "lean" && d != "lean-int8" && d != "lean-bf16") {
+      fmt::print(stderr, "lrt-bench: unknown decoder '{}' (known: graph, lean, lean-int8, lean-bf16)\n", d);
       usage(2);
     }
   for (const auto& p : o.presets) {
@@ -486,15 +494,17 @@ template <class V>
 int decode_worker(const Options& o) {
   const lrt::ModelConfig cfg = lrt::preset(o.preset);
   const index_t Bd = o.batch, cap = o.contexts.back();
-  const bool lean = o.decoder == "lean";
-  if (!lean && o.decoder != "graph")
-    throw lrt::Error("lrt-bench", "--decoder is graph or lean, got '" + o.decoder + "'");
+  const bool lean = o.decoder.starts_with("lean");
+  const std::string weights = o.decoder == "lean-int8" ? "int8" : o.decoder == "lean-bf16" ? "bf16" : "fp32";
+  if (o.decoder != "graph" && o.decoder != "lean" && weights == "fp32")
+    throw lrt::Error("lrt-bench", "--decoder is graph, lean, lean-int8 or lean-bf16, got '" + o.decoder + "'");
   if (lean && Bd != 1) throw lrt::Error("lrt-bench", "the lean decoder decodes one row (batch 1)");
   lrt::Model<V, float> model(cfg, 1);
+  const lrt::PackedWeights packed = lrt::pack_weights(model, lrt::weight_format_from_string(weights), 64);
   std::optional<lrt::Decoder<V, float>> graph;
   std::optional<lrt::LeanDecoder<V, float>> lean_dec;
   if (lean)
-    lean_dec.emplace(lrt::lean_weights(model), typename lrt::LeanDecoder<V, float>::Options{cap, 0});
+    lean_dec.emplace(lrt::lean_weights(model, &packed), typename lrt::LeanDecoder<V, float>::Options{cap, 0});
   else
     graph.emplace(model, Bd, cap);
   const Ids toks = random_ids(cap, Bd, cfg.vocab_size, 21);  // (position, row)
@@ -525,7 +535,9 @@ int decode_worker(const Options& o) {
     if constexpr (std::remove_cvref_t<decltype(p.shape())>::rank == 2)
       if (r == lrt::ParamRole::Embedding) emb_row += double(p.shape()[1]);
   });
-  const double weight_bytes = 4.0 * nmm;
+  double packed_values = 0;  // the matrices read packed, and the bytes they take
+  for (const auto& [name, m] : packed.matrices) packed_values += double(m.rows * m.cols);
+  const double weight_bytes = 4.0 * (nmm - packed_values) + double(packed.bytes());
   for (const index_t c : o.contexts) {
     const index_t n = std::max<index_t>(1, c / 4);
     std::vector<double> w;
@@ -549,13 +561,13 @@ int decode_worker(const Options& o) {
     const double bytes_tok = bytes / double(Bd);
     const double bound = o.triad * 1e9 / bytes_tok;
     fmt::print(
-        "{}{{\"name\":\"decode\",\"preset\":\"{}\",\"variant\":\"{}\",\"decoder\":\"{}\",\"weights\":\"fp32\","
+        "{}{{\"name\":\"decode\",\"preset\":\"{}\",\"variant\":\"{}\",\"decoder\":\"{}\",\"weights\":\"{}\","
         "\"threads\":{},\"tokens_per_s\":{},"
         "\"mfu\":{},\"bandwidth_fraction\":{},\"batch\":{},\"context\":{},\"window_steps\":{},\"ms_per_step\":{},"
         "\"bound_tokens_per_s\":{},\"bytes_per_token\":{},\"weight_bytes\":{},\"triad_gbps\":{},"
         "\"decode_flops_per_token\":{},\"r_ref_gflops\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},"
         "\"capacity\":{},\"beyond_seq_len\":{},\"tensor_peak_mib\":{},\"peak_rss_mib\":{},\"other_load_cpus\":{}}}\n",
-        kResultPrefix, o.preset, o.variant, o.decoder, threads, json_number(tps),
+        kResultPrefix, o.preset, o.variant, lean ? "lean" : "graph", weights, threads, json_number(tps),
         json_number(flops * tps / (o.r_ref * 1e9)), json_number(tps / bound, 4), Bd, c, n, json_number(step * 1e3),
         json_number(bound), json_number(bytes_tok), json_number(weight_bytes), json_number(o.triad), json_number(flops),
         json_number(o.r_ref), kGemmTimer ? json_number(sg / (st * threads), 4) : std::string("null"),
@@ -693,9 +705,10 @@ struct Report {
       ms = field(j, "step_s") * 1e3;
       opt = fmt_or_dash(100 * field(j, "opt_s") / field(j, "step_s"), "{:.0f}");
     } else {
-      shape = fmt::format("B{} ctx{}{}{}", field(j, "batch"), field(j, "context"),
+      shape = fmt::format("B{} ctx{}{}{}{}", field(j, "batch"), field(j, "context"),
                           j.find("\"beyond_seq_len\":true") != std::string::npos ? "*" : "",
-                          sfield(j, "decoder") == "lean" ? " lean" : "");
+                          sfield(j, "decoder") == "lean" ? " lean" : "",
+                          sfield(j, "weights") == "fp32" ? "" : " " + sfield(j, "weights"));
       ms = field(j, "ms_per_step");
     }
     fmt::print(tab,
@@ -717,12 +730,13 @@ struct Report {
   }
   /// The result matching kind/preset/variant/threads (and batch/context for decode).
   const std::string* find(const std::string& kind, const std::string& p, const std::string& v, int thr,
-                          double batch = 0, double ctx = 0, const std::string& decoder = "graph") const {
+                          double batch = 0, double ctx = 0, const std::string& decoder = "graph",
+                          const std::string& weights = "fp32") const {
     for (const auto& j : rows)
       if (sfield(j, "name") == kind && sfield(j, "preset") == p && sfield(j, "variant") == v &&
           field(j, "threads") == thr &&
-          (kind == "train" ||
-           (field(j, "batch") == batch && field(j, "context") == ctx && sfield(j, "decoder") == decoder)))
+          (kind == "train" || (field(j, "batch") == batch && field(j, "context") == ctx &&
+                               sfield(j, "decoder") == decoder && sfield(j, "weights") == weights)))
         return &j;
     return nullptr;
   }
@@ -841,7 +855,7 @@ int run_parent(const Options& o) {
         for (index_t b : o.batches)
           for (const auto& dk : o.decoders)
             for (int t : o.threads) {
-              if (dk == "lean" && (b != 1 || t != o.threads.front())) continue;  // one row, one thread's work
+              if (dk.starts_with("lean") && (b != 1 || t != o.threads.front())) continue;  // one row, one thread's work
               auto args = common("decode", p, v, t);
               args.insert(args.end(), {"--batch", std::to_string(b), "--decoder", dk});
               run_child(args, t, fmt::format("decode {} {} batch {} {} threads {}", p, v, b, dk, t));
@@ -915,7 +929,7 @@ int run_parent(const Options& o) {
     for (const auto& j : rep.rows)
       if (sfield(j, "name") == "decode" && sfield(j, "variant") == "lrt") {
         const auto* b = rep.find("decode", sfield(j, "preset"), "baseline", int(field(j, "threads")), field(j, "batch"),
-                                 field(j, "context"), sfield(j, "decoder"));
+                                 field(j, "context"), sfield(j, "decoder"), sfield(j, "weights"));
         if (b) lg += std::log(field(*b, "tokens_per_s") / field(j, "tokens_per_s")), ++n;
       }
     if (n)
@@ -923,7 +937,7 @@ int run_parent(const Options& o) {
                  n);
     lg = 0, n = 0;  // the lean decoder against the Decoder on the same configuration
     for (const auto& j : rep.rows)
-      if (sfield(j, "name") == "decode" && sfield(j, "decoder") == "lean") {
+      if (sfield(j, "name") == "decode" && sfield(j, "decoder") == "lean" && sfield(j, "weights") == "fp32") {
         const auto* b = rep.find("decode", sfield(j, "preset"), sfield(j, "variant"), int(field(j, "threads")),
                                  field(j, "batch"), field(j, "context"), "graph");
         if (b) {
@@ -933,6 +947,24 @@ int run_parent(const Options& o) {
         }
       }
     if (n) fmt::print(tab, "decode: lean/graph tokens/s geomean {:.2f}x over {} configurations\n", std::exp(lg / n), n);
+    for (const char* wf : {"int8", "bf16"}) {  // packed weights against fp32 ones, both lean
+      lg = 0, n = 0;
+      for (const auto& j : rep.rows)
+        if (sfield(j, "name") == "decode" && sfield(j, "decoder") == "lean" && sfield(j, "weights") == wf) {
+          const auto* b = rep.find("decode", sfield(j, "preset"), sfield(j, "variant"), int(field(j, "threads")),
+                                   field(j, "batch"), field(j, "context"), "lean", "fp32");
+          if (b) {
+            lg += std::log(field(j, "tokens_per_s") / field(*b, "tokens_per_s")), ++n;
+            fmt::print(tab, "decode: lean {}/fp32 tokens/s {} {} ctx {}: {:.2f}x (bytes per token {:.2f}x fewer)\n", wf,
+                       sfield(j, "preset"), sfield(j, "variant"), field(j, "context"),
+                       field(j, "tokens_per_s") / field(*b, "tokens_per_s"),
+                       field(*b, "bytes_per_token") / field(j, "bytes_per_token"));
+          }
+        }
+      if (n)
+        fmt::print(tab, "decode: lean {}/fp32 tokens/s geomean {:.2f}x over {} configurations\n", wf, std::exp(lg / n),
+                   n);
+    }
   }
   fmt::print(tab, "total {:.1f} s{}\n", seconds_since(t_start),
              rep.failures ? fmt::format(", {} configuration(s) FAILED", rep.failures) : std::string());

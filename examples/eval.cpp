@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   tool::Args a("lrt-eval",
                "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it).");
   a.option("checkpoint", "FILE",
-           "model.safetensors written by lrt-train, or its --out directory (or release "
+           "model.safetensors written by lrt-train, or its --out directory, or an int8/bf16 file of lrt-quantize (or "
+           "release "
            "weights with --config)",
            "", true)
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus", "", true)

@@ -8,7 +8,8 @@
 int main(int argc, char** argv) {
   tool::Args a("lrt-generate", "Continues a prompt with a trained model, printing bytes as they come.");
   a.option("checkpoint", "FILE",
-           "model.safetensors written by lrt-train, or its --out directory (or release "
+           "model.safetensors written by lrt-train, or its --out directory, or an int8/bf16 file of lrt-quantize (or "
+           "release "
            "weights with --config)",
            "", true)
       .option("prompt", "TEXT", "text to continue (a BOS token is put in front)", "")

@@ -28,6 +28,8 @@
 #include <lrt/train/trainer.hpp>
 #include <lrt/dist/group.hpp>
 
+#include "checkpoint_path.hpp"
+
 #include "session.hpp"
 #include "tool_util.hpp"
 
@@ -108,16 +110,6 @@ std::string display_name() {
   for (const Entry& e : registry())
     if (e.structure == lrt::structure_of<V>()) return e.variant;
   return lrt::variant_name<V>();
-}
-
-/// --checkpoint: a safetensors file, or a directory lrt-train wrote (its latest complete
-/// checkpoint, as --resume finds it: DIR/latest, else the newest step directory).
-inline std::string checkpoint_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec)) return path;
-  const lrt::CheckpointLocation at = lrt::find_checkpoint(path);
-  if (!at.note.empty()) std::fprintf(stderr, "warning: %s\n", at.note.c_str());
-  return at.model_path();
 }
 
 /// A checkpoint's config and how it was trained: (variant, schedule) and the schedule's options
@@ -716,7 +708,8 @@ int train_run(const tool::Args& a) {
   summary["train_options"] = tr.train_options().to_json();
   summary["val_bpb_parallel"] = last_bpb;
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence (not a row log.csv rounded)
-    const bool have_seq = timed_steps > 0 && !log.empty() && !std::isnan(log.back().val_bpb_seq) && log.back().step + 1 == tr.step();
+    const bool have_seq =
+        timed_steps > 0 && !log.empty() && !std::isnan(log.back().val_bpb_seq) && log.back().step + 1 == tr.step();
     const double sq = have_seq ? log.back().val_bpb_seq : model.evaluate_sequential(val, token_bytes).bpb();
     fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq);
     summary["val_bpb_sequential"] = sq;
@@ -790,13 +783,18 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
                lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd,
                cfg.sequence_len, available,
                T != cfg.sequence_len ? fmt::format("; rows of {} targets", T) : std::string(), tok.describe());
+  const lrt::WeightInfo weights = lrt::weight_info(r);
+  if (!json && weights.format != lrt::WeightFormat::F32)
+    fmt::print("weights: {}{} (lrt-quantize), evaluated as the float values they stand for\n",
+               to_string(weights.format),
+               weights.group > 0 ? fmt::format(" in groups of {}", weights.group) : std::string());
   if (!json) fmt::print("device: {}\n", describe(device, *model));
   const auto par = model->evaluate_parallel(batches, token_bytes, so);
   lrt::json::Value j = lrt::json::Value::object();
   j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
   j["schedule"] = lrt::schedule_spec<Sched>(), j["split"] = split, j["data"] = a.str("data");
   j["device"] = to_string(device.device), j["precision"] = to_string(device.precision);
-  j["tokenizer"] = tok.name();
+  j["tokenizer"] = tok.name(), j["weights"] = std::string(to_string(weights.format));
   j["targets"] = par.merged.tokens, j["bytes"] = par.merged.bytes, j["val_loss"] = par.merged.loss();
   if (!json)
     fmt::print("targets scored: {} ({} bytes), val loss {:.6f} nats/token (parallel)\n", par.merged.tokens,

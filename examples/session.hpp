@@ -105,7 +105,12 @@ class SessionOf final : public Session {
   lrt::index_t num_params() const override { return model_.num_params(); }
   lrt::index_t num_matmul_params() const override { return model_.num_matmul_params(); }
   double flops_per_token() const override { return model_.flops_per_token(); }
-  void load(const lrt::st::Reader& r) override { lrt::load_weights(model_, r); }
+  /// The weights of r (int8 ones dequantized); on the CPU the packed matrices of an int8 or bf16
+  /// file are kept too, for the lean decoder to read them packed.
+  void load(const lrt::st::Reader& r) override {
+    lrt::load_weights(model_, r);
+    if constexpr (std::is_same_v<D, lrt::cpu::Device>) packed_ = lrt::PackedWeights::read(r);
+  }
 
   Scores evaluate_parallel(const std::vector<lrt::data::Batch>& batches, const lrt::TokenBytes& token_bytes,
                            const lrt::ScheduleOptions& o) override {
@@ -155,7 +160,7 @@ class SessionOf final : public Session {
     lean_.reset(), decoder_.reset();
     if constexpr (std::is_same_v<D, lrt::cpu::Device>) {
       if (sinks == 0) {
-        lean_.emplace(lrt::lean_weights(model_));
+        lean_.emplace(lrt::lean_weights(model_, &packed_));
         return;
       }
     }
@@ -166,7 +171,7 @@ class SessionOf final : public Session {
       if (lean_) {
         const auto P = static_cast<lrt::index_t>(prompt.size());
         if (mode.kind != lrt::PrefillMode::Kind::Exact && P > lean_->max_prompt())  // a workspace for this prompt
-          lean_.emplace(lrt::lean_weights(model_), typename lrt::LeanDecoder<V, float>::Options{0, P});
+          lean_.emplace(lrt::lean_weights(model_, &packed_), typename lrt::LeanDecoder<V, float>::Options{0, P});
         lean_->prefill(prompt, mode);
         return;
       }
@@ -210,6 +215,7 @@ class SessionOf final : public Session {
   std::unique_ptr<lrt::Trainer<V, Sched, float, D>> trainer_;
   std::optional<lrt::Decoder<V, float, D>> decoder_;
   std::optional<lrt::LeanDecoder<V, float>> lean_;  // the CPU's decoder (start_decoding)
+  lrt::PackedWeights packed_;                       // an int8 or bf16 file's matrices, for lean_
 };
 
 /// Makes a session of one registered pair on a device other than the CPU at a matmul precision.

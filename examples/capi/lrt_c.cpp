@@ -36,9 +36,12 @@ struct Decoding {
 template <class V>
 struct DecodingOf final : Decoding {
   lrt::Model<V, float> model;
+  lrt::PackedWeights packed;  // an int8 or bf16 file's matrices, read packed by dec
   lrt::LeanDecoder<V, float> dec;
   DecodingOf(const lrt::ModelConfig& c, const lrt::st::Reader& r)
-      : model(c, 0), dec((lrt::load_weights(model, r), lrt::lean_weights(model)), {0, 0}) {}
+      : model(c, 0),
+        packed((lrt::load_weights(model, r), lrt::PackedWeights::read(r))),
+        dec(lrt::lean_weights(model, &packed), {0, 0}) {}
   const lrt::ModelConfig& config() const override { return model.config(); }
   void prefill(std::span<const lrt::index_t> prompt) override { dec.prefill(prompt); }
   void step(lrt::index_t token) override { dec.step(token); }

@@ -893,4 +893,114 @@ TEST_CASE("safetensors corpus: each validation rule has its own message") {
   CHECK(r.names() == std::vector<std::string>{"b", "a"});  // header order
 }
 
+TEST_CASE("int8 quantization: scales and values by hand, tails, zero groups, the error bound") {
+  // Two rows of 5 in groups of 2 (the last group of one value): max |w| / 127 per group.
+  const std::vector<float> w{1, -3, 0.5f, 4, -0.1f, 0, 0, 0, 0, 2};
+  std::vector<std::int8_t> q(10);
+  std::vector<float> s(6);
+  lrt::quantize_int8(w, 2, 5, 2, q, s);
+  CHECK(q == std::vector<std::int8_t>{42, -127, 16, 127, -127, 0, 0, 0, 0,
+                                      127});  // 1 / (3/127) = 42.33, 0.5 / (4/127) = 15.9
+  CHECK(s == std::vector<float>{3.0f / 127.0f, 4.0f / 127.0f, 0.1f / 127.0f, 0, 0, 2.0f / 127.0f});
+  std::vector<float> back(10);
+  lrt::dequantize_int8(q, s, 2, 5, 2, back);
+  CHECK(back[1] == -3.0f / 127.0f * 127.0f);
+  CHECK(back[5] == 0.0f);
+  // Random rows: every value within half a step of its group's scale.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  const std::int64_t rows = 7, cols = 45, group = 8, ng = lrt::quant_groups(cols, group);
+  CHECK(ng == 6);
+  std::vector<float> x(rows * cols), xs(rows * ng), xb(x.size());
+  std::vector<std::int8_t> xq(x.size());
+  for (auto& v : x) v = u(rng);
+  lrt::quantize_int8(x, rows, cols, group, xq, xs);
+  lrt::dequantize_int8(xq, xs, rows, cols, group, xb);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < cols; ++i) {
+      const float sc = xs[r * ng + i / group];
+      CHECK(std::fabs(x[r * cols + i] - xb[r * cols + i]) <= 0.5f * sc * 1.0001f);
+      CHECK(std::abs(int(xq[r * cols + i])) <= 127);
+    }
+  CHECK(error_of([&] { lrt::quantize_int8(w, 2, 5, 0, q, s); }).find("group 0") != std::string::npos);
+  CHECK(error_of([&] { lrt::quantize_int8(w, 2, 5, 3, q, s); }).find("needs 10 values and 4 scales") !=
+        std::string::npos);
+  std::vector<float> bad = w;
+  bad[7] = std::numeric_limits<float>::infinity();
+  CHECK(error_of([&] { lrt::quantize_int8(bad, 2, 5, 2, q, s); }).find("at row 1, column 2 is not finite") !=
+        std::string::npos);
+}
+
+TEST_CASE("quantized checkpoints: I8 tensors with scales, metadata, which matrices, refusals") {
+  st::Writer w;
+  const std::vector<float> head{1, -3, 0.5f, 4, -0.1f, 0, 0, 0, 0, 2}, table{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+      lam{0.5f, 2};
+  w.add_f32("lm_head.weight", head, {2, 5});
+  w.add_f32("transformer.wte.weight", table, {2, 5});
+  w.add_f32("transformer.h.0.attn.ve_gate.weight", table, {2, 5});
+  w.add_f32("resid_lambdas", lam, {2});
+  w.set_metadata("step", "7");
+  const st::Reader r = st::Reader::from_bytes(w.serialize(), "f32");
+  lrt::QuantizeReport rep;
+  const st::Reader q =
+      st::Reader::from_bytes(lrt::quantize_checkpoint(r, lrt::WeightFormat::Int8, 2, &rep).serialize(), "q");
+  CHECK(rep.packed == 1);
+  CHECK(rep.kept == 3);
+  CHECK(rep.bytes_in == 4 * (10 + 10 + 10 + 2));
+  CHECK(rep.bytes_out == 10 + 6 * 4 + 4 * (10 + 10 + 2));
+  CHECK(q.meta("weights") == "int8");
+  CHECK(q.meta("quant_group") == "2");
+  CHECK(q.meta("step") == "7");
+  CHECK(q.dtype("lm_head.weight") == st::DType::I8);
+  CHECK(q.shape("lm_head.weight.scales") == std::vector<std::int64_t>{2, 3});
+  CHECK(q.read_i8("lm_head.weight", {2, 5}) == std::vector<std::int8_t>{42, -127, 16, 127, -127, 0, 0, 0, 0, 127});
+  CHECK(q.dtype("transformer.wte.weight") == st::DType::F32);  // tables and gates as they were
+  CHECK(q.dtype("transformer.h.0.attn.ve_gate.weight") == st::DType::F32);
+  const lrt::WeightInfo info = lrt::weight_info(q);
+  CHECK(info.format == lrt::WeightFormat::Int8);
+  CHECK(info.group == 2);
+  std::vector<float> back(10);
+  lrt::read_weight_f32(q, info, "lm_head.weight", back, {2, 5});
+  CHECK(back[2] == 16 * (4.0f / 127.0f));
+  CHECK(back[3] == 4.0f / 127.0f * 127.0f);
+  CHECK(lrt::stored_names(q, {"lm_head.weight", "resid_lambdas"}) ==
+        std::vector<std::string>{"lm_head.weight", "resid_lambdas", "lm_head.weight.scales"});
+  const lrt::PackedWeights pw = lrt::PackedWeights::read(q);
+  REQUIRE(pw.find("lm_head.weight") != nullptr);
+  CHECK(pw.matrices.size() == 1);
+  CHECK(pw.find("lm_head.weight")->scales.size() == 6);
+  CHECK(error_of([&] {
+          q.read_f32("lm_head.weight", back, {2, 5});
+        }).find("stored as I8, cannot be read as F32") != std::string::npos);
+  CHECK(error_of([&] {
+          r.read_i8("lm_head.weight", {2, 5});
+        }).find("stored as F32, cannot be read as I8") != std::string::npos);
+  CHECK(error_of([&] { lrt::quantize_checkpoint(q, lrt::WeightFormat::Int8, 2); }).find("already holds int8 weights") !=
+        std::string::npos);
+  // bf16: the matrix stored BF16 (rounded to nearest even), the rest as it was.
+  const st::Reader b = st::Reader::from_bytes(lrt::quantize_checkpoint(r, lrt::WeightFormat::BF16, 0).serialize(), "b");
+  CHECK(b.meta("weights") == "bf16");
+  CHECK(!b.meta("quant_group"));
+  CHECK(b.dtype("lm_head.weight") == st::DType::BF16);
+  CHECK(b.dtype("transformer.wte.weight") == st::DType::F32);
+  CHECK(lrt::PackedWeights::read(b).find("lm_head.weight")->bf16.size() == 10);
+  // Damaged metadata is refused with the file's name.
+  st::Writer bad;
+  bad.add_f32("lm_head.weight", head, {2, 5});
+  bad.set_metadata("weights", "int8");
+  CHECK(error_of([&] {
+          lrt::weight_info(st::Reader::from_bytes(bad.serialize(), "nogroup"));
+        }).find("'nogroup': int8 weights without 'quant_group'") != std::string::npos);
+  bad.set_metadata("quant_group", "0x");
+  CHECK(error_of([&] { lrt::weight_info(st::Reader::from_bytes(bad.serialize(), "g")); }).find("quant_group '0x'") !=
+        std::string::npos);
+  bad.set_metadata("weights", "int4");
+  CHECK(error_of([&] { lrt::weight_info(st::Reader::from_bytes(bad.serialize(), "f")); }).find("'weights' is 'int4'") !=
+        std::string::npos);
+  CHECK(lrt::quantized_by_default("transformer.h.11.mlp.c_fc.weight"));
+  CHECK(lrt::quantized_by_default("interleaved_key_projections.3.W_v.weight"));
+  CHECK(!lrt::quantized_by_default("value_embeds.0.weight"));
+  CHECK(!lrt::quantized_by_default("transformer.h.0.attn.triple_gate.weight"));
+}
+
 }  // namespace test_io

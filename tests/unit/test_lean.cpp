@@ -3,7 +3,12 @@
 // layerwise projections, final and block sources, k = 1 and 2, the BOS cut, windows that slide,
 // a capacity); the whole-prompt modes (zero, interleaved:S, fixed-point, approximate) within
 // rounding of their Decoder counterparts; the fixed-point prefill's bound and exactness; errors.
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <lrt/decode.hpp>
+#include <lrt/model/checkpoint.hpp>
 
 #include "test_util.hpp"
 
@@ -196,6 +201,179 @@ TEST_CASE("lean decoder: errors name the operation; modes parse and print") {
   lrt::Decoder<vs::Lrt> full(m);
   CHECK_THROWS_WITH_AS(full.prefill(std::vector<index_t>(3, 1), Mode::fixed_point()),
                        doctest::Contains("runs on the lean decoder"), lrt::Error);
+}
+
+namespace {
+/// y = W x in double from the float values W stands for (the reference of the packed products).
+std::vector<double> reference_product(const std::vector<float>& w, const std::vector<float>& x, index_t rows,
+                                      index_t cols) {
+  std::vector<double> y(static_cast<std::size_t>(rows), 0.0);
+  for (index_t o = 0; o < rows; ++o)
+    for (index_t i = 0; i < cols; ++i)
+      y[static_cast<std::size_t>(o)] +=
+          double(w[static_cast<std::size_t>(o * cols + i)]) * x[static_cast<std::size_t>(i)];
+  return y;
+}
+
+/// The model with each matrix the packing holds replaced by the float values it stands for.
+template <class V>
+void unpack_into(const lrt::Model<V, float>& m, const lrt::PackedWeights& pw) {
+  m.for_each_param([&](auto& p) {
+    const auto* pm = pw.find(p.name());
+    if (!pm) return;
+    auto& v = p.value();
+    const std::span<float> out(v.data(), static_cast<std::size_t>(v.numel()));
+    if (!pm->q.empty()) {
+      lrt::dequantize_int8(pm->q, pm->scales, pm->rows, pm->cols, pw.group, out);
+    } else {
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = lrt::st::bf16_to_f32(pm->bf16[i]);
+    }
+  });
+}
+
+/// The lean decoder on packed matrices against the Decoder of the model holding their float values:
+/// the same products summed in another order, so equal within float rounding (relative to the
+/// largest logit). Returns how many matrices were packed.
+template <class V>
+std::size_t check_packed(const char* name, lrt::WeightFormat f, std::int64_t group) {
+  CAPTURE(name);
+  const std::string format(to_string(f));
+  CAPTURE(format);
+  lrt::Model<V, float> m(cfg(2, true), 5);
+  randomize(m, 29);
+  const lrt::PackedWeights pw = lrt::pack_weights(m, f, group);
+  unpack_into(m, pw);
+  std::vector<index_t> prompt = tokens(6, 8), cont = tokens(30, 9);
+  prompt[2] = m.config().bos();
+  const auto ref = run_decoder(m, prompt, cont, Mode::exact());
+  lrt::LeanDecoder<V, float> dec(lrt::lean_weights(m, &pw), {0, -1});
+  std::vector<std::vector<float>> got{as_vector(dec.prefill(prompt))};
+  for (index_t t : cont) got.push_back(as_vector(dec.step(t)));
+  double scale = 0;
+  for (const auto& r : ref)
+    for (float z : r) scale = std::max(scale, std::abs(double(z)));
+  CHECK(worst(ref, got) < 2e-5 * scale);
+  // The packed values are not the originals: the plain decoder of the unpacked model reads those.
+  CHECK(lrt::lean_weights(m).layers[0].c_q.data != nullptr);
+  CHECK(lrt::lean_weights(m, &pw).layers[0].c_q.data == nullptr);
+  // Fixed-point prefill over packed matrices (products of several rows): the same recurrence.
+  lrt::LeanDecoder<V, float> fp(lrt::lean_weights(m, &pw), {0, -1});
+  CHECK(max_diff(as_vector(fp.prefill(prompt, Mode::fixed_point())), ref[0]) < 2e-5 * scale);
+  return pw.matrices.size();
+}
+}  // namespace
+
+TEST_CASE("packed products: int8 and bf16 rows against double products of the values they stand for") {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const std::array<std::array<index_t, 3>, 4> shapes{{{13, 70, 16}, {8, 64, 64}, {5, 9, 4}, {3, 200, 7}}};
+  for (const auto& [rows, cols, group] : shapes) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    CAPTURE(group);
+    std::vector<float> w(static_cast<std::size_t>(rows * cols)), x(static_cast<std::size_t>(cols));
+    for (auto& v : w) v = u(rng);
+    for (auto& v : x) v = u(rng);
+    std::vector<std::int8_t> q(w.size());
+    std::vector<float> s(static_cast<std::size_t>(rows * lrt::quant_groups(cols, group))), back(w.size());
+    lrt::quantize_int8(w, rows, cols, group, q, s);
+    lrt::dequantize_int8(q, s, rows, cols, group, back);
+    const auto want = reference_product(back, x, rows, cols);
+    std::vector<double> want_d(static_cast<std::size_t>(rows), 0.0);  // scale q exactly, for T = double
+    for (index_t o = 0; o < rows; ++o)
+      for (index_t i = 0; i < cols; ++i)
+        want_d[o] += double(s[o * lrt::quant_groups(cols, group) + i / group]) * q[o * cols + i] * x[i];
+    std::vector<float> y(static_cast<std::size_t>(rows));
+    std::vector<double> yd(y.size()), xd(x.begin(), x.end());
+    lrt::cpu::matvec_int8<float>(x.data(), q.data(), s.data(), rows, cols, group, y.data());
+    lrt::cpu::matvec_int8<double>(xd.data(), q.data(), s.data(), rows, cols, group, yd.data());
+    for (index_t o = 0; o < rows; ++o) {
+      CHECK(std::abs(y[o] - want[o]) < 1e-5 * cols);
+      CHECK(std::abs(yd[o] - want_d[o]) < 1e-12 * cols);
+    }
+    std::vector<std::uint16_t> h(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) h[i] = lrt::st::f32_to_bf16(w[i]), back[i] = lrt::st::bf16_to_f32(h[i]);
+    const auto want_h = reference_product(back, x, rows, cols);
+    lrt::cpu::matvec_bf16<float>(x.data(), h.data(), rows, cols, y.data());
+    lrt::cpu::matvec_bf16<double>(xd.data(), h.data(), rows, cols, yd.data());
+    for (index_t o = 0; o < rows; ++o) {
+      CHECK(std::abs(y[o] - want_h[o]) < 1e-5 * cols);
+      CHECK(std::abs(yd[o] - want_h[o]) < 1e-12 * cols);
+    }
+  }
+}
+
+TEST_CASE("lean decoder on int8 and bf16 matrices: the Decoder of the values they stand for, within rounding") {
+  using KvLayer1 = lrt::Variant<Injection::KV, Projection::Layerwise, lrt::BlockSource<1>>;
+  for (const auto f : {lrt::WeightFormat::Int8, lrt::WeightFormat::BF16}) {
+    // 3 layers x 6 matrices + lm_head (+ the shared or layerwise memory projections).
+    CHECK(check_packed<vs::Baseline>("baseline", f, 8) == 3 * 6 + 1);
+    CHECK(check_packed<vs::Lrt>("lrt", f, 8) == 3 * 6 + 1 + 2);
+    CHECK(check_packed<KvLayer1>("kv/layerwise/block1", f, 5) == 3 * 6 + 1 + 3 * 2);
+    CHECK(check_packed<vs::ResidualOnly>("residual", f, 16) == 3 * 6 + 1);
+  }
+}
+
+TEST_CASE("lean decoder on packed matrices: embedding tables and gates stay floats; formats are one each") {
+  lrt::Model<vs::Lrt> m(cfg(), 1);
+  const lrt::PackedWeights pw = lrt::pack_weights(m, lrt::WeightFormat::Int8, 8);
+  auto w = lrt::lean_weights(m, &pw);
+  w.wte.q = w.layers[0].c_q.q, w.wte.scales = w.layers[0].c_q.scales, w.wte.group = 8, w.wte.data = nullptr;
+  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w); }(),
+                       doctest::Contains("weight wte is int8: embedding tables and gates are read as floats"),
+                       lrt::Error);
+  auto w2 = lrt::lean_weights(m, &pw);
+  w2.layers[1].c_fc.data = w2.wte.data;
+  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w2); }(),
+                       doctest::Contains("weight h.1.c_fc has values in 2 formats"), lrt::Error);
+  auto w3 = lrt::lean_weights(m, &pw);
+  w3.layers[2].mlp_proj.scales = nullptr;
+  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w3); }(),
+                       doctest::Contains("int8 weight h.2.mlp_proj needs its scales"), lrt::Error);
+  lrt::ModelConfig wide = cfg();
+  wide.n_embd = 32;
+  lrt::Model<vs::Lrt> big(wide, 1);
+  CHECK_THROWS_WITH_AS(lrt::lean_weights(big, &pw),
+                       doctest::Contains("packed matrix 'lm_head.weight' is (320, 16), the model's (320, 32)"),
+                       lrt::Error);
+  CHECK_THROWS_WITH_AS(lrt::pack_weights(m, lrt::WeightFormat::Int8, 0), doctest::Contains("group >= 1"), lrt::Error);
+}
+
+TEST_CASE("an int8 checkpoint: load_weights gives the values it stands for; its packed matrices are pack_weights'") {
+  lrt::Model<vs::Lrt> m(cfg(), 3);
+  randomize(m, 41);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("lrt_test_lean_" + std::to_string(::getpid()) + ".safetensors"))
+          .string();
+  lrt::save_model(m, path, 5);
+  const lrt::st::Reader f32 = lrt::st::Reader::open(path);
+  std::filesystem::remove(path);
+  const lrt::st::Reader q =
+      lrt::st::Reader::from_bytes(lrt::quantize_checkpoint(f32, lrt::WeightFormat::Int8, 8).serialize(), "int8");
+  lrt::Model<vs::Lrt> loaded(cfg(), 99);
+  lrt::load_weights(loaded, q);
+  const lrt::PackedWeights from_file = lrt::PackedWeights::read(q),
+                           in_memory = lrt::pack_weights(m, lrt::WeightFormat::Int8, 8);
+  CHECK(from_file.matrices.size() == in_memory.matrices.size());
+  for (const auto& [name, pm] : in_memory.matrices) {
+    CAPTURE(name);
+    REQUIRE(from_file.find(name) != nullptr);
+    CHECK(from_file.find(name)->q == pm.q);
+    CHECK(from_file.find(name)->scales == pm.scales);
+  }
+  unpack_into(m, in_memory);  // m now holds the values the int8 matrices stand for
+  std::size_t same = 0, params = 0;
+  m.for_each_param([&](auto& p) {
+    ++params;
+    loaded.for_each_param([&](auto& o) {
+      if (o.name() == p.name())
+        same += std::memcmp(o.value().data(), p.value().data(), sizeof(float) * p.value().numel()) == 0;
+    });
+  });
+  CHECK(same == params);
+  lrt::Model<vs::Lrt, double> wide(cfg(), 1);  // fp64 models read int8 files too
+  lrt::load_weights(wide, q);
+  CHECK(wide.lm_head().value().data()[3] == double(m.lm_head().value().data()[3]));
 }
 
 }  // namespace test_lean

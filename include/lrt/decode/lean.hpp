@@ -48,7 +48,9 @@
 #include "../backend/cpu/attention.hpp"
 #include "../backend/cpu/gemm.hpp"
 #include "../backend/cpu/nn.hpp"
+#include "../backend/cpu/packed_matvec.hpp"
 #include "../backend/rope_table.hpp"
+#include "../io/quantize.hpp"
 #include "../model/config.hpp"
 #include "../model/logits.hpp"
 #include "../model/variant.hpp"
@@ -58,12 +60,21 @@ namespace lrt {
 inline namespace v0 {
 
 /// A weight matrix (rows, cols), row-major and contiguous, read-only; a plain handle (assigning
-/// one rebinds it; nothing is copied). Empty: data == nullptr.
+/// one rebinds it; nothing is copied). Its values are in `data` (T), or packed (io/quantize.hpp):
+/// int8 in `q` with `scales` per `group` values of a row, or bf16 bits in `bf16`. Empty: none set.
 template <class T>
 struct LeanMatrix {
   const T* data = nullptr;
   index_t rows = 0, cols = 0;
+  const std::int8_t* q = nullptr;
+  const float* scales = nullptr;  // (rows, ceil(cols / group))
+  index_t group = 0;
+  const std::uint16_t* bf16 = nullptr;
   TensorView<const T, 2> view() const noexcept { return {data, Shape<2>{rows, cols}}; }
+  bool empty() const noexcept { return data == nullptr && q == nullptr && bf16 == nullptr; }
+  WeightFormat format() const noexcept {
+    return q ? WeightFormat::Int8 : bf16 ? WeightFormat::BF16 : WeightFormat::F32;
+  }
 };
 
 /// One block's weights (spec §2.2-2.3, §3.2), as Model::Block names them; empty views where the
@@ -188,11 +199,19 @@ class LeanDecoder {
 
   // ------------------------------------------------------------ construction
 
-  static bool empty(const LeanMatrix<T>& m) noexcept { return m.data == nullptr; }
-  void need(const LeanMatrix<T>& m, index_t r, index_t cols, const std::string& what) const {
+  static bool empty(const LeanMatrix<T>& m) noexcept { return m.empty(); }
+  /// A matrix of shape (r, cols): packed ones only where `packed` (the products; embedding tables
+  /// and gates are read as values), with one format and, for int8, scales and a group.
+  void need(const LeanMatrix<T>& m, index_t r, index_t cols, const std::string& what, bool packed = true) const {
     check(!empty(m), "lean decoder", "weight ", what, " is missing");
     check(m.rows == r && m.cols == cols, "lean decoder", "weight ", what, " has shape ", Shape<2>{m.rows, m.cols},
           ", expected ", Shape<2>{r, cols});
+    const int formats = (m.data != nullptr) + (m.q != nullptr) + (m.bf16 != nullptr);
+    check(formats == 1, "lean decoder", "weight ", what, " has values in ", formats, " formats (give one)");
+    check(packed || m.data != nullptr, "lean decoder", "weight ", what, " is ", to_string(m.format()),
+          ": embedding tables and gates are read as floats, not packed");
+    check(m.q == nullptr || (m.scales != nullptr && m.group >= 1), "lean decoder", "int8 weight ", what,
+          " needs its scales and a group >= 1 (group ", m.group, ")");
   }
   void none(const LeanMatrix<T>& m, const std::string& what) const {
     check(empty(m), "lean decoder", "weight ", what, " is given but this variant has none");
@@ -207,7 +226,7 @@ class LeanDecoder {
     const index_t hd = c_.n_head * c_.head_dim(), c = c_.gate_channels();
     check(static_cast<index_t>(w_.layers.size()) == L, "lean decoder", "weights of ", w_.layers.size(),
           " layers for a config of ", L);
-    need(w_.wte, Vp, d, "wte"), need(w_.lm_head, Vp, d, "lm_head");
+    need(w_.wte, Vp, d, "wte", false), need(w_.lm_head, Vp, d, "lm_head");
     check(w_.resid_lambdas && w_.x0_lambdas, "lean decoder", "resid_lambdas and x0_lambdas are missing");
     check(!V::residual || w_.gamma, "lean decoder", "gamma (interleaved_lambdas) is missing");
     constexpr bool shared = V::kv && V::projection == Projection::Shared;
@@ -223,10 +242,10 @@ class LeanDecoder {
       need(b.c_proj, d, hd, p + "c_proj"), need(b.c_fc, 4 * d, d, p + "c_fc"),
           need(b.mlp_proj, d, 4 * d, p + "mlp_proj");
       if (V::kv) {
-        need(b.triple_gate, 3 * c_.n_kv_head, c, p + "triple_gate"), none(b.ve_gate, p + "ve_gate");
-        need(b.value_embed, Vp, D, p + "value_embed");
+        need(b.triple_gate, 3 * c_.n_kv_head, c, p + "triple_gate", false), none(b.ve_gate, p + "ve_gate");
+        need(b.value_embed, Vp, D, p + "value_embed", false);
       } else if (c_.has_ve(l)) {
-        need(b.ve_gate, c_.n_kv_head, c, p + "ve_gate"), need(b.value_embed, Vp, D, p + "value_embed");
+        need(b.ve_gate, c_.n_kv_head, c, p + "ve_gate", false), need(b.value_embed, Vp, D, p + "value_embed", false);
         none(b.triple_gate, p + "triple_gate");
       } else {
         none(b.ve_gate, p + "ve_gate"), none(b.value_embed, p + "value_embed"), none(b.triple_gate, p + "triple_gate");
@@ -292,8 +311,16 @@ class LeanDecoder {
   static Mat rows(T* p, index_t n, index_t cols) noexcept { return Mat(p, Shape<2>{n, cols}); }
   static CMat crows(const T* p, index_t n, index_t cols) noexcept { return CMat(p, Shape<2>{n, cols}); }
   /// y = x W^T (Model's ad::linear: lrt::gemm of (n, in) by W^T).
+  /// Packed weights: one packed product per row (cpu/packed_matvec.hpp).
   static void linear(const T* x, index_t n, const LeanMatrix<T>& w, T* y) {
-    lrt::gemm(rows(y, n, w.rows), crows(x, n, w.cols), w.view().t());
+    if (w.q) {
+      for (index_t r = 0; r < n; ++r)
+        cpu::matvec_int8<T>(x + r * w.cols, w.q, w.scales, w.rows, w.cols, w.group, y + r * w.rows);
+    } else if (w.bf16) {
+      for (index_t r = 0; r < n; ++r) cpu::matvec_bf16<T>(x + r * w.cols, w.bf16, w.rows, w.cols, y + r * w.rows);
+    } else {
+      lrt::gemm(rows(y, n, w.rows), crows(x, n, w.cols), w.view().t());
+    }
   }
   /// The same for x rows of stride `ld` (the gate's first c channels of u).
   static void linear_strided(const T* x, index_t n, index_t ld, const LeanMatrix<T>& w, T* y) {

@@ -1,6 +1,7 @@
 // lrt/decode/lean_model.hpp: the lean decoder (decode/lean.hpp) over a Model's parameters:
 // lean_weights(model) views every parameter in place (nothing copied; the model must outlive the
-// decoder and its parameters must not be reallocated), and LeanDecoder's deduction from a model.
+// decoder and its parameters must not be reallocated), or the packed int8/bf16 matrices of
+// pack_weights / PackedWeights::read in their place, and LeanDecoder's deduction from a model.
 // Kept apart from lean.hpp so that the lean decoder itself needs no autodiff layer.
 #pragma once
 
@@ -11,10 +12,24 @@ namespace lrt {
 inline namespace v0 {
 
 /// Views of a CPU model's parameters for LeanDecoder (empty views where the variant has none).
+/// With `packed` (io/quantize.hpp: read from an int8 or bf16 file, or packed from the model), a
+/// matrix it holds under the parameter's name is viewed packed instead (it must outlive the
+/// decoder too, and match the parameter's shape).
 template <class V, class T>
-LeanWeights<T> lean_weights(const Model<V, T, cpu::Device>& m) {
-  const auto view = [](const ad::Param<T, 2, cpu::Device>* p) {
-    return p ? LeanMatrix<T>{p->value().data(), p->shape()[0], p->shape()[1]} : LeanMatrix<T>{};
+LeanWeights<T> lean_weights(const Model<V, T, cpu::Device>& m, const PackedWeights* packed = nullptr) {
+  const auto view = [packed](const ad::Param<T, 2, cpu::Device>* p) {
+    if (!p) return LeanMatrix<T>{};
+    LeanMatrix<T> v{p->value().data(), p->shape()[0], p->shape()[1]};
+    if (const auto* pm = packed ? packed->find(p->name()) : nullptr) {
+      check(pm->rows == v.rows && pm->cols == v.cols, "lean_weights", "packed matrix '", p->name(), "' is (", pm->rows,
+            ", ", pm->cols, "), the model's ", Shape<2>{v.rows, v.cols});
+      v.data = nullptr;
+      if (!pm->q.empty())
+        v.q = pm->q.data(), v.scales = pm->scales.data(), v.group = packed->group;
+      else
+        v.bf16 = pm->bf16.data();
+    }
+    return v;
   };
   LeanWeights<T> w;
   w.config = m.config();
@@ -32,6 +47,19 @@ LeanWeights<T> lean_weights(const Model<V, T, cpu::Device>& m) {
     w.layers.push_back(l);
   }
   return w;
+}
+
+/// The model's matrices packed in memory (what lrt-quantize would write for it, io/quantize.hpp).
+template <class V>
+PackedWeights pack_weights(const Model<V, float, cpu::Device>& m, WeightFormat format, std::int64_t group = 64) {
+  return PackedWeights::pack(format, group, [&](auto&& add) {
+    m.for_each_param([&](auto& p) {
+      const auto& v = p.value();
+      if constexpr (std::remove_cvref_t<decltype(v.shape())>::rank == 2)
+        add(p.name(), std::span<const float>(v.data(), static_cast<std::size_t>(v.numel())), v.shape()[0],
+            v.shape()[1]);
+    });
+  });
 }
 
 /// A lean decoder of a CPU model (its parameters viewed in place, see lean_weights).

@@ -36,7 +36,7 @@ static_assert(std::endian::native == std::endian::little,
               "lrt's safetensors I/O copies raw little-endian data: big-endian "
               "hosts unsupported");
 
-enum class DType { F32, BF16, F16, F64, I64, I32, U8 };
+enum class DType { F32, BF16, F16, F64, I64, I32, U8, I8 };
 
 inline std::string_view dtype_name(DType t) {
   switch (t) {
@@ -54,6 +54,8 @@ inline std::string_view dtype_name(DType t) {
       return "I32";
     case DType::U8:
       return "U8";
+    case DType::I8:
+      return "I8";
   }
   return "?";
 }
@@ -73,13 +75,14 @@ inline std::size_t dtype_size(DType t) {
     case DType::I32:
       return 4;
     case DType::U8:
+    case DType::I8:
       return 1;
   }
   return 0;
 }
 
 inline std::optional<DType> dtype_from_name(std::string_view s) {
-  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8})
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8, DType::I8})
     if (dtype_name(t) == s) return t;
   return std::nullopt;
 }
@@ -177,6 +180,12 @@ class Writer {
     check_new(name, shape, data.size());
     std::string bytes(reinterpret_cast<const char*>(data.data()), data.size_bytes());
     push(std::move(name), DType::I64, std::move(shape), std::move(bytes));
+  }
+  /// int8 values (weight-only quantization: model/quantize.hpp), stored I8.
+  void add_i8(std::string name, std::span<const std::int8_t> data, std::vector<std::int64_t> shape) {
+    check_new(name, shape, data.size());
+    std::string bytes(reinterpret_cast<const char*>(data.data()), data.size_bytes());
+    push(std::move(name), DType::I8, std::move(shape), std::move(bytes));
   }
   /// Sets (or replaces) a "__metadata__" string.
   void set_metadata(std::string key, std::string value) {
@@ -369,6 +378,15 @@ class Reader {
       default:
         wrong_dtype(t, "I64");
     }
+    return out;
+  }
+
+  /// Reads an I8 tensor (no other dtype: int8 data are quantized values, not integers to widen).
+  std::vector<std::int8_t> read_i8(std::string_view name, const std::vector<std::int64_t>& expected) const {
+    const Tensor& t = checked(name, expected);
+    if (t.dtype != DType::I8) wrong_dtype(t, "I8");
+    std::vector<std::int8_t> out(t.numel);
+    if (t.numel) std::memcpy(out.data(), bytes_.data() + data_start_ + t.begin, t.numel);
     return out;
   }
 

@@ -14,6 +14,7 @@
 
 #include "../io/file.hpp"
 #include "../io/json.hpp"
+#include "../io/quantize.hpp"
 #include "../io/safetensors.hpp"
 #include "gpt.hpp"
 #include "training_schedule.hpp"
@@ -204,13 +205,15 @@ inline ModelConfig read_model_config(const st::Reader& r) {
   return config_from_json(j, lj ? &*lj : nullptr, "'" + r.label() + "'");
 }
 
-/// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes. A
-/// model on a device the host cannot read is filled through a host copy of each tensor.
+/// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes (and
+/// the scales of those stored int8, io/quantize.hpp: their values are dequantized). A model on a
+/// device the host cannot read is filled through a host copy of each tensor.
 template <class V, class T, Device D>
 void load_weights(const Model<V, T, D>& m, const st::Reader& r) {
   std::vector<std::string> names;
   m.for_each_param([&](auto& p) { names.push_back(p.name()); });
-  r.expect_names(names);
+  r.expect_names(stored_names(r, std::move(names)));
+  const WeightInfo info = weight_info(r);
   m.for_each_param([&](auto& p) {
     auto& v = p.value();
     using Shp = std::remove_cvref_t<decltype(v.shape())>;
@@ -218,7 +221,12 @@ void load_weights(const Model<V, T, D>& m, const st::Reader& r) {
     for (int i = 0; i < Shp::rank; ++i) shape.push_back(v.shape()[i]);
     auto fill = [&](auto& host) {  // host: a host tensor of v's type and shape
       if constexpr (std::is_same_v<T, float>) {
-        r.read_f32(p.name(), std::span<float>(host.data(), static_cast<std::size_t>(host.numel())), shape);
+        read_weight_f32(r, info, p.name(), std::span<float>(host.data(), static_cast<std::size_t>(host.numel())),
+                        shape);
+      } else if (r.dtype(p.name()) == st::DType::I8) {  // int8 values stand for floats
+        std::vector<float> vals(static_cast<std::size_t>(host.numel()));
+        read_weight_f32(r, info, p.name(), vals, shape);
+        std::copy(vals.begin(), vals.end(), host.data());
       } else {
         const auto vals = r.read_f64(p.name(), shape);
         std::copy(vals.begin(), vals.end(), host.data());

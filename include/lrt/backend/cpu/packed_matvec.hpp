@@ -1,0 +1,280 @@
+// lrt/backend/cpu/packed_matvec.hpp: y = W x for one row x against a matrix W stored packed
+// (io/quantize.hpp): int8 with per-group scales, or bf16. Decoding one row is bound by the bytes
+// of W it streams, so these read W once, four rows at a time (four independent accumulators
+// sharing each load of x), widening 8 values per step in registers (GCC/Clang vector extensions:
+// SSE/AVX on x86-64, NEON on aarch64, whatever the build's -march allows).
+//   int8:  y[o] = sum over groups g of scales[o, g] * (sum over i in g of q[o, i] x[i])
+//   bf16:  y[o] = sum over i of float(w[o, i]) x[i]  (bf16 -> float is exact: the bits << 16)
+// The sums run in float in an order of their own, so y differs from the product of x with the
+// dequantized matrix (dequantize_int8) by rounding only. T = double runs a scalar loop.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+#include "../../core/config.hpp"
+
+namespace lrt {
+inline namespace v0 {
+namespace cpu {
+
+namespace packed_detail {
+
+inline float bf16_value(std::uint16_t h) noexcept {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+/// 8 lanes summed in pairs (a fixed order).
+inline float lane_sum(const float* v) noexcept {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+/// Sums of `width` lanes (16 with AVX-512, else 8) for R rows: acc[r] += w(r, i..i+width) *
+/// x(i..i+width), the lanes kept apart. One type per instruction set; w is int8 (widen8) or bf16
+/// (widen8 of the bits).
+#if defined(__AVX512F__)
+struct Lanes {
+  static constexpr index_t width = 16;
+  __m512 v = _mm512_setzero_ps();
+  void fma(__m512 w, __m512 x) noexcept { v = _mm512_fmadd_ps(w, x, v); }
+  void fma_scaled(const Lanes& p, float s) noexcept { v = _mm512_fmadd_ps(p.v, _mm512_set1_ps(s), v); }
+  float sum() const noexcept {
+    float l[16];
+    _mm512_storeu_ps(l, v);
+    return lane_sum(l) + lane_sum(l + 8);
+  }
+};
+using X8 = __m512;
+inline X8 load8(const float* x) noexcept { return _mm512_loadu_ps(x); }
+inline X8 widen8(const std::int8_t* q) noexcept {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+}
+inline X8 widen8(const std::uint16_t* h) noexcept {
+  const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+struct Lanes {
+  static constexpr index_t width = 8;
+  __m256 v = _mm256_setzero_ps();
+  void fma(__m256 w, __m256 x) noexcept { v = _mm256_fmadd_ps(w, x, v); }
+  void fma_scaled(const Lanes& p, float s) noexcept { v = _mm256_fmadd_ps(p.v, _mm256_set1_ps(s), v); }
+  float sum() const noexcept {
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    return lane_sum(l);
+  }
+};
+using X8 = __m256;
+inline X8 load8(const float* x) noexcept { return _mm256_loadu_ps(x); }
+inline X8 widen8(const std::int8_t* q) noexcept {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
+}
+inline X8 widen8(const std::uint16_t* h) noexcept {
+  const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+#elif defined(__SSE2__)
+struct X8 {
+  __m128 lo, hi;
+};
+struct Lanes {
+  static constexpr index_t width = 8;
+  __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
+  void fma(X8 w, X8 x) noexcept {
+    lo = _mm_add_ps(lo, _mm_mul_ps(w.lo, x.lo)), hi = _mm_add_ps(hi, _mm_mul_ps(w.hi, x.hi));
+  }
+  void fma_scaled(const Lanes& p, float s) noexcept {
+    const __m128 sv = _mm_set1_ps(s);
+    lo = _mm_add_ps(lo, _mm_mul_ps(p.lo, sv)), hi = _mm_add_ps(hi, _mm_mul_ps(p.hi, sv));
+  }
+  float sum() const noexcept {
+    float l[8];
+    _mm_storeu_ps(l, lo), _mm_storeu_ps(l + 4, hi);
+    return lane_sum(l);
+  }
+};
+inline X8 load8(const float* x) noexcept { return {_mm_loadu_ps(x), _mm_loadu_ps(x + 4)}; }
+inline X8 widen8(const std::int8_t* q) noexcept {  // sign extension by unpacking with itself and shifting
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q));
+  const __m128i w = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+  return {_mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(w, w), 16)),
+          _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(w, w), 16))};
+}
+inline X8 widen8(const std::uint16_t* h) noexcept {  // bf16 bits into the high half of each lane
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), z = _mm_setzero_si128();
+  return {_mm_castsi128_ps(_mm_unpacklo_epi16(z, b)), _mm_castsi128_ps(_mm_unpackhi_epi16(z, b))};
+}
+#elif defined(__ARM_NEON)
+struct X8 {
+  float32x4_t lo, hi;
+};
+struct Lanes {
+  static constexpr index_t width = 8;
+  float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);
+  void fma(X8 w, X8 x) noexcept { lo = vfmaq_f32(lo, w.lo, x.lo), hi = vfmaq_f32(hi, w.hi, x.hi); }
+  void fma_scaled(const Lanes& p, float s) noexcept { lo = vfmaq_n_f32(lo, p.lo, s), hi = vfmaq_n_f32(hi, p.hi, s); }
+  float sum() const noexcept {
+    float l[8];
+    vst1q_f32(l, lo), vst1q_f32(l + 4, hi);
+    return lane_sum(l);
+  }
+};
+inline X8 load8(const float* x) noexcept { return {vld1q_f32(x), vld1q_f32(x + 4)}; }
+inline X8 widen8(const std::int8_t* q) noexcept {
+  const int16x8_t w = vmovl_s8(vld1_s8(q));
+  return {vcvtq_f32_s32(vmovl_s16(vget_low_s16(w))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(w)))};
+}
+inline X8 widen8(const std::uint16_t* h) noexcept {
+  const uint16x8_t b = vld1q_u16(h);
+  return {vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(b), 16)),
+          vreinterpretq_f32_u32(vshll_n_u16(vget_high_u16(b), 16))};
+}
+#else
+struct X8 {
+  float v[8];
+};
+struct Lanes {
+  static constexpr index_t width = 8;
+  float v[8] = {};
+  void fma(const X8& w, const X8& x) noexcept {
+    for (int k = 0; k < 8; ++k) v[k] += w.v[k] * x.v[k];
+  }
+  void fma_scaled(const Lanes& p, float s) noexcept {
+    for (int k = 0; k < 8; ++k) v[k] += p.v[k] * s;
+  }
+  float sum() const noexcept { return lane_sum(v); }
+};
+inline X8 load8(const float* x) noexcept {
+  X8 r;
+  std::memcpy(r.v, x, sizeof r.v);
+  return r;
+}
+inline X8 widen8(const std::int8_t* q) noexcept {
+  X8 r;
+  for (int k = 0; k < 8; ++k) r.v[k] = static_cast<float>(q[k]);
+  return r;
+}
+inline X8 widen8(const std::uint16_t* h) noexcept {
+  X8 r;
+  for (int k = 0; k < 8; ++k) r.v[k] = bf16_value(h[k]);
+  return r;
+}
+#endif
+
+/// Asks for the cache line at p ahead of its use (the next block of rows: the hardware prefetcher
+/// alone leaves a one-row product well short of the memory bandwidth).
+inline void prefetch(const void* p) noexcept {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+
+/// R rows of an int8 matrix (row stride cols, scales of stride ng) times x; `next`: the block of
+/// rows after these (prefetched), or null.
+template <int R>
+inline void rows_int8(const float* x, const std::int8_t* q, const float* sc, index_t cols, index_t group, index_t ng,
+                      const std::int8_t* next, float* y) noexcept {
+  Lanes acc[R];
+  float tail[R] = {};
+  for (index_t g = 0; g < ng; ++g) {
+    const index_t lo = g * group, hi = std::min(cols, lo + group);
+    if (next)
+      for (int r = 0; r < R; ++r) prefetch(next + r * cols + lo);
+    Lanes part[R];
+    float pt[R] = {};
+    index_t i = lo;
+    for (; i + Lanes::width <= hi; i += Lanes::width) {
+      const X8 xv = load8(x + i);
+      for (int r = 0; r < R; ++r) part[r].fma(widen8(q + r * cols + i), xv);
+    }
+    for (; i < hi; ++i)
+      for (int r = 0; r < R; ++r) pt[r] += static_cast<float>(q[r * cols + i]) * x[i];
+    for (int r = 0; r < R; ++r) {
+      const float s = sc[r * ng + g];
+      acc[r].fma_scaled(part[r], s);
+      tail[r] += pt[r] * s;
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = acc[r].sum() + tail[r];
+}
+
+/// R rows of a bf16 matrix (row stride cols) times x; `next` as for rows_int8.
+template <int R>
+inline void rows_bf16(const float* x, const std::uint16_t* w, index_t cols, const std::uint16_t* next,
+                      float* y) noexcept {
+  Lanes acc[R];
+  float tail[R] = {};
+  index_t i = 0;
+  for (; i + Lanes::width <= cols; i += Lanes::width) {
+    if (next && i % 32 == 0)  // one cache line of 32 bf16 values per row
+      for (int r = 0; r < R; ++r) prefetch(next + r * cols + i);
+    const X8 xv = load8(x + i);
+    for (int r = 0; r < R; ++r) acc[r].fma(widen8(w + r * cols + i), xv);
+  }
+  for (; i < cols; ++i)
+    for (int r = 0; r < R; ++r) tail[r] += bf16_value(w[r * cols + i]) * x[i];
+  for (int r = 0; r < R; ++r) y[r] = acc[r].sum() + tail[r];
+}
+}  // namespace packed_detail
+
+/// y (rows) = W x for an int8 matrix W (rows, cols): q row-major, scales (rows, ceil(cols / group)).
+template <class T>
+void matvec_int8(const T* x, const std::int8_t* q, const float* scales, index_t rows, index_t cols, index_t group,
+                 T* y) noexcept {
+  const index_t ng = (cols + group - 1) / group;
+  if constexpr (std::is_same_v<T, float>) {
+    constexpr index_t B = 8;  // rows per block: eight accumulators share each load of x
+    index_t o = 0;
+    for (; o + B <= rows; o += B)
+      packed_detail::rows_int8<B>(x, q + o * cols, scales + o * ng, cols, group, ng,
+                                  o + 2 * B <= rows ? q + (o + B) * cols : nullptr, y + o);
+    for (; o < rows; ++o)
+      packed_detail::rows_int8<1>(x, q + o * cols, scales + o * ng, cols, group, ng, nullptr, y + o);
+  } else {
+    for (index_t o = 0; o < rows; ++o) {
+      T acc = 0;
+      for (index_t g = 0; g < ng; ++g) {
+        T part = 0;
+        for (index_t i = g * group; i < std::min(cols, (g + 1) * group); ++i)
+          part += static_cast<T>(q[o * cols + i]) * x[i];
+        acc += static_cast<T>(scales[o * ng + g]) * part;
+      }
+      y[o] = acc;
+    }
+  }
+}
+
+/// y (rows) = W x for a bf16 matrix W (rows, cols), row-major bits.
+template <class T>
+void matvec_bf16(const T* x, const std::uint16_t* w, index_t rows, index_t cols, T* y) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    constexpr index_t B = 8;
+    index_t o = 0;
+    for (; o + B <= rows; o += B)
+      packed_detail::rows_bf16<B>(x, w + o * cols, cols, o + 2 * B <= rows ? w + (o + B) * cols : nullptr, y + o);
+    for (; o < rows; ++o) packed_detail::rows_bf16<1>(x, w + o * cols, cols, nullptr, y + o);
+  } else {
+    for (index_t o = 0; o < rows; ++o) {
+      T acc = 0;
+      for (index_t i = 0; i < cols; ++i) acc += static_cast<T>(packed_detail::bf16_value(w[o * cols + i])) * x[i];
+      y[o] = acc;
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace v0
+}  // namespace lrt
