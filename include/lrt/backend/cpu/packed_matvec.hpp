@@ -172,6 +172,24 @@ inline X8 widen8(const std::uint16_t* h) noexcept {
 }
 #endif
 
+}  // namespace packed_detail
+
+/// The instruction set the packed products were compiled for: "avx512", "avx2", "sse2", "neon" or
+/// "plain".
+inline constexpr const char* packed_isa =
+#if defined(__AVX512F__)
+    "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+    "avx2";
+#elif defined(__SSE2__)
+    "sse2";
+#elif defined(__ARM_NEON)
+    "neon";
+#else
+    "plain";
+#endif
+
+namespace packed_detail {
 /// Asks for the cache line at p ahead of its use (the next block of rows: the hardware prefetcher
 /// alone leaves a one-row product well short of the memory bandwidth).
 inline void prefetch(const void* p) noexcept {
