@@ -3,7 +3,9 @@
 // Everything it works with (the KV cache with each layer's window, the memory ring, the scratch of
 // a step and of a whole-prompt pass, the RoPE rows) is laid out once, at construction, in one
 // buffer. It reads the weights through views (LeanWeights: from a Model with lean_weights(),
-// decode/lean_model.hpp, or from any memory the caller keeps alive).
+// decode/lean_model.hpp, or from any memory the caller keeps alive). A matrix it multiplies by
+// may be packed, int8 with per-group scales or bf16 (io/quantize.hpp): those products run in
+// cpu/packed_matvec.hpp, one row at a time, and match the float values' within rounding.
 //
 // Same results as Decoder (decode/decoder.hpp): a step runs the operations of Model::forward for
 // one token in the same order through the same kernels (lrt::gemm's single-row product, the
