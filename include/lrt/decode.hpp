@@ -7,6 +7,7 @@
 #include "decode/decoder.hpp"
 #include "decode/graph_step.hpp"
 #include "decode/lean.hpp"
+#include "decode/lean_file.hpp"
 #include "decode/lean_model.hpp"
 #include "decode/prefill_mode.hpp"
 #include "decode/sampler.hpp"

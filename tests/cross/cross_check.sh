@@ -2,11 +2,13 @@
 # cross.aarch64: the decode path cross-built for aarch64 and run under qemu-user.
 #   tests/cross/cross_check.sh SOURCE_DIR HOST_BIN_DIR WORK_DIR [COMPILER_LAUNCHER]
 # 1. tests/cross configures with cmake/toolchains/aarch64-linux-gnu.cmake and builds: the C API
-#    (examples/capi/lrt_c.cpp over the lean decoder) with lrt-c-generate, and packed_check.
+#    (examples/capi/lrt_c.cpp over the lean decoder) with lrt-c-generate, the embedded build's
+#    lrt-embedded-generate (no exceptions, RTTI, fmt or threads; static), and packed_check.
 # 2. packed_check runs under qemu (ctest, through CMAKE_CROSSCOMPILING_EMULATOR): the NEON int8
 #    and bf16 products against double products.
 # 3. For fp32 checkpoints the aarch64 lrt-c-generate prints the host build's greedy text byte for
-#    byte (bytes are the tokens here): the same tokens on both architectures.
+#    byte (bytes are the tokens here): the same tokens on both architectures; so does the aarch64
+#    lrt-embedded-generate.
 # 4. An int8 file (host lrt-quantize) decodes on aarch64 too. Its greedy text is not compared: the
 #    NEON products sum in another order than the host's (fused multiply-adds), so a near-tie may
 #    go the other way.
@@ -37,6 +39,9 @@ for ck in baseline_standard lrt_multirefine2; do
   "$bin/lrt-c-generate" "$f" "The q" 60 > host.$ck.txt 2>&1 || fail "host $ck: $(cat host.$ck.txt)"
   cmp -s arm.$ck.txt host.$ck.txt || fail "$ck: the aarch64 greedy text differs from the host's"
   pass "$ck: the same $(wc -c < arm.$ck.txt) bytes of greedy text on aarch64 and the host"
+  "$emu" build/lrt-embedded-generate "$f" "The q" 60 > emb.$ck.txt 2> emb.$ck.err || fail "aarch64 embedded $ck: $(cat emb.$ck.err)"
+  cmp -s emb.$ck.txt host.$ck.txt || fail "$ck: the aarch64 embedded build's greedy text differs from the host's"
+  pass "$ck: the aarch64 embedded build (static, $(stat -c %s build/lrt-embedded-generate) bytes) prints the same text"
 done
 "$bin/lrt-quantize" -m "$src/tests/data/pre_roster/baseline_standard.safetensors" -o q8.safetensors > q8.out 2>&1 ||
   fail "lrt-quantize: $(cat q8.out)"

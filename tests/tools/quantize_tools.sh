@@ -56,7 +56,13 @@ if [ -x "$bin/lrt-c-generate" ]; then
   "$bin/lrt-c-generate" q8.safetensors "The q" 40 > q8.cgen 2>&1 || fail "lrt-c-generate: $(cat q8.cgen)"
   cmp -s q8.gen q8.cgen || fail "the C API's greedy text differs from lrt-generate's: $(cat q8.cgen) / $(cat q8.gen)"
 fi
-pass "lrt-generate and the C API decode the int8 file"
+if [ -x "$bin/lrt-embedded-generate" ]; then  # the embedded build maps the files and reads them packed
+  for f in q8 bf16; do
+    "$bin/lrt-embedded-generate" $f.safetensors "The q" 40 > $f.egen 2>&1 || fail "lrt-embedded-generate $f: $(cat $f.egen)"
+    cmp -s $f.gen $f.egen || fail "lrt-embedded-generate's greedy text on $f differs from lrt-generate's: $(cat $f.egen) / $(cat $f.gen)"
+  done
+fi
+pass "lrt-generate, the C API and the embedded build decode the int8 file"
 
 refuse() {  # refuse RC "pattern" args...
   local rc=$1 pat=$2

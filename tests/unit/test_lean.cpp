@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
+#include <set>
 
 #include <lrt/decode.hpp>
 #include <lrt/model/checkpoint.hpp>
@@ -122,7 +124,13 @@ void check_variant(const char* name, const lrt::ModelConfig& c, double tol) {
   double scale = 0;
   for (const auto& r : ref)
     for (T z : r) scale = std::max(scale, std::abs(double(z)));
-  CHECK(worst(run_lean(m, prompt, cont, Mode::fixed_point(), 0, &st), ref) < tol * scale);
+  const auto fixed = run_lean(m, prompt, cont, Mode::fixed_point(), 0, &st);
+  REQUIRE(fixed.size() == ref.size());
+  // The prefill's logits within tol; the 40 steps that read its cache and memory carry its rounding
+  // on through the recurrence and may grow it (up to 1.07e-5 relative on an AVX-512 OpenBLAS
+  // kernel, against 1e-6 at the prompt's end), so they get ten times that.
+  CHECK(max_diff(fixed[0], ref[0]) < tol * scale);
+  CHECK(worst(fixed, ref) < 10 * tol * scale);
   const index_t P = static_cast<index_t>(prompt.size());
   CHECK(st.passes >= 1);
   CHECK(st.passes <= (P + c.mem_offset - 1) / c.mem_offset);
@@ -374,6 +382,214 @@ TEST_CASE("an int8 checkpoint: load_weights gives the values it stands for; its 
   lrt::Model<vs::Lrt, double> wide(cfg(), 1);  // fp64 models read int8 files too
   lrt::load_weights(wide, q);
   CHECK(wide.lm_head().value().data()[3] == double(m.lm_head().value().data()[3]));
+}
+
+namespace {
+/// The logits of a lean decoder over prompt and cont (exact prefill).
+template <class V>
+std::vector<std::vector<float>> decode_with(lrt::LeanDecoder<V, float>& dec, const std::vector<index_t>& prompt,
+                                            const std::vector<index_t>& cont) {
+  std::vector<std::vector<float>> out{as_vector(dec.prefill(prompt))};
+  for (index_t t : cont) out.push_back(as_vector(dec.step(t)));
+  return out;
+}
+
+/// A file path under the temp directory, removed with the object.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& stem)
+      : path((std::filesystem::temp_directory_path() /
+              ("lrt_test_lean_" + stem + "_" + std::to_string(::getpid()) + ".safetensors"))
+                 .string()) {}
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
+/// lean_file_weights over a mapped f32 checkpoint of a V model: every view points into the mapping
+/// (nothing copied), the names are Model's, and the decoder reads the same bits as over the model.
+template <class V>
+void check_file_weights(const char* name, lrt::ModelConfig c) {
+  CAPTURE(name);
+  lrt::Model<V> m(c, 7);
+  randomize(m, 13);
+  TempFile f(name);
+  lrt::save_model(m, f.path, 1);
+  const lrt::st::Reader r = lrt::st::Reader::map(f.path);
+  lrt::LeanWeights<float> w;
+  std::vector<std::byte> spill;
+  const lrt::Status s = lrt::lean_file_weights<V>(r, m.config(), w, spill);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  CHECK(spill.empty());
+  CHECK(static_cast<const void*>(w.wte.data) == r.raw("transformer.wte.weight").data());
+  CHECK(static_cast<const void*>(w.layers[1].c_fc.data) == r.raw("transformer.h.1.mlp.c_fc.weight").data());
+  // for_each_lean_weight lists exactly Model's parameters, with their shapes.
+  std::set<std::pair<std::string, std::vector<index_t>>> listed, params;
+  lrt::LeanWeights<float> scratch;
+  lrt::for_each_lean_weight<V>(
+      m.config(), scratch,
+      [&](const std::string& n, index_t rows, index_t cols, auto&, bool) {
+        listed.insert({n, {rows, cols}});
+      },
+      [&](const std::string& n, index_t count, auto&) {
+        listed.insert({n, {count}});
+      });
+  m.for_each_param([&](auto& p) {
+    std::vector<index_t> shape;
+    for (int i = 0; i < std::remove_cvref_t<decltype(p.shape())>::rank; ++i) shape.push_back(p.shape()[i]);
+    params.insert({p.name(), shape});
+  });
+  CHECK(listed == params);
+  std::vector<index_t> prompt = tokens(9, 3), cont = tokens(20, 4);
+  prompt[4] = m.config().bos();
+  auto over_model = lrt::make_lean_decoder(m);
+  lrt::LeanDecoder<V, float> over_file(w);
+  const auto a = decode_with(over_model, prompt, cont), b = decode_with(over_file, prompt, cont);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+}
+}  // namespace
+
+TEST_CASE("lean decoder: the state in one arena (the caller's or one allocation); Status instead of throws") {
+  lrt::Model<vs::Lrt> m(cfg(), 1);
+  randomize(m, 5);
+  using Dec = lrt::LeanDecoder<vs::Lrt>;
+  const Dec::Options o{0, -1};
+  const std::size_t need = Dec::required_bytes(m.config(), o);
+  Dec own(lrt::lean_weights(m), o);
+  CHECK(need == own.state_bytes() + 63);
+  CHECK_FALSE(own.in_caller_arena());
+  // An arena at an odd address: the decoder aligns inside it and reads the same bits.
+  std::vector<std::byte> buf(need + 1);
+  Dec::Options in = o;
+  in.arena = buf.data() + 1, in.arena_bytes = need;
+  std::optional<Dec> arena;
+  const lrt::Status made = Dec::create(lrt::lean_weights(m), in, arena);
+  REQUIRE_MESSAGE(made.ok(), made.message());
+  CHECK(arena->in_caller_arena());
+  const std::vector<index_t> prompt = tokens(6, 1), cont = tokens(12, 2);
+  const auto a = decode_with(own, prompt, cont), b = decode_with(*arena, prompt, cont);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+  // A small arena, bad options, bad weights: a Status, no decoder.
+  in.arena_bytes = need - 64;
+  lrt::Status s = Dec::create(lrt::lean_weights(m), in, arena);
+  CHECK(s.code() == lrt::StatusCode::out_of_memory);
+  CHECK(std::string(s.message()).find("[lean decoder] the arena holds") == 0);
+  CHECK_FALSE(arena.has_value());
+  Dec::Options stray = o;
+  stray.arena_bytes = 10;
+  CHECK(Dec::create(lrt::lean_weights(m), stray, arena).code() == lrt::StatusCode::invalid_argument);
+  CHECK(Dec::required_bytes(m.config(), stray) == 0);
+  auto w = lrt::lean_weights(m);
+  w.layers[1].c_fc.rows = 8;
+  s = Dec::validate(w, o);
+  CHECK(s.code() == lrt::StatusCode::invalid_argument);
+  CHECK(std::string(s.what()).find("weight h.1.c_fc has shape (8, 16), expected (64, 16)") == 0);
+  CHECK(std::string(s.op()) == "lean decoder");
+  lrt::ModelConfig bad = m.config();
+  bad.n_head = 3;
+  w = lrt::lean_weights(m);
+  w.config = bad;
+  CHECK(std::string(Dec::validate(w, o).message()).find("[config] n_embd (16) must be a multiple of n_head (3)") == 0);
+  // try_prefill / try_step: the reason, and nothing changed.
+  Dec capped(lrt::lean_weights(m), {4, -1});
+  CHECK(capped.try_prefill(std::vector<index_t>{}).code() == lrt::StatusCode::invalid_argument);
+  REQUIRE(capped.try_prefill(std::vector<index_t>(3, 1)).ok());
+  const std::vector<float> before = as_vector(capped.logits());
+  s = capped.try_step(300);
+  CHECK(s.code() == lrt::StatusCode::invalid_argument);
+  CHECK(std::string(s.message()) == "[lean decoder] token id 300 outside the vocabulary [0, 300)");
+  CHECK(capped.position() == 3);
+  CHECK(same_bits(before, as_vector(capped.logits())));
+  CHECK(capped.try_prefill(std::vector<index_t>{1, 2, -1}).code() == lrt::StatusCode::invalid_argument);
+  CHECK(capped.position() == 3);
+  REQUIRE(capped.try_step(1).ok());
+  s = capped.try_step(1);
+  CHECK(s.code() == lrt::StatusCode::state);
+  CHECK(std::string(s.what()).find("context full: position 4") == 0);
+  CHECK(capped.position() == 4);
+  // A message longer than the buffer is cut, NUL-terminated.
+  const std::string longer(400, 'x');
+  const lrt::Status cut = lrt::Status::error(lrt::StatusCode::bad_file, "op", longer);
+  CHECK(std::strlen(cut.message()) == lrt::Status::capacity - 1);
+  CHECK(lrt::Status{}.ok());
+  CHECK(std::string(
+            lrt::Status::error(lrt::StatusCode::state, "x", 3, " of ", lrt::Shape<2>{2, 5}, ' ', -1.5).message()) ==
+        "[x] 3 of (2, 5) -1.5");
+  CHECK_THROWS_WITH_AS(lrt::throw_if_error(cut), doctest::Contains("[op] xxx"), lrt::Error);
+}
+
+TEST_CASE("lean decoder: weights viewed in a mapped checkpoint file, every variant kind") {
+  using KvLayer1 = lrt::Variant<Injection::KV, Projection::Layerwise, lrt::BlockSource<1>>;
+  using Both0 = lrt::Variant<Injection::Both, Projection::Shared, lrt::BlockSource<0>>;
+  check_file_weights<vs::Baseline>("baseline", cfg());
+  check_file_weights<vs::Lrt>("lrt", cfg());
+  check_file_weights<vs::LrtRelease>("lrt-release", cfg());
+  check_file_weights<KvLayer1>("kv-layer1", cfg(2, true));
+  check_file_weights<Both0>("both0", cfg(2, true));
+}
+
+TEST_CASE("lean decoder: int8 and bf16 files viewed packed; tensors the file leaves unaligned are copied once") {
+  lrt::Model<vs::Lrt> m(cfg(), 3);
+  randomize(m, 17);
+  TempFile f("packed");
+  lrt::save_model(m, f.path, 5);
+  const lrt::st::Reader f32 = lrt::st::Reader::map(f.path);
+  const std::vector<index_t> prompt = tokens(7, 5), cont = tokens(15, 6);
+  for (const lrt::WeightFormat fmt : {lrt::WeightFormat::Int8, lrt::WeightFormat::BF16}) {
+    const std::string format(to_string(fmt));
+    CAPTURE(format);
+    const lrt::st::Reader q = lrt::st::Reader::from_bytes(lrt::quantize_checkpoint(f32, fmt, 8).serialize(), format);
+    lrt::Model<vs::Lrt> loaded(cfg(), 99);
+    lrt::load_weights(loaded, q);
+    const lrt::PackedWeights pw = lrt::PackedWeights::read(q);
+    lrt::LeanDecoder<vs::Lrt> ref(lrt::lean_weights(loaded, &pw));
+    lrt::LeanWeights<float> w;
+    std::vector<std::byte> spill;
+    const lrt::Status s = lrt::lean_file_weights<vs::Lrt>(q, m.config(), w, spill);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(w.layers[0].c_q.data == nullptr);
+    CHECK((fmt == lrt::WeightFormat::Int8
+               ? static_cast<const void*>(w.layers[0].c_q.q)
+               : static_cast<const void*>(w.layers[0].c_q.bf16)) == q.raw("transformer.h.0.attn.c_q.weight").data());
+    lrt::LeanDecoder<vs::Lrt> over_file(w);
+    const auto a = decode_with(ref, prompt, cont), b = decode_with(over_file, prompt, cont);
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+  }
+  // A file whose first tensor has an odd size: every float after it is misaligned, read from a copy.
+  lrt::st::Writer odd;
+  const std::vector<std::int8_t> three{1, 2, 3};
+  odd.add_i8("aaa_odd", three, {3});
+  m.for_each_param([&](auto& p) {
+    std::vector<std::int64_t> shape;
+    for (int i = 0; i < std::remove_cvref_t<decltype(p.shape())>::rank; ++i) shape.push_back(p.shape()[i]);
+    odd.add_f32(p.name(), std::span<const float>(p.value().data(), static_cast<std::size_t>(p.value().numel())), shape);
+  });
+  const lrt::st::Reader r = lrt::st::Reader::from_bytes(odd.serialize(), "odd");
+  lrt::LeanWeights<float> w;
+  std::vector<std::byte> spill;
+  REQUIRE(lrt::lean_file_weights<vs::Lrt>(r, m.config(), w, spill).ok());
+  CHECK(spill.size() > 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(w.wte.data) % alignof(float) == 0);
+  auto over_model = lrt::make_lean_decoder(m);
+  lrt::LeanDecoder<vs::Lrt> over_copy(w);
+  const auto a = decode_with(over_model, prompt, cont), b = decode_with(over_copy, prompt, cont);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+  // What a file lacks or holds wrongly: a Status naming the file and the tensor.
+  lrt::st::Writer partial;
+  partial.add_f32("transformer.wte.weight", std::span<const float>(m.wte().value().data(), 10), {10});
+  const lrt::st::Reader pr = lrt::st::Reader::from_bytes(partial.serialize(), "partial");
+  lrt::Status s = lrt::lean_file_weights<vs::Lrt>(pr, m.config(), w, spill);
+  CHECK(s.code() == lrt::StatusCode::bad_file);
+  CHECK(std::string(s.what()).find("'partial': tensor 'transformer.wte.weight' is F32 (10,), expected F32 (320, 16)") ==
+        0);
+  lrt::st::Writer none;
+  s = lrt::lean_file_weights<vs::Lrt>(lrt::st::Reader::from_bytes(none.serialize(), "none"), m.config(), w, spill);
+  CHECK(std::string(s.what()) == "'none': no tensor 'transformer.wte.weight'");
+  lrt::st::Writer meta;
+  meta.set_metadata("weights", "int4");
+  s = lrt::lean_file_weights<vs::Lrt>(lrt::st::Reader::from_bytes(meta.serialize(), "meta"), m.config(), w, spill);
+  CHECK(std::string(s.what()).find("metadata weights = 'int4'") != std::string::npos);
+  CHECK_THROWS_WITH_AS(lrt::st::Reader::map("/nonexistent/x.safetensors"),
+                       doctest::Contains("[mmap] '/nonexistent/x.safetensors': cannot open"), lrt::Error);
 }
 
 }  // namespace test_lean

@@ -413,10 +413,10 @@ void backward(const Var<T, R, D>& y, const Tensor<T, R, D>& seed) {
 template <class T, int R, Device D>
 void backward(const Var<T, R, D>& loss) {
   if constexpr (R != 0) {
-    throw Error("backward", lrt::detail::str_cat("output '", loss ? loss.node()->op() : "?", "' has shape ",
-                                                 loss ? to_string(loss.shape()) : std::string("?"),
-                                                 ": backward without a seed needs a scalar (pass a seed of the "
-                                                 "output's shape)"));
+    ::lrt::throw_error("backward", lrt::detail::str_cat("output '", loss ? loss.node()->op() : "?", "' has shape ",
+                                                        loss ? to_string(loss.shape()) : std::string("?"),
+                                                        ": backward without a seed needs a scalar (pass a seed of the "
+                                                        "output's shape)"));
   } else {
     backward(loss, Tensor<T, 0, D>::full(Shape<0>{}, T(1)));
   }

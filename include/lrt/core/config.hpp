@@ -31,6 +31,14 @@
 #define LRT_ALWAYS_INLINE inline
 #endif
 
+// LRT_EXCEPTIONS: 1 when the translation unit is compiled with exceptions (the default); 0 under
+// -fno-exceptions, where lrt's errors go to the error handler (core/error.hpp) instead of a throw.
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define LRT_EXCEPTIONS 1
+#else
+#define LRT_EXCEPTIONS 0
+#endif
+
 namespace lrt {
 inline namespace v0 {
 

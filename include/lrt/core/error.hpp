@@ -2,8 +2,16 @@
 // Every message starts with the operation in brackets and names the shapes involved:
 //   [matmul] inner dims differ: (2, 3) vs (4, 5)
 // Host-only (no fmt here: CUDA translation units include this header too).
+//
+// Without exceptions (-fno-exceptions: LRT_EXCEPTIONS is 0) nothing can be thrown: an error ends
+// in the error handler instead, which gets the operation and the message and must not return
+// (the default writes "lrt: [op] message" to stderr and aborts). The decode-only entry points
+// (decode/lean.hpp's try_ functions, the C API) check their inputs first and return a Status
+// (core/status.hpp), so that in such a build only an internal inconsistency reaches the handler.
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -46,17 +54,49 @@ std::string str_cat(const A& a, const Rest&... rest) {
 }
 }  // namespace detail
 
+/// What an error does in a build without exceptions: called with the operation and the message,
+/// it must not return (it may log, reset the device, longjmp out of C code that holds no C++
+/// objects, ...); when it does, lrt aborts.
+using ErrorHandler = void (*)(const char* op, const char* message);
+
+namespace detail {
+inline void default_error_handler(const char* op, const char* message) {
+  std::fprintf(stderr, "lrt: [%s] %s\n", op, message);
+  std::fflush(stderr);
+}
+inline ErrorHandler& error_handler_slot() noexcept {
+  static ErrorHandler h = &default_error_handler;
+  return h;
+}
+}  // namespace detail
+
+/// Installs the handler a build without exceptions calls on an error (nullptr: the default);
+/// returns the one before. Has no effect where lrt throws (LRT_EXCEPTIONS).
+inline ErrorHandler set_error_handler(ErrorHandler h) noexcept {
+  return std::exchange(detail::error_handler_slot(), h ? h : &detail::default_error_handler);
+}
+
+/// Throws lrt::Error(op, what); without exceptions, calls the error handler and aborts.
+[[noreturn]] LRT_COLD inline void throw_error(std::string op, const std::string& what) {
+#if LRT_EXCEPTIONS
+  throw Error(std::move(op), what);
+#else
+  detail::error_handler_slot()(op.c_str(), what.c_str());
+  std::abort();
+#endif
+}
+
 namespace detail {
 /// check's throwing half, out of line and cold: the inlined test stays one branch, and the
 /// optimizer knows that the failing path ends there (in a large translation unit GCC may
 /// otherwise leave check itself out of line and then warn about the indices it guards).
 template <class... Parts>
 [[noreturn]] LRT_COLD void fail_check(const char* op, const Parts&... parts) {
-  throw Error(op, str_cat(parts...));
+  throw_error(op, str_cat(parts...));
 }
 }  // namespace detail
 
-/// Throws lrt::Error("[op] " + concatenated parts) unless cond holds.
+/// Throws lrt::Error("[op] " + concatenated parts) unless cond holds (see throw_error).
 template <class... Parts>
 LRT_ALWAYS_INLINE void check(bool cond, const char* op, const Parts&... parts) {
   if (!cond) [[unlikely]]

@@ -22,7 +22,7 @@ struct Shape {
   /// Shape<2>{3, 4}; the number of values must equal R.
   constexpr Shape(std::initializer_list<index_t> il) {
     if (static_cast<int>(il.size()) != R)
-      throw Error("shape", detail::str_cat("expected ", R, " extents, got ", il.size()));
+      ::lrt::throw_error("shape", detail::str_cat("expected ", R, " extents, got ", il.size()));
     int i = 0;
     for (index_t x : il) v[i++] = x;
   }

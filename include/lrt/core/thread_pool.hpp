@@ -4,7 +4,26 @@
 // parallel_for called from inside a worker runs serially: the pool is never nested, and
 // lrt makes BLAS single-threaded so that no second pool runs beside it.
 // Not here: task graphs, futures, work stealing.
+//
+// LRT_SINGLE_THREAD (defined for the whole program, as the lrt::embedded target does): no pool,
+// no threads; parallel_for calls f(0, n) on the calling thread and num_threads() is 1. Every
+// kernel gives the same results either way (their chunks never change what a row computes).
 #pragma once
+
+#if defined(LRT_SINGLE_THREAD)
+#include "config.hpp"
+
+namespace lrt {
+inline namespace v0 {
+/// The calling thread does all of [0, n) (LRT_SINGLE_THREAD).
+template <class F>
+void parallel_for(index_t n, index_t /*grain*/, F&& f) {
+  if (n > 0) f(index_t{0}, n);
+}
+inline int num_threads() noexcept { return 1; }
+}  // namespace v0
+}  // namespace lrt
+#else
 
 #include <algorithm>
 #include <atomic>
@@ -125,7 +144,9 @@ class ThreadPool {
     work();
     std::unique_lock<std::mutex> lk(m_);
     done_.wait(lk, [&] { return remaining_ == 0 && active_ == 0; });
+#if LRT_EXCEPTIONS
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+#endif
   }
 
   void work() {
@@ -134,12 +155,16 @@ class ThreadPool {
     for (;;) {
       const index_t c = next_.fetch_add(1, std::memory_order_relaxed);
       if (c >= chunks_) break;
+#if LRT_EXCEPTIONS
       try {
         call_(obj_, c);
       } catch (...) {
         std::lock_guard<std::mutex> lk(m_);
         if (!error_) error_ = std::current_exception();
       }
+#else
+      call_(obj_, c);
+#endif
       ++finished;
     }
     detail::in_pool_task = false;
@@ -192,3 +217,4 @@ inline int num_threads() { return ThreadPool::global().size(); }
 
 }  // namespace v0
 }  // namespace lrt
+#endif  // LRT_SINGLE_THREAD

@@ -1,11 +1,12 @@
 // lrt/decode/lean.hpp: LeanDecoder<V, T>, KV-cache decoding of one row on the CPU that calls the
-// kernels directly: no autodiff graph, no std::function per layer, no tensor allocated per token.
-// Everything it works with (the KV cache with each layer's window, the memory ring, the scratch of
-// a step and of a whole-prompt pass, the RoPE rows) is laid out once, at construction, in one
-// buffer. It reads the weights through views (LeanWeights: from a Model with lean_weights(),
-// decode/lean_model.hpp, or from any memory the caller keeps alive). A matrix it multiplies by
-// may be packed, int8 with per-group scales or bf16 (io/quantize.hpp): those products run in
-// cpu/packed_matvec.hpp, one row at a time, and match the float values' within rounding.
+// kernels directly: no autodiff graph, no std::function per layer, nothing allocated after
+// construction. Everything it works with (the KV cache with each layer's window, the memory ring,
+// the scratch of a step and of a whole-prompt pass, the RoPE rows, its per-layer tables) is laid
+// out once, at construction, in one buffer: one allocation, or none in the caller's arena
+// (Options::arena, sized by required_bytes()). It reads the weights through views (LeanWeights: from a Model with
+// lean_weights(), decode/lean_model.hpp, or from any memory the caller keeps alive). A matrix it multiplies by may be
+// packed, int8 with per-group scales or bf16 (io/quantize.hpp): those products run in cpu/packed_matvec.hpp, one row at
+// a time, and match the float values' within rounding.
 //
 // Same results as Decoder (decode/decoder.hpp): a step runs the operations of Model::forward for
 // one token in the same order through the same kernels (lrt::gemm's single-row product, the
@@ -33,6 +34,11 @@
 //                 when none did. Approximate: each pass may leave errors of about TOL behind.
 // These differ from exact prefill only by rounding (products of n rows round differently from n
 // products of one row): within 1e-5 on the tests' models.
+//
+// Errors: the constructor, prefill() and step() throw lrt::Error. Their checks are also offered as
+// values: validate() (the weights and options), create() (a decoder or a Status), try_prefill()
+// and try_step() check everything they are given and return a Status instead, so that a build
+// without exceptions (core/error.hpp) reaches the error handler only on an internal inconsistency.
 // Shapes: d width, H heads, Hkv KV heads, Dh head dim, D = Hkv Dh, V vocabulary, Vp padded, P prompt.
 #pragma once
 
@@ -42,6 +48,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -52,6 +59,7 @@
 #include "../backend/cpu/nn.hpp"
 #include "../backend/cpu/packed_matvec.hpp"
 #include "../backend/rope_table.hpp"
+#include "../core/status.hpp"
 #include "../io/quantize.hpp"
 #include "../model/config.hpp"
 #include "../model/logits.hpp"
@@ -122,22 +130,51 @@ class LeanDecoder {
     /// The longest prompt the whole-prompt prefill modes take (their workspace is laid out for
     /// it); -1: the config's sequence_len; 0: exact prefill only (the smallest layout).
     index_t max_prompt = -1;
+    /// Memory for the decoder's state (any alignment, at least required_bytes() bytes, alive and
+    /// untouched while the decoder is), or null: the decoder allocates it, once.
+    void* arena = nullptr;
+    std::size_t arena_bytes = 0;
   };
 
   explicit LeanDecoder(LeanWeights<T> w) : LeanDecoder(std::move(w), Options{}) {}
   LeanDecoder(LeanWeights<T> w, Options o) : w_(std::move(w)), c_(w_.config) {
-    check_weights();
-    check(o.capacity >= 0, "lean decoder", "capacity must be >= 0 (0: no limit), got ", o.capacity);
-    check(o.max_prompt >= -1, "lean decoder", "max_prompt must be >= -1 (-1: sequence_len), got ", o.max_prompt);
-    cap_ = o.capacity;
-    max_prompt_ = o.max_prompt < 0 ? c_.sequence_len : o.max_prompt;
-    if (cap_ > 0) max_prompt_ = std::min(max_prompt_, cap_);
-    layout();
+    throw_if_error(validate(w_, o));
+    throw_if_error(init(o));
+  }
+
+  /// The bytes of state a decoder of this config with these options lays out (what an arena
+  /// needs; 0 if the config or options are invalid).
+  static std::size_t required_bytes(const ModelConfig& c, const Options& o) noexcept {
+    if (!options_status(o).ok() || !c.status().ok()) return 0;
+    LeanWeights<T> none;
+    none.config = c;
+    LeanDecoder probe(Unchecked{}, std::move(none));
+    probe.cap_ = o.capacity, probe.max_prompt_ = prompt_room(c, o);
+    return probe.carve(nullptr) + 63;
+  }
+
+  /// Checks the weights (every matrix present, of its shape, in one format; none the variant
+  /// lacks) and the options; what the constructor would throw, as a value.
+  static Status validate(const LeanWeights<T>& w, const Options& o) { return weights_status(w, o); }
+
+  /// A decoder in `out`, or the reason there is none (nothing thrown for bad weights, options or
+  /// a small arena; an allocation failure is out_of_memory).
+  static Status create(LeanWeights<T> w, const Options& o, std::optional<LeanDecoder>& out) {
+    out.reset();
+    Status s = validate(w, o);
+    if (!s.ok()) return s;
+    out.emplace(Unchecked{}, std::move(w));
+    s = out->init(o);
+    if (!s.ok()) out.reset();
+    return s;
   }
   LeanDecoder(const LeanDecoder&) = delete;
   LeanDecoder& operator=(const LeanDecoder&) = delete;
   LeanDecoder(LeanDecoder&&) noexcept = default;  // the buffers stay where they are
   LeanDecoder& operator=(LeanDecoder&&) noexcept = default;
+  struct Unchecked {};
+  /// For create(): the weights, not yet checked, and no state.
+  LeanDecoder(Unchecked, LeanWeights<T> w) : w_(std::move(w)), c_(w_.config) {}
 
   const ModelConfig& config() const noexcept { return c_; }
   index_t capacity() const noexcept { return cap_; }
@@ -147,12 +184,12 @@ class LeanDecoder {
   /// The slots of layer l's cache (window(l) + 1 keys are ever read).
   index_t cache_slots(index_t l) const {
     check(l >= 0 && l < c_.n_layer, "lean decoder", "layer ", l, " outside [0, ", c_.n_layer, ")");
-    return slide_[static_cast<std::size_t>(l)];
+    return slide_[l];
   }
   /// The bytes laid out at construction (everything the decoder writes; the weights excluded).
-  std::size_t state_bytes() const noexcept {
-    return arena_size_ * sizeof(T) + ring_tok_.capacity() * sizeof(index_t) + qpos_.capacity() * sizeof(index_t);
-  }
+  std::size_t state_bytes() const noexcept { return state_size_; }
+  /// Whether the state lies in the caller's arena (Options::arena).
+  bool in_caller_arena() const noexcept { return own_ == nullptr && state_size_ > 0; }
   const PrefillMode& prefill_mode() const noexcept { return mode_; }
   const PrefillStats& prefill_stats() const noexcept { return stats_; }
   /// The logits (V) returned by the last prefill() or step().
@@ -167,32 +204,53 @@ class LeanDecoder {
   /// Starts a new context from a prompt (>= 1 token ids), fed the way `mode` says; returns the
   /// logits after its last token. Mode zero stays in force for the following steps.
   std::span<const T> prefill(std::span<const index_t> prompt, PrefillMode mode = {}) {
-    const index_t P = static_cast<index_t>(prompt.size());
-    check(P >= 1, "lean decoder", "the prompt is empty");
-    check(cap_ == 0 || P <= cap_, "lean decoder", "the prompt has ", P, " tokens, more than the capacity ", cap_);
-    for (index_t tok : prompt) check_token(tok);
-    check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "lean decoder",
-          "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes);
-    check(mode.kind != PrefillMode::Kind::Approximate || (std::isfinite(mode.tolerance) && mode.tolerance > 0),
-          "lean decoder", "approximate prefill needs a tolerance > 0, got ", mode.tolerance);
-    check(mode.kind == PrefillMode::Kind::Exact || P <= max_prompt_, "lean decoder", "a ", mode.name(), " prefill of ",
-          P, " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
-          "; exact prefill takes any length)");
-    reset();
-    mode_ = mode;
-    if (mode.kind == PrefillMode::Kind::Exact) {
-      for (index_t tok : prompt) step_token(tok);
-      return logits();
-    }
-    passes(prompt, mode);
+    throw_if_error(try_prefill(prompt, mode));
     return logits();
   }
 
   /// Feeds one token at position(); returns the next-token logits (V), soft-capped.
   std::span<const T> step(index_t token) {
-    check_token(token);
-    step_token(token);
+    throw_if_error(try_step(token));
     return logits();
+  }
+
+  /// prefill() with its checks returned: on an error nothing has changed (the context is kept).
+  Status try_prefill(std::span<const index_t> prompt, PrefillMode mode = {}) {
+    const index_t P = static_cast<index_t>(prompt.size());
+    using K = PrefillMode::Kind;
+    Status s;
+    if (fails(s, P >= 1, "the prompt is empty") ||
+        fails(s, cap_ == 0 || P <= cap_, "the prompt has ", P, " tokens, more than the capacity ", cap_) ||
+        fails(s, mode.kind != K::Interleaved || mode.passes >= 1,
+              "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes) ||
+        fails(s, mode.kind != K::Approximate || (std::isfinite(mode.tolerance) && mode.tolerance > 0),
+              "approximate prefill needs a tolerance > 0, got ", mode.tolerance) ||
+        fails(s, mode.kind == K::Exact || P <= max_prompt_, "a ", mode.name(), " prefill of ", P,
+              " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
+              "; exact prefill takes any length)"))
+      return s;
+    for (index_t tok : prompt)
+      if (s = token_status(tok); !s.ok()) return s;
+    reset();
+    mode_ = mode;
+    if (mode.kind == K::Exact)
+      for (index_t tok : prompt) step_token(tok);
+    else
+      passes(prompt, mode);
+    return s;
+  }
+
+  /// step() with its checks returned: a bad token or a full context changes nothing.
+  Status try_step(index_t token) {
+    Status s = token_status(token);
+    if (!s.ok()) return s;
+    if (cap_ > 0 && pos_ >= cap_)
+      return Status::error(StatusCode::state, "lean decoder", "context full: position ", pos_, " is past the capacity ",
+                           cap_, " (capacity 0: no limit)");
+    if (pos_ >= (index_t{1} << 40))
+      return Status::error(StatusCode::state, "lean decoder", "position ", pos_, " is past 2^40");
+    step_token(token);
+    return s;
   }
 
  private:
@@ -201,82 +259,117 @@ class LeanDecoder {
 
   // ------------------------------------------------------------ construction
 
-  static bool empty(const LeanMatrix<T>& m) noexcept { return m.empty(); }
-  /// A matrix of shape (r, cols): packed ones only where `packed` (the products; embedding tables
-  /// and gates are read as values), with one format and, for int8, scales and a group.
-  void need(const LeanMatrix<T>& m, index_t r, index_t cols, const std::string& what, bool packed = true) const {
-    check(!empty(m), "lean decoder", "weight ", what, " is missing");
-    check(m.rows == r && m.cols == cols, "lean decoder", "weight ", what, " has shape ", Shape<2>{m.rows, m.cols},
-          ", expected ", Shape<2>{r, cols});
-    const int formats = (m.data != nullptr) + (m.q != nullptr) + (m.bf16 != nullptr);
-    check(formats == 1, "lean decoder", "weight ", what, " has values in ", formats, " formats (give one)");
-    check(packed || m.data != nullptr, "lean decoder", "weight ", what, " is ", to_string(m.format()),
-          ": embedding tables and gates are read as floats, not packed");
-    check(m.q == nullptr || (m.scales != nullptr && m.group >= 1), "lean decoder", "int8 weight ", what,
-          " needs its scales and a group >= 1 (group ", m.group, ")");
+  /// Sets s to an invalid_argument error of the lean decoder unless cond; returns !cond.
+  template <class... Parts>
+  static bool fails(Status& s, bool cond, const Parts&... parts) {
+    if (!cond) s = Status::error(StatusCode::invalid_argument, "lean decoder", parts...);
+    return !cond;
   }
-  void none(const LeanMatrix<T>& m, const std::string& what) const {
-    check(empty(m), "lean decoder", "weight ", what, " is given but this variant has none");
+  Status token_status(index_t tok) const {
+    Status s;
+    fails(s, tok >= 0 && tok < c_.vocab_size, "token id ", tok, " outside the vocabulary [0, ", c_.vocab_size, ")");
+    return s;
   }
-  void check_weights() const {
-    c_.validate();
-    check(V::source_layer < c_.n_layer, "lean decoder", "source layer ", V::source_layer, " is beyond the last block (",
-          c_.n_layer, " layers)");
-    check(!V::kv || c_.ve_layout == VELayout::Every, "lean decoder",
-          "KV/Both variants have value embeddings on every layer (config.ve_layout = every)");
-    const index_t L = c_.n_layer, d = c_.n_embd, Vp = c_.padded_vocab(), D = c_.kv_dim();
-    const index_t hd = c_.n_head * c_.head_dim(), c = c_.gate_channels();
-    check(static_cast<index_t>(w_.layers.size()) == L, "lean decoder", "weights of ", w_.layers.size(),
-          " layers for a config of ", L);
-    need(w_.wte, Vp, d, "wte", false), need(w_.lm_head, Vp, d, "lm_head");
-    check(w_.resid_lambdas && w_.x0_lambdas, "lean decoder", "resid_lambdas and x0_lambdas are missing");
-    check(!V::residual || w_.gamma, "lean decoder", "gamma (interleaved_lambdas) is missing");
-    constexpr bool shared = V::kv && V::projection == Projection::Shared;
-    if (shared) {
-      need(w_.proj_k, D, d, "proj_k"), need(w_.proj_v, D, d, "proj_v");
-    } else {
-      none(w_.proj_k, "proj_k (shared)"), none(w_.proj_v, "proj_v (shared)");
-    }
-    for (index_t l = 0; l < L; ++l) {
-      const auto& b = w_.layers[static_cast<std::size_t>(l)];
-      const std::string p = "h." + std::to_string(l) + ".";
-      need(b.c_q, hd, d, p + "c_q"), need(b.c_k, D, d, p + "c_k"), need(b.c_v, D, d, p + "c_v");
-      need(b.c_proj, d, hd, p + "c_proj"), need(b.c_fc, 4 * d, d, p + "c_fc"),
-          need(b.mlp_proj, d, 4 * d, p + "mlp_proj");
-      if (V::kv) {
-        need(b.triple_gate, 3 * c_.n_kv_head, c, p + "triple_gate", false), none(b.ve_gate, p + "ve_gate");
-        need(b.value_embed, Vp, D, p + "value_embed", false);
-      } else if (c_.has_ve(l)) {
-        need(b.ve_gate, c_.n_kv_head, c, p + "ve_gate", false), need(b.value_embed, Vp, D, p + "value_embed", false);
-        none(b.triple_gate, p + "triple_gate");
-      } else {
-        none(b.ve_gate, p + "ve_gate"), none(b.value_embed, p + "value_embed"), none(b.triple_gate, p + "triple_gate");
-      }
-      if (V::kv && V::projection == Projection::Layerwise) {
-        need(b.proj_k, D, d, p + "proj_k"), need(b.proj_v, D, d, p + "proj_v");
-      } else {
-        none(b.proj_k, p + "proj_k"), none(b.proj_v, p + "proj_v");
-      }
-    }
+  static Status options_status(const Options& o) {
+    Status s;
+    if (fails(s, o.capacity >= 0, "capacity must be >= 0 (0: no limit), got ", o.capacity) ||
+        fails(s, o.max_prompt >= -1, "max_prompt must be >= -1 (-1: sequence_len), got ", o.max_prompt))
+      return s;
+    fails(s, o.arena != nullptr || o.arena_bytes == 0, "arena_bytes is ", o.arena_bytes, " without an arena");
+    return s;
+  }
+  /// The prompt length the workspace is laid out for.
+  static index_t prompt_room(const ModelConfig& c, const Options& o) noexcept {
+    index_t n = o.max_prompt < 0 ? c.sequence_len : o.max_prompt;
+    return o.capacity > 0 ? std::min(n, o.capacity) : n;
   }
 
-  /// Lays out every buffer in one allocation (64-byte aligned pieces).
-  void layout() {
+  /// A matrix of shape (r, cols): packed ones only where `packed` (the products; embedding tables
+  /// and gates are read as values), with one format and, for int8, scales and a group.
+  static bool bad(Status& s, const LeanMatrix<T>& m, index_t r, index_t cols, const std::string& what,
+                  bool packed = true) {
+    const int formats = (m.data != nullptr) + (m.q != nullptr) + (m.bf16 != nullptr);
+    return fails(s, !m.empty(), "weight ", what, " is missing") ||
+           fails(s, m.rows == r && m.cols == cols, "weight ", what, " has shape ", Shape<2>{m.rows, m.cols},
+                 ", expected ", Shape<2>{r, cols}) ||
+           fails(s, formats == 1, "weight ", what, " has values in ", formats, " formats (give one)") ||
+           fails(s, packed || m.data != nullptr, "weight ", what, " is ", to_string(m.format()),
+                 ": embedding tables and gates are read as floats, not packed") ||
+           fails(s, m.q == nullptr || (m.scales != nullptr && m.group >= 1), "int8 weight ", what,
+                 " needs its scales and a group >= 1 (group ", m.group, ")");
+  }
+  static bool given(Status& s, const LeanMatrix<T>& m, const std::string& what) {
+    return fails(s, m.empty(), "weight ", what, " is given but this variant has none");
+  }
+  static Status weights_status(const LeanWeights<T>& w, const Options& o) {
+    Status s = options_status(o);
+    if (!s.ok()) return s;
+    const ModelConfig& c = w.config;
+    if (s = c.status(); !s.ok()) return s;
+    if (fails(s, V::source_layer < c.n_layer, "source layer ", V::source_layer, " is beyond the last block (",
+              c.n_layer, " layers)") ||
+        fails(s, !V::kv || c.ve_layout == VELayout::Every,
+              "KV/Both variants have value embeddings on every layer (config.ve_layout = every)"))
+      return s;
+    const index_t L = c.n_layer, d = c.n_embd, Vp = c.padded_vocab(), D = c.kv_dim();
+    const index_t hd = c.n_head * c.head_dim(), gc = c.gate_channels();
+    if (fails(s, static_cast<index_t>(w.layers.size()) == L, "weights of ", w.layers.size(), " layers for a config of ",
+              L) ||
+        bad(s, w.wte, Vp, d, "wte", false) || bad(s, w.lm_head, Vp, d, "lm_head") ||
+        fails(s, w.resid_lambdas && w.x0_lambdas, "resid_lambdas and x0_lambdas are missing") ||
+        fails(s, !V::residual || w.gamma, "gamma (interleaved_lambdas) is missing"))
+      return s;
+    constexpr bool shared = V::kv && V::projection == Projection::Shared;
+    if (shared ? bad(s, w.proj_k, D, d, "proj_k") || bad(s, w.proj_v, D, d, "proj_v")
+               : given(s, w.proj_k, "proj_k (shared)") || given(s, w.proj_v, "proj_v (shared)"))
+      return s;
+    for (index_t l = 0; l < L; ++l) {
+      const auto& b = w.layers[static_cast<std::size_t>(l)];
+      const std::string p = "h." + std::to_string(l) + ".";
+      if (bad(s, b.c_q, hd, d, p + "c_q") || bad(s, b.c_k, D, d, p + "c_k") || bad(s, b.c_v, D, d, p + "c_v") ||
+          bad(s, b.c_proj, d, hd, p + "c_proj") || bad(s, b.c_fc, 4 * d, d, p + "c_fc") ||
+          bad(s, b.mlp_proj, d, 4 * d, p + "mlp_proj"))
+        return s;
+      const bool ve_bad =
+          V::kv ? bad(s, b.triple_gate, 3 * c.n_kv_head, gc, p + "triple_gate", false) ||
+                      given(s, b.ve_gate, p + "ve_gate") || bad(s, b.value_embed, Vp, D, p + "value_embed", false)
+          : c.has_ve(l)
+              ? bad(s, b.ve_gate, c.n_kv_head, gc, p + "ve_gate", false) ||
+                    bad(s, b.value_embed, Vp, D, p + "value_embed", false) || given(s, b.triple_gate, p + "triple_gate")
+              : given(s, b.ve_gate, p + "ve_gate") || given(s, b.value_embed, p + "value_embed") ||
+                    given(s, b.triple_gate, p + "triple_gate");
+      if (ve_bad) return s;
+      if (V::kv && V::projection == Projection::Layerwise
+              ? bad(s, b.proj_k, D, d, p + "proj_k") || bad(s, b.proj_v, D, d, p + "proj_v")
+              : given(s, b.proj_k, p + "proj_k") || given(s, b.proj_v, p + "proj_v"))
+        return s;
+    }
+    return s;
+  }
+
+  /// Lays out the state in `base` (64-byte aligned; null: only counts the bytes), for c_, cap_
+  /// and max_prompt_, setting every state pointer; returns the bytes used.
+  std::size_t carve(std::byte* base) {
     const index_t L = c_.n_layer, d = c_.n_embd, D = c_.kv_dim(), hd = c_.n_head * c_.head_dim();
     const index_t n = std::max<index_t>(1, max_prompt_), half = c_.head_dim() / 2;
-    std::vector<std::pair<T**, index_t>> plan;
-    const auto take = [&](T*& p, index_t count) { plan.emplace_back(&p, count); };
-    kc_.resize(static_cast<std::size_t>(L)), vc_.resize(kc_.size()), wk_.resize(kc_.size()), wv_.resize(kc_.size());
+    std::size_t at = 0;
+    const auto take = [&]<class U>(U*& p, index_t count) {
+      at = (at + 63) / 64 * 64;
+      p = base ? reinterpret_cast<U*>(base + at) : nullptr;
+      at += static_cast<std::size_t>(count) * sizeof(U);
+    };
+    take(keys_, L), take(slide_, L), take(kc_, L), take(vc_, L), take(wk_, L), take(wv_, L);
     index_t most = 1;
     for (index_t l = 0; l < L; ++l) {
       const index_t W = c_.window(l) + 1, N = cap_ > 0 ? std::min(cap_, 2 * W) : 2 * W;
-      keys_.push_back(W), slide_.push_back(N), most = std::max(most, N);
-      take(kc_[static_cast<std::size_t>(l)], N * D), take(vc_[static_cast<std::size_t>(l)], N * D);
-      if (max_prompt_ > 0)
-        take(wk_[static_cast<std::size_t>(l)], max_prompt_ * D),
-            take(wv_[static_cast<std::size_t>(l)], max_prompt_ * D);
+      most = std::max(most, N);
+      T *kc, *vc, *wk = nullptr, *wv = nullptr;
+      take(kc, N * D), take(vc, N * D);
+      if (max_prompt_ > 0) take(wk, max_prompt_ * D), take(wv, max_prompt_ * D);
+      if (base) keys_[l] = W, slide_[l] = N, kc_[l] = kc, vc_[l] = vc, wk_[l] = wk, wv_[l] = wv;
     }
-    if (V::recurrent) take(ring_, c_.mem_offset * d);
+    take(qpos_, n), take(sub_, n), take(tok_, n);
+    if (V::recurrent) take(ring_tok_, c_.mem_offset), take(ring_, c_.mem_offset * d);
     if (V::recurrent && max_prompt_ > 0) take(src_, max_prompt_ * d), take(prev_, max_prompt_ * d);
     take(x_, n * d), take(x0_, n * d), take(u_, n * d), take(t_, n * d), take(h_, n * d), take(s_, n * d);
     take(mem_, n * d);
@@ -288,23 +381,33 @@ class LeanDecoder {
     take(rinv_, n * std::max<index_t>(c_.n_head, 1)), take(lse_, n * c_.n_head);
     take(cos_, n * half), take(sin_, n * half);
     take(p_, std::max(most, max_prompt_)), take(z_, c_.padded_vocab()), take(logits_, c_.vocab_size);
-    constexpr index_t align = 64 / sizeof(T);
-    std::size_t total = 0;
-    for (const auto& [ptr, count] : plan) total += static_cast<std::size_t>((count + align - 1) / align * align);
-    arena_.reset(new (std::align_val_t(64)) T[total]());
-    arena_size_ = total;
-    std::size_t at = 0;
-    for (const auto& [ptr, count] : plan) {
-      *ptr = arena_.get() + at;
-      at += static_cast<std::size_t>((count + align - 1) / align * align);
-    }
-    if (V::recurrent) ring_tok_.assign(static_cast<std::size_t>(c_.mem_offset), 0);
-    qpos_.reserve(static_cast<std::size_t>(n)), tok_.reserve(static_cast<std::size_t>(n));
+    return (at + 63) / 64 * 64;
   }
 
-  void check_token(index_t tok) const {
-    check(tok >= 0 && tok < c_.vocab_size, "lean decoder", "token id ", tok, " outside the vocabulary [0, ",
-          c_.vocab_size, ")");
+  /// Lays out the state in the caller's arena or one allocation (after validate()).
+  Status init(const Options& o) {
+    cap_ = o.capacity;
+    max_prompt_ = prompt_room(c_, o);
+    const std::size_t need = carve(nullptr);
+    std::byte* base = nullptr;
+    if (o.arena) {
+      void* p = o.arena;
+      std::size_t room = o.arena_bytes;
+      if (!std::align(64, need, p, room))
+        return Status::error(StatusCode::out_of_memory, "lean decoder", "the arena holds ", o.arena_bytes,
+                             " bytes; this decoder needs ", need + 63, " (required_bytes())");
+      base = static_cast<std::byte*>(p);
+    } else {
+      own_.reset(static_cast<std::byte*>(::operator new[](need, std::align_val_t(64), std::nothrow)));
+      if (!own_)
+        return Status::error(StatusCode::out_of_memory, "lean decoder", "cannot allocate ", need,
+                             " bytes of decoder state");
+      base = own_.get();
+    }
+    std::memset(base, 0, need);
+    state_size_ = need;
+    carve(base);
+    return {};
   }
 
   // ------------------------------------------------------------ the block code (n rows)
@@ -397,7 +500,7 @@ class LeanDecoder {
         }
         embed(b.value_embed, tok, n, e_);
         head_scale(g_ + 2 * Hkv, G, e_, n, tmp_), add(v_, tmp_, n * D);  // + g_ve e
-      } else if (!empty(b.value_embed)) {                                // v + 2 sigmoid(W_g u[0:c]) e
+      } else if (!b.value_embed.empty()) {                               // v + 2 sigmoid(W_g u[0:c]) e
         linear_strided(u_, n, d, b.ve_gate, gz_);
         gate2(gz_, n * Hkv, g_);
         embed(b.value_embed, tok, n, e_);
@@ -511,10 +614,9 @@ class LeanDecoder {
   /// One pass over positions pos (ascending) of the prompt in the workspace: their K/V go into
   /// wk_/wv_ before each layer attends over positions 0..pos.back() (Interleaved's write-back), their
   /// source states into src_. mem: memory rows (n, d) or none.
-  void pass(std::span<const index_t> prompt, const std::vector<index_t>& pos, const T* mem) {
+  void pass(std::span<const index_t> prompt, std::span<const index_t> pos, const T* mem) {
     const index_t n = static_cast<index_t>(pos.size()), D = c_.kv_dim(), d = c_.n_embd;
     const index_t H = c_.n_head, Dh = c_.head_dim(), hi = pos.back() + 1;
-    tok_.resize(pos.size());
     for (std::size_t i = 0; i < pos.size(); ++i) tok_[i] = prompt[static_cast<std::size_t>(pos[i])];
     const auto attend = [&](index_t l, const T* q, const T* k, const T* v, T* y) {
       const std::size_t ls = static_cast<std::size_t>(l);
@@ -528,7 +630,7 @@ class LeanDecoder {
           TensorView<const index_t, 1>(pos.data(), Shape<1>{n}), c_.window(l), T(1) / std::sqrt(static_cast<T>(Dh)),
           TensorView<T, 4>(y, qs), TensorView<T, 3>(lse_, Shape<3>{1, H, n}));
     };
-    forward(tok_.data(), n, pos.data(), mem, attend);
+    forward(tok_, n, pos.data(), mem, attend);
     if constexpr (V::recurrent)
       for (index_t i = 0; i < n; ++i)
         std::memcpy(src_ + pos[static_cast<std::size_t>(i)] * d, s_ + i * d, static_cast<std::size_t>(d) * sizeof(T));
@@ -537,7 +639,7 @@ class LeanDecoder {
   }
 
   /// Memory rows for positions pos from the source states in `from` (m~_p = s_{p-k}, or 0).
-  void memory_rows(std::span<const index_t> prompt, const std::vector<index_t>& pos, const T* from) {
+  void memory_rows(std::span<const index_t> prompt, std::span<const index_t> pos, const T* from) {
     const index_t d = c_.n_embd, k = c_.mem_offset;
     for (std::size_t i = 0; i < pos.size(); ++i) {
       const index_t p = pos[i];
@@ -554,9 +656,8 @@ class LeanDecoder {
   /// The whole-prompt modes (see the top of this file), then the cache, ring and logits from the workspace.
   void passes(std::span<const index_t> prompt, const PrefillMode& mode) {
     const index_t P = static_cast<index_t>(prompt.size()), d = c_.n_embd, k = c_.mem_offset;
-    std::vector<index_t>& all = qpos_;
-    all.resize(static_cast<std::size_t>(P));
-    for (index_t p = 0; p < P; ++p) all[static_cast<std::size_t>(p)] = p;
+    for (index_t p = 0; p < P; ++p) qpos_[p] = p;
+    const std::span<const index_t> all(qpos_, static_cast<std::size_t>(P));
     using K = PrefillMode::Kind;
     if (mode.kind == K::Zero || !V::recurrent) {
       pass(prompt, all, nullptr);
@@ -565,8 +666,9 @@ class LeanDecoder {
       pass(prompt, all, nullptr);  // pass 0: zero memory
       const index_t S = std::min(mode.passes, P);
       for (index_t i = 0; i < S; ++i) {  // subsets p mod S == i, each reading the latest states
-        std::vector<index_t> sub;
-        for (index_t p = i; p < P; p += S) sub.push_back(p);
+        std::size_t m = 0;
+        for (index_t p = i; p < P; p += S) sub_[m++] = p;
+        const std::span<const index_t> sub(sub_, m);
         memory_rows(prompt, sub, src_);
         pass(prompt, sub, mem_);
       }
@@ -574,10 +676,9 @@ class LeanDecoder {
       std::fill(mem_, mem_ + P * d, T(0));
       pass(prompt, all, mem_);  // pass 0: every position reads zero memory (exact below k)
       index_t F = std::min(k, P);
-      std::vector<index_t> part;
       while (F < P) {
         std::memcpy(prev_, src_, static_cast<std::size_t>(P * d) * sizeof(T));
-        part.assign(all.begin() + F, all.end());
+        const auto part = all.subspan(static_cast<std::size_t>(F));
         memory_rows(prompt, part, prev_);
         pass(prompt, part, mem_);
         // q: the first position whose state changed at all; approximate: qt, the first that moved by
@@ -625,7 +726,7 @@ class LeanDecoder {
   }
 
   struct Free {
-    void operator()(T* p) const noexcept { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t(64)); }
   };
 
   LeanWeights<T> w_;
@@ -633,19 +734,21 @@ class LeanDecoder {
   index_t cap_ = 0, max_prompt_ = 0, pos_ = 0;
   PrefillMode mode_;
   PrefillStats stats_;
-  std::unique_ptr<T[], Free> arena_;
-  std::size_t arena_size_ = 0;
-  std::vector<index_t> keys_, slide_;   // per layer: window + 1; the cache's slots
-  std::vector<T*> kc_, vc_, wk_, wv_;   // per layer: cache (slide, D); workspace (max_prompt, D)
-  T* ring_ = nullptr;                   // (k, d) source states, position t in slot t % k
-  std::vector<index_t> ring_tok_;       // (k) their tokens
+  std::unique_ptr<std::byte[], Free> own_;  // the state, unless it is in the caller's arena
+  std::size_t state_size_ = 0;
+  // The state (in own_ or the arena, laid out by carve()):
+  index_t *keys_ = nullptr, *slide_ = nullptr;                 // per layer: window + 1; the cache's slots
+  T **kc_ = nullptr, **vc_ = nullptr;                          // per layer: cache (slide, D)
+  T **wk_ = nullptr, **wv_ = nullptr;                          // per layer: workspace (max_prompt, D)
+  T* ring_ = nullptr;                                          // (k, d) source states, position t in slot t % k
+  index_t* ring_tok_ = nullptr;                                // (k) their tokens
+  index_t *qpos_ = nullptr, *sub_ = nullptr, *tok_ = nullptr;  // (max_prompt) a pass's positions, tokens
   T *src_ = nullptr, *prev_ = nullptr;  // workspace (max_prompt, d): source states, the pass before's
   T *x_ = nullptr, *x0_ = nullptr, *u_ = nullptr, *t_ = nullptr, *h_ = nullptr, *s_ = nullptr, *mem_ = nullptr;
   T *q_ = nullptr, *q2_ = nullptr, *y_ = nullptr, *k_ = nullptr, *k2_ = nullptr, *v_ = nullptr, *e_ = nullptr;
   T *krec_ = nullptr, *vrec_ = nullptr, *tmp_ = nullptr, *gz_ = nullptr, *g_ = nullptr, *f_ = nullptr, *f2_ = nullptr;
   T *rinv_ = nullptr, *lse_ = nullptr, *cos_ = nullptr, *sin_ = nullptr, *p_ = nullptr, *z_ = nullptr;
   T* logits_ = nullptr;
-  std::vector<index_t> qpos_, tok_;  // a pass's positions and tokens (reserved for max_prompt)
 };
 
 }  // namespace v0

@@ -62,9 +62,9 @@ struct PrefillMode {
       if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && std::isfinite(tol) && tol > 0)
         return approximate(tol);
     }
-    throw Error("prefill", detail::str_cat("expected exact, zero, interleaved:S (S >= 1), fixed-point or "
-                                           "approximate:TOL (TOL > 0), got '",
-                                           std::string(s), "'"));
+    ::lrt::throw_error("prefill", detail::str_cat("expected exact, zero, interleaved:S (S >= 1), fixed-point or "
+                                                  "approximate:TOL (TOL > 0), got '",
+                                                  std::string(s), "'"));
   }
   /// The spelling parse() reads.
   std::string name() const {

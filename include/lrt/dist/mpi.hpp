@@ -164,8 +164,8 @@ class MpiGroup final : public Group {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, msg, &len);
-    throw Error("mpi", std::string(what) + ": " + fn + " failed on rank " + std::to_string(rank_) + ": " +
-                           std::string(msg, static_cast<std::size_t>(len)));
+    ::lrt::throw_error("mpi", std::string(what) + ": " + fn + " failed on rank " + std::to_string(rank_) + ": " +
+                                  std::string(msg, static_cast<std::size_t>(len)));
   }
   /// Polls `req` until it completes; past the deadline, says so and ends the job.
   void wait(MPI_Request& req, const char* what) {

@@ -24,7 +24,7 @@ inline namespace v0 {
 inline std::string read_file(const std::string& path, std::string_view op) {
   const std::string sop(op);
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error(sop, "'" + path + "': cannot open: " + std::strerror(errno));
+  if (!f) ::lrt::throw_error(sop, "'" + path + "': cannot open: " + std::strerror(errno));
   std::string out;
   struct stat st {};
   if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
@@ -37,7 +37,7 @@ inline std::string read_file(const std::string& path, std::string_view op) {
   }
   const int err = std::ferror(f) ? errno : 0;  // a directory opens, then fails here (EISDIR)
   std::fclose(f);
-  if (err) throw Error(sop, "'" + path + "': cannot read: " + std::strerror(err));
+  if (err) ::lrt::throw_error(sop, "'" + path + "': cannot read: " + std::strerror(err));
   return out;
 }
 
@@ -49,7 +49,7 @@ inline void write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const char* what, int err, bool remove_tmp) {
     if (remove_tmp) ::unlink(tmp.c_str());
-    throw Error("write", "'" + path + "': " + what + ": " + std::strerror(err));
+    ::lrt::throw_error("write", "'" + path + "': " + what + ": " + std::strerror(err));
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) fail("cannot create temporary file", errno, false);
@@ -82,7 +82,7 @@ inline void write_file_atomic(const std::string& path, std::string_view bytes) {
     const int err = errno;
     ::close(dfd);
     if (rc != 0 && err != EINVAL && err != ENOTSUP)
-      throw Error("write", "'" + path + "': written, but syncing its directory failed: " + std::strerror(err));
+      ::lrt::throw_error("write", "'" + path + "': written, but syncing its directory failed: " + std::strerror(err));
   }
 }
 
@@ -90,12 +90,12 @@ inline void write_file_atomic(const std::string& path, std::string_view bytes) {
 /// Filesystems without fsync on directories (EINVAL, ENOTSUP) are accepted as they are.
 inline void sync_directory(const std::string& dir) {
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) throw Error("sync", "'" + dir + "': cannot open directory: " + std::strerror(errno));
+  if (dfd < 0) ::lrt::throw_error("sync", "'" + dir + "': cannot open directory: " + std::strerror(errno));
   const int rc = ::fsync(dfd);
   const int err = errno;
   ::close(dfd);
   if (rc != 0 && err != EINVAL && err != ENOTSUP)
-    throw Error("sync", "'" + dir + "': cannot sync directory: " + std::strerror(err));
+    ::lrt::throw_error("sync", "'" + dir + "': cannot sync directory: " + std::strerror(err));
 }
 
 /// Makes `path` another name of the existing file `target` (a hard link, made under a temporary
@@ -115,12 +115,12 @@ inline void replace_with_link(const std::string& target, const std::string& path
       write_file_atomic(path, read_file(target, "write"));
       return;
     }
-    throw Error("write", "'" + path + "': cannot link to '" + target + "': " + std::strerror(err));
+    ::lrt::throw_error("write", "'" + path + "': cannot link to '" + target + "': " + std::strerror(err));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw Error("write", "'" + path + "': cannot replace: " + std::strerror(err));
+    ::lrt::throw_error("write", "'" + path + "': cannot replace: " + std::strerror(err));
   }
 }
 
@@ -129,8 +129,9 @@ inline void replace_with_link(const std::string& target, const std::string& path
 inline void ensure_directory(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("mkdir", "'" + dir + "': cannot create directory: " + ec.message());
-  if (!std::filesystem::is_directory(dir, ec)) throw Error("mkdir", "'" + dir + "': exists and is not a directory");
+  if (ec) ::lrt::throw_error("mkdir", "'" + dir + "': cannot create directory: " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec))
+    ::lrt::throw_error("mkdir", "'" + dir + "': exists and is not a directory");
 }
 
 /// ensure_directory, then proves that this process may create files in `dir` (by creating and
@@ -141,7 +142,8 @@ inline void ensure_writable_directory(const std::string& dir) {
   ensure_directory(dir);
   const std::string probe = dir + "/.lrt-write-probe." + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error("mkdir", "'" + dir + "': cannot create files in this directory: " + std::strerror(errno));
+  if (fd < 0)
+    ::lrt::throw_error("mkdir", "'" + dir + "': cannot create files in this directory: " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }

@@ -89,7 +89,7 @@ class Value {
     constexpr double lim = 9223372036854775808.0;
     if (std::isfinite(num_) && num_ == std::trunc(num_) && num_ >= -lim && num_ < lim)
       return static_cast<std::int64_t>(num_);
-    throw Error("json", "number " + format_double(num_) + " is not an integer in int64 range");
+    ::lrt::throw_error("json", "number " + format_double(num_) + " is not an integer in int64 range");
   }
   const std::string& as_string() const {
     expect(Kind::String);
@@ -126,7 +126,7 @@ class Value {
   const Value& at(std::string_view key) const {
     expect(Kind::Object);
     if (const Value* v = find(key)) return *v;
-    throw Error("json", "missing key '" + std::string(key) + "'");
+    ::lrt::throw_error("json", "missing key '" + std::string(key) + "'");
   }
   /// Object member, inserted as null when absent (a null value becomes an empty object first).
   Value& operator[](std::string_view key) {
@@ -191,7 +191,7 @@ class Value {
 
   void expect(Kind k) const {
     if (kind_ != k)
-      throw Error("json", "expected " + std::string(kind_name(k)) + ", got " + std::string(kind_name(kind_)));
+      ::lrt::throw_error("json", "expected " + std::string(kind_name(k)) + ", got " + std::string(kind_name(kind_)));
   }
 
   static std::string format_double(double d) {
@@ -236,7 +236,7 @@ class Value {
         if (is_int_) {
           out += std::to_string(int_);
         } else {
-          if (!std::isfinite(num_)) throw Error("json", "cannot write a non-finite number");
+          if (!std::isfinite(num_)) ::lrt::throw_error("json", "cannot write a non-finite number");
           out += format_double(num_);
         }
         break;
@@ -292,7 +292,7 @@ class Parser {
  private:
   [[noreturn]] void fail(std::string_view reason) const { fail_at(reason, pos_); }
   [[noreturn]] void fail_at(std::string_view reason, std::size_t at) const {
-    throw Error("json", std::string(what_) + ": " + std::string(reason) + " at byte " + std::to_string(at));
+    ::lrt::throw_error("json", std::string(what_) + ": " + std::string(reason) + " at byte " + std::to_string(at));
   }
 
   bool eof() const { return pos_ >= s_.size(); }

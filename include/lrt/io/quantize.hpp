@@ -50,7 +50,7 @@ inline WeightFormat weight_format_from_string(std::string_view s) {
   if (s == "f32" || s == "fp32") return WeightFormat::F32;
   if (s == "bf16") return WeightFormat::BF16;
   if (s == "int8") return WeightFormat::Int8;
-  throw Error("quantize", "weight format must be f32, bf16 or int8, got '" + std::string(s) + "'");
+  ::lrt::throw_error("quantize", "weight format must be f32, bf16 or int8, got '" + std::string(s) + "'");
 }
 
 /// Groups of a row of `cols` values.
@@ -315,8 +315,8 @@ inline st::Writer quantize_checkpoint(const st::Reader& r, WeightFormat format, 
       w.add_i64(name, v, shape);
       rep.bytes_out += v.size() * 8;
     } else {
-      throw Error("quantize", "'" + r.label() + "': tensor '" + name + "' is stored " +
-                                  std::string(st::dtype_name(dt)) + ", which lrt checkpoints do not hold");
+      ::lrt::throw_error("quantize", "'" + r.label() + "': tensor '" + name + "' is stored " +
+                                         std::string(st::dtype_name(dt)) + ", which lrt checkpoints do not hold");
     }
     ++rep.kept;
   }

@@ -7,7 +7,8 @@
 // The reader validates the whole header when it opens a file (files may be damaged or hostile):
 // every problem is an lrt::Error("safetensors", "'<file>': ..."), never UB or a huge allocation.
 // It is strict: the tensors must tile the data section exactly (no gaps, overlaps or trailing
-// bytes). Data are copied out with memcpy (the data section has no alignment).
+// bytes). Data are copied out with memcpy (the data section has no alignment), or viewed in place
+// (raw()) in the file's bytes: held in memory (open, from_bytes) or mapped (map: nothing copied).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -27,6 +29,7 @@
 #include "../core/error.hpp"
 #include "file.hpp"
 #include "json.hpp"
+#include "mapped_file.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -273,8 +276,25 @@ class Reader {
 
   /// `label` names the source in errors (a path, "<memory>", ...).
   static Reader from_bytes(std::string bytes, std::string label) {
+    auto held = std::make_shared<const std::string>(std::move(bytes));
+    const std::string_view view(*held);
+    return over(std::move(held), view, std::move(label));
+  }
+
+  /// The file at `path` mapped, not read: raw() views point into the mapping, which lives as long
+  /// as the Reader or a copy of it.
+  static Reader map(const std::string& path) {
+    auto m = std::make_shared<MappedFile>();
+    throw_if_error(m->open(path.c_str()));
+    const std::string_view view = m->bytes();
+    return over(std::move(m), view, path);
+  }
+
+  /// A file's bytes that `owner` keeps alive (a MappedFile, a buffer, ...).
+  static Reader over(std::shared_ptr<const void> owner, std::string_view bytes, std::string label) {
     Reader r;
-    r.bytes_ = std::move(bytes);
+    r.owner_ = std::move(owner);
+    r.bytes_ = bytes;
     r.label_ = std::move(label);
     r.validate();
     return r;
@@ -301,7 +321,7 @@ class Reader {
   /// The stored little-endian bytes of a tensor (valid while the Reader lives).
   std::string_view raw(std::string_view name) const {
     const Tensor& t = entry(name);
-    return std::string_view(bytes_).substr(data_start_ + t.begin, t.end - t.begin);
+    return bytes_.substr(data_start_ + t.begin, t.end - t.begin);
   }
 
   /// Reads a floating tensor (F32, BF16, F16 or F64 stored) as float; its shape must equal
@@ -428,7 +448,7 @@ class Reader {
 
   template <class... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
-    throw Error("safetensors", "'" + label_ + "': " + lrt::detail::str_cat(parts...));
+    ::lrt::throw_error("safetensors", "'" + label_ + "': " + lrt::detail::str_cat(parts...));
   }
 
   const Tensor& entry(std::string_view name) const {
@@ -470,14 +490,18 @@ class Reader {
     const std::uint64_t data_size = size - data_start_;
 
     json::Value header;
+#if LRT_EXCEPTIONS
     try {
-      header = json::parse(std::string_view(bytes_).substr(8, n), "header");
+      header = json::parse(bytes_.substr(8, n), "header");
     } catch (const Error& e) {
       std::string_view what = e.what();
       if (what.starts_with("[json] ")) what.remove_prefix(7);
       fail("invalid JSON ",
            std::string(what));  // "invalid JSON header: ... at byte N"
     }
+#else
+    header = json::parse(bytes_.substr(8, n), "'" + label_ + "': invalid JSON header");
+#endif
     if (!header.is_object()) fail("header is a JSON ", kind(header), ", not an object");
 
     for (const auto& [name, e] : header.members()) {
@@ -560,7 +584,8 @@ class Reader {
     return t;
   }
 
-  std::string bytes_;
+  std::shared_ptr<const void> owner_;  // what holds bytes_
+  std::string_view bytes_;
   std::string label_;
   std::uint64_t data_start_ = 0;
   std::vector<std::pair<std::string, std::string>> metadata_;

@@ -16,6 +16,7 @@
 #include "../io/json.hpp"
 #include "../io/quantize.hpp"
 #include "../io/safetensors.hpp"
+#include "config_json.hpp"
 #include "gpt.hpp"
 #include "training_schedule.hpp"
 #include "variant_structure.hpp"
@@ -91,73 +92,6 @@ json::Value lrt_config_json(const ModelConfig& c) {
   return j;
 }
 
-/// A config from the release's model_config (or a bare GPTConfig object, or a release
-/// meta_XXXXXX.json holding one under "model_config"), plus lrt's fields when given.
-/// Size fields are required; the others default to lrt's defaults.
-inline ModelConfig config_from_json(const json::Value& in, const json::Value* lrt_fields = nullptr,
-                                    std::string_view what = "config") {
-  const json::Value& j = in.find("model_config") ? in.at("model_config") : in;
-  check(j.is_object(), "config", what, ": expected a JSON object with the model's fields");
-  ModelConfig c;
-  auto req = [&](const char* k) {
-    const json::Value* v = j.find(k);
-    check(v != nullptr, "config", what, ": missing field '", k, "'");
-    check(v->is_integer(), "config", what, ": field '", k, "' must be an integer");
-    return static_cast<index_t>(v->as_int());
-  };
-  auto opt_bool = [&](const char* k, bool def) {
-    const json::Value* v = j.find(k);
-    if (!v) return def;
-    check(v->is_bool(), "config", what, ": field '", k, "' must be true or false");
-    return v->as_bool();
-  };
-  c.sequence_len = req("sequence_len");
-  c.vocab_size = req("vocab_size");
-  c.n_layer = req("n_layer");
-  c.n_head = req("n_head");
-  c.n_kv_head = j.find("n_kv_head") ? req("n_kv_head") : c.n_head;
-  c.n_embd = req("n_embd");
-  if (const json::Value* v = j.find("window_pattern")) {
-    check(v->is_string(), "config", what, ": field 'window_pattern' must be a string");
-    c.window_pattern = v->as_string();
-  }
-  const bool ve = opt_bool("use_value_embeds", true), every = opt_bool("ve_every_layer", true);
-  c.ve_layout = !ve ? VELayout::None : every ? VELayout::Every : VELayout::Alternating;
-  c.use_x0_residual = opt_bool("use_x0_residual", true);
-  c.use_resid_lambdas = opt_bool("use_resid_lambdas", true);
-  if (j.find("ve_gate_channels")) c.ve_gate_channels = req("ve_gate_channels");
-  if (lrt_fields) {
-    check(lrt_fields->is_object(), "config", what, ": lrt_config must be a JSON object");
-    if (const json::Value* v = lrt_fields->find("mem_offset")) {
-      check(v->is_integer(), "config", what, ": field 'mem_offset' must be an integer");
-      c.mem_offset = static_cast<index_t>(v->as_int());
-    }
-    if (const json::Value* v = lrt_fields->find("reset_at_bos")) {
-      check(v->is_bool(), "config", what, ": field 'reset_at_bos' must be true or false");
-      c.reset_at_bos = v->as_bool();
-    }
-    if (const json::Value* v = lrt_fields->find("rope_bf16_tables")) {
-      check(v->is_bool(), "config", what, ": field 'rope_bf16_tables' must be true or false");
-      c.rope_bf16_tables = v->as_bool();
-    }
-    // Absent (checkpoints before these fields): the defaults, bos_id -1 (the last id) and 15.
-    if (const json::Value* v = lrt_fields->find("bos_id")) {
-      check(v->is_integer(), "config", what, ": field 'bos_id' must be an integer");
-      c.bos_id = static_cast<index_t>(v->as_int());
-    }
-    if (const json::Value* v = lrt_fields->find("logit_softcap")) {
-      check(v->is_number(), "config", what, ": field 'logit_softcap' must be a number");
-      c.logit_softcap = v->as_number();
-    }
-  }
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw Error("config", detail::str_cat(what, ": ", e.what()));
-  }
-  return c;
-}
-
 /// Writes the model's weights (float32, or bfloat16 with `dtype`) and metadata to `path`
 /// atomically. `extra` adds metadata strings; its "schedule" (schedule_spec's spelling), with the
 /// schedule options `options`, also sets the release's schedule fields of model_config. A model on
@@ -192,17 +126,6 @@ void save_model(const Model<V, T, D>& m, const std::string& path, std::int64_t s
   w.set_metadata("tokenizer", "bytes257");
   for (const auto& [k, v] : extra) w.set_metadata(k, v);
   w.write(path);
-}
-
-/// The config stored in a checkpoint's metadata.
-inline ModelConfig read_model_config(const st::Reader& r) {
-  const auto mc = r.meta("model_config");
-  check(mc.has_value(), "checkpoint", "'", r.label(),
-        "': no 'model_config' in __metadata__ (pass the release's config JSON with --config)");
-  const json::Value j = json::parse(*mc, "'" + r.label() + "' model_config");
-  std::optional<json::Value> lj;
-  if (const auto l = r.meta("lrt_config")) lj = json::parse(*l, "'" + r.label() + "' lrt_config");
-  return config_from_json(j, lj ? &*lj : nullptr, "'" + r.label() + "'");
 }
 
 /// Loads every parameter of m from r: the file must hold exactly m's tensors with m's shapes (and
@@ -419,7 +342,7 @@ inline std::int64_t read_step(const st::Reader& r) {
     check(used == s->size() && v >= 0, "checkpoint", "'", r.label(), "': bad step '", *s, "'");
     return v;
   } catch (const std::logic_error&) {
-    throw Error("checkpoint", detail::str_cat("'", r.label(), "': bad step '", *s, "'"));
+    ::lrt::throw_error("checkpoint", detail::str_cat("'", r.label(), "': bad step '", *s, "'"));
   }
 }
 

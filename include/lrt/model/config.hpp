@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "../core/error.hpp"
+#include "../core/status.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -80,28 +81,48 @@ struct ModelConfig {
     return n;
   }
 
-  /// Throws a clear error for an inconsistent configuration.
-  void validate() const {
+  /// Why the configuration is inconsistent, or ok.
+  Status status() const {
     const char* op = "config";
-    check(sequence_len >= 1, op, "sequence_len must be >= 1, got ", sequence_len);
-    check(vocab_size >= 2, op, "vocab_size must be >= 2, got ", vocab_size);
-    check(n_layer >= 1, op, "n_layer must be >= 1, got ", n_layer);
-    check(n_embd >= 1 && n_head >= 1 && n_kv_head >= 1, op, "n_embd, n_head, n_kv_head must be >= 1, got ", n_embd,
-          ", ", n_head, ", ", n_kv_head);
-    check(n_embd % n_head == 0, op, "n_embd (", n_embd, ") must be a multiple of n_head (", n_head, ")");
-    check(n_head % n_kv_head == 0, op, "n_head (", n_head, ") must be a multiple of n_kv_head (", n_kv_head, ")");
-    check(head_dim() % 2 == 0, op, "the head dimension n_embd / n_head = ", head_dim(), " must be even (RoPE pairs)");
-    check(!window_pattern.empty(), op, "window_pattern must not be empty");
+    if (!(sequence_len >= 1))
+      return Status::error(StatusCode::invalid_argument, op, "sequence_len must be >= 1, got ", sequence_len);
+    if (!(vocab_size >= 2))
+      return Status::error(StatusCode::invalid_argument, op, "vocab_size must be >= 2, got ", vocab_size);
+    if (!(n_layer >= 1)) return Status::error(StatusCode::invalid_argument, op, "n_layer must be >= 1, got ", n_layer);
+    if (!(n_embd >= 1 && n_head >= 1 && n_kv_head >= 1))
+      return Status::error(StatusCode::invalid_argument, op, "n_embd, n_head, n_kv_head must be >= 1, got ", n_embd,
+                           ", ", n_head, ", ", n_kv_head);
+    if (!(n_embd % n_head == 0))
+      return Status::error(StatusCode::invalid_argument, op, "n_embd (", n_embd, ") must be a multiple of n_head (",
+                           n_head, ")");
+    if (!(n_head % n_kv_head == 0))
+      return Status::error(StatusCode::invalid_argument, op, "n_head (", n_head, ") must be a multiple of n_kv_head (",
+                           n_kv_head, ")");
+    if (!(head_dim() % 2 == 0))
+      return Status::error(StatusCode::invalid_argument, op, "the head dimension n_embd / n_head = ", head_dim(),
+                           " must be even (RoPE pairs)");
+    if (!(!window_pattern.empty()))
+      return Status::error(StatusCode::invalid_argument, op, "window_pattern must not be empty");
     for (char c : window_pattern)
-      check(c == 'S' || c == 'L', op, "window_pattern '", window_pattern, "' may only contain 'S' and 'L'");
-    check(bos_id >= -1 && bos_id < vocab_size, op,
-          "bos_id must be -1 (the last id) or in [0, vocab_size = ", vocab_size, "), got ", bos_id);
-    check(std::isfinite(logit_softcap) && logit_softcap > 0, op, "logit_softcap must be a finite number > 0, got ",
-          logit_softcap);
-    check(mem_offset >= 1, op, "mem_offset (the memory offset k) must be >= 1, got ", mem_offset);
-    check(ve_gate_channels >= 0 && ve_gate_channels <= n_embd, op, "ve_gate_channels must be in [0, n_embd = ", n_embd,
-          "], got ", ve_gate_channels);
+      if (!(c == 'S' || c == 'L'))
+        return Status::error(StatusCode::invalid_argument, op, "window_pattern '", window_pattern,
+                             "' may only contain 'S' and 'L'");
+    if (!(bos_id >= -1 && bos_id < vocab_size))
+      return Status::error(StatusCode::invalid_argument, op,
+                           "bos_id must be -1 (the last id) or in [0, vocab_size = ", vocab_size, "), got ", bos_id);
+    if (!(std::isfinite(logit_softcap) && logit_softcap > 0))
+      return Status::error(StatusCode::invalid_argument, op, "logit_softcap must be a finite number > 0, got ",
+                           logit_softcap);
+    if (!(mem_offset >= 1))
+      return Status::error(StatusCode::invalid_argument, op, "mem_offset (the memory offset k) must be >= 1, got ",
+                           mem_offset);
+    if (!(ve_gate_channels >= 0 && ve_gate_channels <= n_embd))
+      return Status::error(StatusCode::invalid_argument, op, "ve_gate_channels must be in [0, n_embd = ", n_embd,
+                           "], got ", ve_gate_channels);
+    return {};
   }
+  /// Throws a clear error for an inconsistent configuration.
+  void validate() const { throw_if_error(status()); }
 };
 
 /// The presets of spec §10: tiny, small, medium (CPU, bytes) and d12, d20, d24 (GPU).
@@ -126,7 +147,8 @@ inline ModelConfig preset(std::string_view name) {
   else if (name == "d24")
     gpu(24, 1536, 12);
   else
-    throw Error("config", detail::str_cat("unknown preset '", name, "' (known: tiny, small, medium, d12, d20, d24)"));
+    ::lrt::throw_error("config",
+                       detail::str_cat("unknown preset '", name, "' (known: tiny, small, medium, d12, d20, d24)"));
   return c;
 }
 

@@ -12,7 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "gpt.hpp"
+#include "config.hpp"
+#include "variant.hpp"
 
 namespace lrt {
 inline namespace v0 {

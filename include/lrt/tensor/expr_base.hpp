@@ -48,7 +48,7 @@ Shape<Ro> broadcast_shapes(const Shape<Ra>& a, const Shape<Rb>& b, const char* o
     } else if (ea == 1) {
       out[k] = eb;
     } else {
-      throw Error(op, str_cat("cannot broadcast ", to_string(a), " with ", to_string(b)));
+      ::lrt::throw_error(op, str_cat("cannot broadcast ", to_string(a), " with ", to_string(b)));
     }
   }
   return out;

@@ -185,8 +185,9 @@ class Tensor : public ExprBase<Tensor<T, R, D>>, public ViewOps<Tensor<T, R, D>,
     if constexpr (E::rank == R) {
       return e.shape();
     } else {
-      throw Error("tensor", detail::str_cat("cannot size a rank-", R, " tensor from a lower-rank expression of shape ",
-                                            to_string(e.shape())));
+      ::lrt::throw_error("tensor",
+                         detail::str_cat("cannot size a rank-", R, " tensor from a lower-rank expression of shape ",
+                                         to_string(e.shape())));
     }
   }
 

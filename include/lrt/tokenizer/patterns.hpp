@@ -48,8 +48,8 @@ inline std::span<const std::string_view> builtin_pattern_names() noexcept { retu
 inline std::string_view builtin_pattern(std::string_view name) {
   for (const auto& p : detail::kBuiltinPatterns)
     if (p.name == name) return p.pattern;
-  throw Error("tokenizer",
-              ::lrt::detail::str_cat("unknown pattern '", name, "' (known: gpt2, cl100k, o200k, nanochat)"));
+  ::lrt::throw_error("tokenizer",
+                     ::lrt::detail::str_cat("unknown pattern '", name, "' (known: gpt2, cl100k, o200k, nanochat)"));
 }
 
 /// Whether a pattern argument is a name rather than a regex: non-empty and only ASCII letters,

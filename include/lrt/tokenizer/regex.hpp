@@ -358,7 +358,7 @@ class Regex {
   std::uint32_t num_marks_ = 0;
 
   [[noreturn]] static void fail(std::string_view pattern, std::size_t pos, std::string_view what) {
-    throw Error("regex", ::lrt::detail::str_cat(what, " at position ", pos, " of pattern '", pattern, "'"));
+    ::lrt::throw_error("regex", ::lrt::detail::str_cat(what, " at position ", pos, " of pattern '", pattern, "'"));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1300,7 +1300,7 @@ class Regex {
           return kNoMatch;
         }
         if (++backtracks > kBacktrackLimit)
-          throw Error("regex", ::lrt::detail::str_cat("backtrack limit exceeded (pattern '", source_, "')"));
+          ::lrt::throw_error("regex", ::lrt::detail::str_cat("backtrack limit exceeded (pattern '", source_, "')"));
         Frame& fr = st.back();
         if (fr.tag == detail::kFrameAlt) {
           const detail::AltTable& t = alts[prog[fr.pc].a];

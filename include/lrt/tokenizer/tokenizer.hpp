@@ -67,9 +67,13 @@ inline std::uint64_t fnv1a64(std::string_view s) noexcept {
   return h;
 }
 
-/// Runs f(begin, end) over [0, n) on `threads` threads (<= 0: lrt's pool).
+/// Runs f(begin, end) over [0, n) on `threads` threads (<= 0: lrt's pool; LRT_SINGLE_THREAD: the caller).
 template <class F>
 void parallel_chunks(index_t n, int threads, F&& f) {
+#if defined(LRT_SINGLE_THREAD)
+  (void)threads;
+  if (n > 0) f(index_t{0}, n);
+#else
   if (threads <= 0) {
     ThreadPool::global().parallel_for(n, 1, f);
   } else if (threads == 1 || n <= 1) {
@@ -78,6 +82,7 @@ void parallel_chunks(index_t n, int threads, F&& f) {
     ThreadPool pool(static_cast<int>(std::min<index_t>(threads, n)));
     pool.parallel_for(n, 1, f);
   }
+#endif
 }
 }  // namespace detail
 
@@ -232,11 +237,16 @@ class Tokenizer {
     } else {
       check(!detail::is_builtin_pattern(pattern), "tokenizer", where(label, no), "custom pattern '", pattern,
             "' is a built-in name");
+#if LRT_EXCEPTIONS
       try {
         (void)Regex::compile(pattern);
       } catch (const Error& e) {
-        throw Error("tokenizer", where(label, pattern_line) + "bad custom pattern: " + e.what());
+        ::lrt::throw_error("tokenizer", where(label, pattern_line) + "bad custom pattern: " + e.what());
       }
+#else
+      (void)Regex::compile(pattern);
+      (void)pattern_line;
+#endif
     }
     std::vector<Special> specials;
     std::vector<std::size_t> special_line;
@@ -279,11 +289,15 @@ class Tokenizer {
     for (std::size_t j = 0; j < specials.size(); ++j)
       check(specials[j].id >= n, "tokenizer", where(label, special_line[j]), "special id ", specials[j].id,
             " is a rank (ranks: 0..", n - 1, ")");
+#if LRT_EXCEPTIONS
     try {
       return Tokenizer(std::move(tokens), std::move(pattern), std::move(specials), bos);
     } catch (const Error& e) {
-      throw Error("tokenizer", std::string(label) + ": " + e.what());
+      ::lrt::throw_error("tokenizer", std::string(label) + ": " + e.what());
     }
+#else
+    return Tokenizer(std::move(tokens), std::move(pattern), std::move(specials), bos);
+#endif
   }
   /// Reads lrt's tokenizer file.
   static Tokenizer load(const std::string& path) {

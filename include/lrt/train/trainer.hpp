@@ -187,13 +187,13 @@ inline OpenedCheckpoint open_checkpoint(const std::string& path) {
                       "' and '" + c->where.optim_path() + "' (step " + std::to_string(c->where.step) + ")";
       return std::move(*c);
     }
-    throw Error("resume", "'" + path + "': no complete checkpoint: " + why + ", no complete directory in '" + ckdir +
-                              "', and " + w);
+    ::lrt::throw_error("resume", "'" + path + "': no complete checkpoint: " + why + ", no complete directory in '" +
+                                     ckdir + "', and " + w);
   }
   // A step directory itself, or a run written in the one-level layout (DIR/model + DIR/optim).
-  if (!fs::is_directory(path, ec)) throw Error("resume", "'" + path + "': no such checkpoint directory");
+  if (!fs::is_directory(path, ec)) ::lrt::throw_error("resume", "'" + path + "': no such checkpoint directory");
   if (auto c = open_checkpoint_dir(path, why)) return std::move(*c);
-  throw Error("resume", why);
+  ::lrt::throw_error("resume", why);
 }
 
 /// Moves the finished temporary directory `tmp` to `dst`. An existing `dst` (the same step saved
@@ -222,7 +222,7 @@ inline void move_into_place(const std::string& tmp, const std::string& dst) {
       err = errno;
     }
   }
-  throw Error("write", "'" + dst + "': cannot move the new checkpoint into place: " + std::strerror(err));
+  ::lrt::throw_error("write", "'" + dst + "': cannot move the new checkpoint into place: " + std::strerror(err));
 }
 
 /// Removes what a killed save leaves behind: DIR/checkpoints/.tmp-* directories and the temporaries
@@ -482,7 +482,7 @@ class Trainer {
       detail::remove_stale_save_files(dir, ckdir);
       fs::remove_all(tmp, ec);
       if (::mkdir(tmp.c_str(), 0777) != 0)
-        throw Error("mkdir", "'" + tmp + "': cannot create directory: " + std::strerror(errno));
+        ::lrt::throw_error("mkdir", "'" + tmp + "': cannot create directory: " + std::strerror(errno));
       write_optimizer_state(tmp + "/optim.safetensors", bufs, counters);
       auto meta = tok_.metadata();
       meta.emplace_back("schedule", schedule_spec<Sched>());
@@ -507,7 +507,7 @@ class Trainer {
       } catch (const Error&) {
         if (fs::exists(dir + "/model.safetensors", ec)) before = "; the files already in '" + dir + "' are unchanged";
       }
-      throw Error("save", what + " was not saved: " + e.what() + before);
+      ::lrt::throw_error("save", what + " was not saved: " + e.what() + before);
     }
     // Today's names, for lrt-eval / lrt-generate: links to the committed files.
     try {
@@ -515,8 +515,8 @@ class Trainer {
       replace_with_link(final_dir + "/optim.safetensors", dir + "/optim.safetensors");
       sync_directory(dir);
     } catch (const Error& e) {
-      throw Error("save", what + " is saved in '" + final_dir + "' (named by '" + dir +
-                              "/latest'), but refreshing the model.safetensors next to it failed: " + e.what());
+      ::lrt::throw_error("save", what + " is saved in '" + final_dir + "' (named by '" + dir +
+                                     "/latest'), but refreshing the model.safetensors next to it failed: " + e.what());
     }
     int kept = 0;
     for (const auto& [s, n] : detail::step_dirs(ckdir)) {
@@ -934,9 +934,9 @@ class Trainer {
                  "'";
           break;
         }
-      throw Error("train", "rank " + std::to_string(r) + " of " + std::to_string(all.size()) +
-                               " does not run what rank 0 runs (" + diff +
-                               "): every rank needs the same program, options and data");
+      ::lrt::throw_error("train", "rank " + std::to_string(r) + " of " + std::to_string(all.size()) +
+                                      " does not run what rank 0 runs (" + diff +
+                                      "): every rank needs the same program, options and data");
     }
   }
 

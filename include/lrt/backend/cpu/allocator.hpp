@@ -71,12 +71,18 @@ class CachingAllocator {
       std::lock_guard<std::mutex> lk(m_);
       stats_.in_use -= c;
       if (enabled_) {
+#if LRT_EXCEPTIONS
         try {
           free_[c].push_back(p);
           stats_.cached += c;
           return;
         } catch (...) {  // out of memory for the list itself: give the block back instead
         }
+#else
+        free_[c].push_back(p);
+        stats_.cached += c;
+        return;
+#endif
       }
     }
     ::operator delete (p, std::align_val_t{alignment});

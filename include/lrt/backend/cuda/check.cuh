@@ -22,14 +22,14 @@ inline void check_cuda(cudaError_t e, const std::string& what) {
   if (e == cudaSuccess) [[likely]]
     return;
   (void)cudaGetLastError();  // reset the non-sticky error state; sticky errors stay anyway
-  throw Error("cuda", what + " failed: " + cudaGetErrorString(e));
+  ::lrt::throw_error("cuda", what + " failed: " + cudaGetErrorString(e));
 }
 
 /// Throws lrt::Error("cublas", "<what> failed: <cuBLAS status string>") unless s is success.
 inline void check_cublas(cublasStatus_t s, const std::string& what) {
   if (s == CUBLAS_STATUS_SUCCESS) [[likely]]
     return;
-  throw Error("cublas", what + " failed: " + cublasGetStatusString(s));
+  ::lrt::throw_error("cublas", what + " failed: " + cublasGetStatusString(s));
 }
 
 }  // namespace cuda::detail

@@ -135,8 +135,8 @@ class DeferredChecks {
     const What d = w >= 0 && static_cast<std::size_t>(w) < what_.size() ? what_[static_cast<std::size_t>(w)]
                                                                         : What{"cuda", "index", "its bound"};
     lk.unlock();
-    throw Error(d.op, d.name + " " + std::to_string(value) + " at position " + std::to_string(pos) +
-                          " out of range for " + d.target);
+    ::lrt::throw_error(d.op, d.name + " " + std::to_string(value) + " at position " + std::to_string(pos) +
+                                 " out of range for " + d.target);
   }
 
  private:
@@ -401,9 +401,9 @@ class StepGraph {
       detail::check_cuda(ended,
                          "cudaStreamEndCapture (the captured work waited for the device or copied "
                          "to or from the host)");
-      throw Error("cuda graph", std::to_string(live) +
-                                    " block(s) allocated during the capture are still "
-                                    "live: the captured work must free what it allocates");
+      ::lrt::throw_error("cuda graph", std::to_string(live) +
+                                           " block(s) allocated during the capture are still "
+                                           "live: the captured work must free what it allocates");
     }
     const cudaError_t inst = cudaGraphInstantiate(&exec_, g, 0);
     (void)cudaGraphDestroy(g);

@@ -65,7 +65,7 @@ inline MatmulPrecision parse_matmul_precision(std::string_view s) {
   if (s == "fp32") return MatmulPrecision::fp32;
   if (s == "tf32") return MatmulPrecision::tf32;
   if (s == "bf16") return MatmulPrecision::bf16;
-  throw Error("cuda", "unknown matmul precision '" + std::string(s) + "' (expected fp32, tf32 or bf16)");
+  ::lrt::throw_error("cuda", "unknown matmul precision '" + std::string(s) + "' (expected fp32, tf32 or bf16)");
 }
 
 /// Sets the float GEMM precision for its lifetime and restores the previous one after.

@@ -236,7 +236,7 @@ PrefillState<T, D> interleaved_prefill(const Model<V, T, D>& m, const Tensor<ind
         st.logits = Tensor<T, 2, D>(it->logits.view().select(1, static_cast<index_t>(i)));
         return st;
       }
-  throw Error("prefill", "no pass computed the last prompt position");  // unreachable: pass 0 covers all
+  ::lrt::throw_error("prefill", "no pass computed the last prompt position");  // unreachable: pass 0 covers all
 }
 
 }  // namespace v0

@@ -1,0 +1,159 @@
+// lrt/decode/lean_file.hpp: the lean decoder's weights (decode/lean.hpp) viewed in a checkpoint
+// file, without the model: lean_file_weights<V>(reader, config) points every view into the file's
+// bytes, so that a Reader over a mapped file (st::Reader::map, io/mapped_file.hpp) decodes with no
+// copy of the weights: f32 values, int8 values with their f32 scales, and bf16 bits are read where
+// they lie. The safetensors format does not align tensors; one that is not aligned for its type
+// is copied into `spill` (one allocation, made here). Errors come back as a Status.
+// for_each_lean_weight lists the tensors a V model holds under their checkpoint names (spec §9),
+// with the view each fills; tests/unit/test_lean.cpp checks it against Model's parameters.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../core/status.hpp"
+#include "../io/quantize.hpp"
+#include "../io/safetensors.hpp"
+#include "lean.hpp"
+
+namespace lrt {
+inline namespace v0 {
+
+/// Calls mat(name, rows, cols, LeanMatrix<T>& view, packable) for every matrix of a V model of
+/// config c and vec(name, count, const T*& values) for every vector, w's view of it as the last
+/// argument; w.layers is sized to the config's layers first. packable: a product's matrix (what
+/// lrt-quantize packs), not an embedding table or a gate.
+template <class V, class T, class Mat, class Vec>
+void for_each_lean_weight(const ModelConfig& c, LeanWeights<T>& w, Mat&& mat, Vec&& vec) {
+  const index_t L = c.n_layer, d = c.n_embd, Vp = c.padded_vocab(), D = c.kv_dim();
+  const index_t hd = c.n_head * c.head_dim(), gc = c.gate_channels();
+  w.config = c;
+  w.layers.assign(static_cast<std::size_t>(L), {});
+  mat(std::string("transformer.wte.weight"), Vp, d, w.wte, false);
+  for (index_t l = 0; l < L; ++l) {
+    LeanLayerWeights<T>& b = w.layers[static_cast<std::size_t>(l)];
+    const std::string n = std::to_string(l), p = "transformer.h." + n + ".";
+    mat(p + "attn.c_q.weight", hd, d, b.c_q, true), mat(p + "attn.c_k.weight", D, d, b.c_k, true);
+    mat(p + "attn.c_v.weight", D, d, b.c_v, true), mat(p + "attn.c_proj.weight", d, hd, b.c_proj, true);
+    mat(p + "mlp.c_fc.weight", 4 * d, d, b.c_fc, true), mat(p + "mlp.c_proj.weight", d, 4 * d, b.mlp_proj, true);
+    if constexpr (V::kv) {
+      mat(p + "attn.triple_gate.weight", 3 * c.n_kv_head, gc, b.triple_gate, false);
+      mat("interleaved_init_value_embeds." + n + ".weight", Vp, D, b.value_embed, false);
+      if constexpr (V::projection == Projection::Layerwise) {
+        mat("interleaved_projections." + n + ".W_v.weight", D, d, b.proj_v, true);
+        mat("interleaved_key_projections." + n + ".W_v.weight", D, d, b.proj_k, true);
+      }
+    } else if (c.has_ve(l)) {
+      mat(p + "attn.ve_gate.weight", c.n_kv_head, gc, b.ve_gate, false);
+      mat("value_embeds." + n + ".weight", Vp, D, b.value_embed, false);
+    }
+  }
+  if constexpr (V::kv && V::projection == Projection::Shared) {
+    mat(std::string("interleaved_projections.shared.W_v.weight"), D, d, w.proj_v, true);
+    mat(std::string("interleaved_key_projections.shared.W_v.weight"), D, d, w.proj_k, true);
+  }
+  if constexpr (V::residual) vec(std::string("interleaved_lambdas"), L, w.gamma);
+  mat(std::string("lm_head.weight"), Vp, d, w.lm_head, true);
+  vec(std::string("resid_lambdas"), L, w.resid_lambdas);
+  vec(std::string("x0_lambdas"), L, w.x0_lambdas);
+}
+
+/// Views of the weights of a V model of config c in the file r (see the top of this file): every
+/// tensor present with its shape, stored F32, or packed where the file's format packs it (int8:
+/// I8 values and NAME.scales in groups of its quant_group; bf16: BF16). r and spill must outlive
+/// the views. Fills out and returns ok, or says what is wrong.
+template <class V>
+Status lean_file_weights(const st::Reader& r, const ModelConfig& c, LeanWeights<float>& out,
+                         std::vector<std::byte>& spill) {
+  constexpr const char* op = "lean_file_weights";
+  const std::string file = "'" + r.label() + "'";
+  if (Status s = c.status(); !s.ok()) return s;
+  WeightFormat format = WeightFormat::F32;
+  std::int64_t group = 0;
+  if (const auto wm = r.meta("weights")) {
+    if (*wm == "int8" || *wm == "bf16")
+      format = *wm == "int8" ? WeightFormat::Int8 : WeightFormat::BF16;
+    else if (*wm != "f32")
+      return Status::error(StatusCode::bad_file, op, file, ": metadata weights = '", *wm, "' (f32, bf16 or int8)");
+  }
+  if (format == WeightFormat::Int8) {
+    const auto g = r.meta("quant_group");
+    std::int64_t v = 0;
+    bool ok = g && !g->empty() && g->size() <= 9;
+    for (char ch : g ? *g : std::string()) ok = ok && ch >= '0' && ch <= '9', v = v * 10 + (ch - '0');
+    if (!ok || v < 1) return Status::error(StatusCode::bad_file, op, file, ": an int8 file needs quant_group >= 1");
+    group = v;
+  }
+  // Pass 1 checks every tensor and counts the bytes of those not aligned for their type; pass 2
+  // points each view at the file's bytes, or at their copy in spill.
+  LeanWeights<float> w;
+  Status s;
+  // take(name, dtype, shape, set): checks the tensor, then hands bind its bytes and the setter.
+  const auto plan = [&](auto&& bind) {
+    const auto take = [&](const std::string& name, st::DType dt, const std::vector<std::int64_t>& shape, auto&& set) {
+      if (!s.ok()) return;
+      if (!r.contains(name)) {
+        s = Status::error(StatusCode::bad_file, op, file, ": no tensor '", name, "'");
+        return;
+      }
+      if (r.dtype(name) != dt || r.shape(name) != shape) {
+        s = Status::error(StatusCode::bad_file, op, file, ": tensor '", name, "' is ", st::dtype_name(r.dtype(name)),
+                          " ", st::shape_string(r.shape(name)), ", expected ", st::dtype_name(dt), " ",
+                          st::shape_string(shape));
+        return;
+      }
+      const std::string_view raw = r.raw(name);
+      bind(raw.data(), raw.size(), st::dtype_size(dt), set);
+    };
+    const auto mat_type = [&](const std::string& name, bool packable) {
+      if (!packable || format == WeightFormat::F32) return st::DType::F32;
+      if (format == WeightFormat::BF16) return st::DType::BF16;
+      return r.contains(name) && r.dtype(name) == st::DType::I8 ? st::DType::I8 : st::DType::F32;
+    };
+    for_each_lean_weight<V>(
+        c, w,
+        [&](const std::string& name, index_t rows, index_t cols, LeanMatrix<float>& m, bool packable) {
+          const st::DType dt = mat_type(name, packable);
+          m = LeanMatrix<float>{};
+          m.rows = rows, m.cols = cols;
+          if (dt == st::DType::I8) {
+            m.group = group;
+            take(name, dt, {rows, cols}, [&m](const void* q) { m.q = static_cast<const std::int8_t*>(q); });
+            take(name + std::string(quant_scales_suffix), st::DType::F32, {rows, quant_groups(cols, group)},
+                 [&m](const void* q) { m.scales = static_cast<const float*>(q); });
+          } else if (dt == st::DType::BF16) {
+            take(name, dt, {rows, cols}, [&m](const void* q) { m.bf16 = static_cast<const std::uint16_t*>(q); });
+          } else {
+            take(name, dt, {rows, cols}, [&m](const void* q) { m.data = static_cast<const float*>(q); });
+          }
+        },
+        [&](const std::string& name, index_t n, const float*& v) {
+          take(name, st::DType::F32, {n}, [&v](const void* q) { v = static_cast<const float*>(q); });
+        });
+  };
+  const auto misaligned = [](const char* p, std::size_t align) {
+    return reinterpret_cast<std::uintptr_t>(p) % align != 0;
+  };
+  std::size_t extra = 0;
+  plan([&](const char* p, std::size_t bytes, std::size_t align, auto&&) {
+    if (misaligned(p, align)) extra += (bytes + 15) / 16 * 16;
+  });
+  if (!s.ok()) return s;
+  spill.assign(extra, std::byte{0});
+  std::size_t used = 0;
+  plan([&](const char* p, std::size_t bytes, std::size_t align, auto&& set) {
+    if (!misaligned(p, align)) return set(p);
+    std::byte* to = spill.data() + used;
+    std::memcpy(to, p, bytes);
+    used += (bytes + 15) / 16 * 16;
+    set(to);
+  });
+  out = std::move(w);
+  return s;
+}
+
+}  // namespace v0
+}  // namespace lrt
