@@ -1,6 +1,8 @@
 // examples/capi/lrt_c.cpp: the implementation of lrt's C API (include/lrt.h) over the lean
 // decoder. A checkpoint's structure selects one of the variants compiled here (baseline, lrt,
-// lrt-release); every lrt::Error and std::exception becomes a status and lrt_last_error().
+// lrt-release); every lrt::Error and std::exception becomes a status and lrt_last_error(). The
+// file is mapped, and the decoder reads its weights where they lie (decode/lean_file.hpp): an
+// open model holds the mapping and the decoder's state, no copy of the weights.
 #include <lrt.h>
 
 #include <exception>
@@ -10,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <lrt/decode/lean_model.hpp>
+#include <lrt/decode/lean_file.hpp>
 #include <lrt/decode/sampler.hpp>
 #include <lrt/model/checkpoint.hpp>
 
@@ -35,14 +37,16 @@ struct Decoding {
 
 template <class V>
 struct DecodingOf final : Decoding {
-  lrt::Model<V, float> model;
-  lrt::PackedWeights packed;  // an int8 or bf16 file's matrices, read packed by dec
+  lrt::st::Reader file;          // the mapped checkpoint the weights are read in
+  std::vector<std::byte> spill;  // what the file holds unaligned or in another float type
   lrt::LeanDecoder<V, float> dec;
-  DecodingOf(const lrt::ModelConfig& c, const lrt::st::Reader& r)
-      : model(c, 0),
-        packed((lrt::load_weights(model, r), lrt::PackedWeights::read(r))),
-        dec(lrt::lean_weights(model, &packed), {0, 0}) {}
-  const lrt::ModelConfig& config() const override { return model.config(); }
+  DecodingOf(const lrt::ModelConfig& c, const lrt::st::Reader& r) : file(r), dec(weights(c)) {}
+  lrt::LeanDecoder<V, float> weights(const lrt::ModelConfig& c) {
+    lrt::LeanWeights<float> w;
+    lrt::throw_if_error(lrt::lean_file_weights<V>(file, c, w, spill));
+    return lrt::LeanDecoder<V, float>(std::move(w), {0, 0});
+  }
+  const lrt::ModelConfig& config() const override { return dec.config(); }
   void prefill(std::span<const lrt::index_t> prompt) override { dec.prefill(prompt); }
   void step(lrt::index_t token) override { dec.step(token); }
   std::span<const float> logits() const override { return dec.logits(); }
@@ -67,7 +71,7 @@ lrt_status lrt_open(const char* path, lrt_model** out) {
   lrt::CheckpointSchedule cs;
   lrt::ModelConfig cfg;
   try {
-    r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::open(path));
+    r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::map(path));
     cs = lrt::checkpoint_schedule(*r);
     cfg = lrt::read_model_config(*r);
   } catch (const std::exception& e) {

@@ -573,6 +573,21 @@ TEST_CASE("lean decoder: int8 and bf16 files viewed packed; tensors the file lea
   lrt::LeanDecoder<vs::Lrt> over_copy(w);
   const auto a = decode_with(over_model, prompt, cont), b = decode_with(over_copy, prompt, cont);
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+  // A checkpoint saved in bf16 (save_model's dtype, no "weights" metadata): its floats are converted
+  // once into spill, as load_weights converts them.
+  TempFile half("bf16_saved");
+  lrt::save_model(m, half.path, 5, {}, lrt::st::DType::BF16);
+  const lrt::st::Reader hr = lrt::st::Reader::map(half.path);
+  lrt::Model<vs::Lrt> hm(cfg(), 1);
+  lrt::load_weights(hm, hr);
+  REQUIRE(lrt::lean_file_weights<vs::Lrt>(hr, m.config(), w, spill).ok());
+  std::size_t floats = 0;
+  m.for_each_param([&](auto& p) { floats += static_cast<std::size_t>(p.value().numel()); });
+  CHECK(spill.size() >= floats * sizeof(float));
+  auto over_loaded = lrt::make_lean_decoder(hm);
+  lrt::LeanDecoder<vs::Lrt> over_converted(w);
+  const auto c1 = decode_with(over_loaded, prompt, cont), c2 = decode_with(over_converted, prompt, cont);
+  for (std::size_t i = 0; i < c1.size(); ++i) CHECK(same_bits(c1[i], c2[i]));
   // What a file lacks or holds wrongly: a Status naming the file and the tensor.
   lrt::st::Writer partial;
   partial.add_f32("transformer.wte.weight", std::span<const float>(m.wte().value().data(), 10), {10});

@@ -3,7 +3,8 @@
 // bytes, so that a Reader over a mapped file (st::Reader::map, io/mapped_file.hpp) decodes with no
 // copy of the weights: f32 values, int8 values with their f32 scales, and bf16 bits are read where
 // they lie. The safetensors format does not align tensors; one that is not aligned for its type
-// is copied into `spill` (one allocation, made here). Errors come back as a Status.
+// is copied into `spill` (one allocation, made here), and so is a float tensor stored in another
+// float type (BF16, F16, F64: save_model's dtype), converted. Errors come back as a Status.
 // for_each_lean_weight lists the tensors a V model holds under their checkpoint names (spec §9),
 // with the view each fills; tests/unit/test_lean.cpp checks it against Model's parameters.
 #pragma once
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,9 +64,10 @@ void for_each_lean_weight(const ModelConfig& c, LeanWeights<T>& w, Mat&& mat, Ve
 }
 
 /// Views of the weights of a V model of config c in the file r (see the top of this file): every
-/// tensor present with its shape, stored F32, or packed where the file's format packs it (int8:
-/// I8 values and NAME.scales in groups of its quant_group; bf16: BF16). r and spill must outlive
-/// the views. Fills out and returns ok, or says what is wrong.
+/// tensor present with its shape, stored as floats (F32 in place; BF16, F16, F64 converted), or
+/// packed where the file's format packs it (int8: I8 values and NAME.scales in groups of its
+/// quant_group; bf16: BF16). r and spill must outlive the views. Fills out and returns ok, or
+/// says what is wrong.
 template <class V>
 Status lean_file_weights(const st::Reader& r, const ModelConfig& c, LeanWeights<float>& out,
                          std::vector<std::byte>& spill) {
@@ -99,14 +102,22 @@ Status lean_file_weights(const st::Reader& r, const ModelConfig& c, LeanWeights<
         s = Status::error(StatusCode::bad_file, op, file, ": no tensor '", name, "'");
         return;
       }
-      if (r.dtype(name) != dt || r.shape(name) != shape) {
+      const st::DType stored = r.dtype(name);
+      // A float table or vector stored in another float type (BF16, F16, F64: save_model's dtype)
+      // is converted, as load_weights converts it.
+      const bool convert = dt == st::DType::F32 && stored != dt &&
+                           (stored == st::DType::BF16 || stored == st::DType::F16 || stored == st::DType::F64);
+      if ((stored != dt && !convert) || r.shape(name) != shape) {
         s = Status::error(StatusCode::bad_file, op, file, ": tensor '", name, "' is ", st::dtype_name(r.dtype(name)),
                           " ", st::shape_string(r.shape(name)), ", expected ", st::dtype_name(dt), " ",
                           st::shape_string(shape));
         return;
       }
       const std::string_view raw = r.raw(name);
-      bind(raw.data(), raw.size(), st::dtype_size(dt), set);
+      if (convert)
+        bind(name, nullptr, raw.size() / st::dtype_size(stored) * sizeof(float), alignof(float), set);
+      else
+        bind(name, raw.data(), raw.size(), st::dtype_size(dt), set);
     };
     const auto mat_type = [&](const std::string& name, bool packable) {
       if (!packable || format == WeightFormat::F32) return st::DType::F32;
@@ -134,20 +145,24 @@ Status lean_file_weights(const st::Reader& r, const ModelConfig& c, LeanWeights<
           take(name, st::DType::F32, {n}, [&v](const void* q) { v = static_cast<const float*>(q); });
         });
   };
-  const auto misaligned = [](const char* p, std::size_t align) {
-    return reinterpret_cast<std::uintptr_t>(p) % align != 0;
+  // p: the stored bytes, or null for a tensor converted to float.
+  const auto in_place = [](const char* p, std::size_t align) {
+    return p && reinterpret_cast<std::uintptr_t>(p) % align == 0;
   };
   std::size_t extra = 0;
-  plan([&](const char* p, std::size_t bytes, std::size_t align, auto&&) {
-    if (misaligned(p, align)) extra += (bytes + 15) / 16 * 16;
+  plan([&](const std::string&, const char* p, std::size_t bytes, std::size_t align, auto&&) {
+    if (!in_place(p, align)) extra += (bytes + 15) / 16 * 16;
   });
   if (!s.ok()) return s;
   spill.assign(extra, std::byte{0});
   std::size_t used = 0;
-  plan([&](const char* p, std::size_t bytes, std::size_t align, auto&& set) {
-    if (!misaligned(p, align)) return set(p);
+  plan([&](const std::string& name, const char* p, std::size_t bytes, std::size_t align, auto&& set) {
+    if (in_place(p, align)) return set(p);
     std::byte* to = spill.data() + used;
-    std::memcpy(to, p, bytes);
+    if (p)
+      std::memcpy(to, p, bytes);
+    else
+      r.read_f32(name, std::span<float>(reinterpret_cast<float*>(to), bytes / sizeof(float)), r.shape(name));
     used += (bytes + 15) / 16 * 16;
     set(to);
   });
