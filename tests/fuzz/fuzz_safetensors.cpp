@@ -1,13 +1,14 @@
 // libFuzzer target for lrt's untrusted-input parsers: the input is parsed as a safetensors
 // file (every tensor read back as float, double and int; its metadata read as a checkpoint's
-// model config and schedule) and as JSON (a parsed value must dump and re-parse to itself, and is
-// read as a release config). Anything but lrt::Error escaping, or a sanitizer report, is a bug.
-// scripts/test.sh runs it for a bounded time on every CI run (tests/fuzz/corpus: the seeds).
+// model config and schedule; the lean decoder's weights viewed in it) and as JSON (a parsed value must dump and
+// re-parse to itself, and is read as a release config). Anything but lrt::Error escaping, or a sanitizer report, is a
+// bug. scripts/test.sh runs it for a bounded time on every CI run (tests/fuzz/corpus: the seeds).
 //   ./lrt_fuzz_safetensors -max_len=4096 corpus_dir/
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <lrt/io.hpp>
+#include <lrt/decode/lean_file.hpp>
 #include <lrt/model/checkpoint.hpp>
 #include <string>
 #include <string_view>
@@ -27,7 +28,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   rejects_cleanly([&] {
     const auto r = lrt::st::Reader::from_bytes(bytes, "fuzz");
-    rejects_cleanly([&] { (void)lrt::read_model_config(r); });
+    rejects_cleanly([&] {
+      // The lean decoder's view of the file (decode/lean_file.hpp): a Status for what is wrong,
+      // for the file's own config and a tiny fixed one.
+      lrt::ModelConfig tiny;
+      tiny.n_layer = 1, tiny.n_embd = 4, tiny.n_head = 1, tiny.n_kv_head = 1, tiny.vocab_size = 2;
+      lrt::LeanWeights<float> w;
+      std::vector<std::byte> spill;
+      (void)lrt::lean_file_weights<lrt::variants::Lrt>(r, tiny, w, spill);
+      (void)lrt::lean_file_weights<lrt::variants::Baseline>(r, lrt::read_model_config(r), w, spill);
+    });
     rejects_cleanly([&] { (void)lrt::checkpoint_schedule(r); });
     for (const std::string& name : r.names()) {
       const auto shape = r.shape(name);
