@@ -4,6 +4,7 @@
 // they lie), the decoder's state is one arena laid out before the first token, and no call after
 // that allocates. Prints what lrt-c-generate prints for the same arguments.
 //   lrt-embedded-generate CHECKPOINT PROMPT N [--stats]
+// CHECKPOINT: a .safetensors file, or a run's directory (its model.safetensors).
 // --stats: the memory it used, on stderr: file bytes mapped, the arena, weights copied because they
 // were not aligned in the file, the peak resident set, and (in the allocation-counting build,
 // LRT_EMBEDDED_COUNT_ALLOCATIONS) the heap allocations made after loading (must be 0).
@@ -14,7 +15,10 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include <lrt/decode/lean_file.hpp>
 #include <lrt/decode/sampler.hpp>
@@ -142,11 +146,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lrt-embedded-generate: N must be an integer in [0, 1000000], got '%s'\n", argv[3]);
     return 2;
   }
+  // A run's --out directory stands for its model.safetensors (as lrt-generate's --checkpoint).
+  std::string path = argv[1];
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) path += "/model.safetensors";
   auto file = std::make_shared<lrt::MappedFile>();
-  if (lrt::Status s = file->open(argv[1]); !s.ok()) return fail(s);
+  if (lrt::Status s = file->open(path.c_str()); !s.ok()) return fail(s);
   // A damaged header or config is reported by the error handler (this build has no exceptions):
   // the message, then the process ends (README, "Embedded build").
-  const lrt::st::Reader r = lrt::st::Reader::over(file, file->bytes(), argv[1]);
+  const lrt::st::Reader r = lrt::st::Reader::over(file, file->bytes(), path);
   const lrt::ModelConfig c = lrt::read_model_config(r);
   const auto v = r.meta("variant");
   const auto structure = v ? lrt::parse_variant(*v) : std::nullopt;
@@ -157,6 +165,6 @@ int main(int argc, char** argv) {
   if (is(lrt::variants::LrtRelease{})) return generate<lrt::variants::LrtRelease>(r, mapped, c, argv[2], n, stats);
   std::fprintf(stderr,
                "lrt-embedded-generate: '%s' holds variant '%s'; this program decodes baseline, lrt and lrt-release\n",
-               argv[1], v ? v->c_str() : "(none recorded)");
+               path.c_str(), v ? v->c_str() : "(none recorded)");
   return 1;
 }

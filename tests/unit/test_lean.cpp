@@ -603,6 +603,12 @@ TEST_CASE("lean decoder: int8 and bf16 files viewed packed; tensors the file lea
   meta.set_metadata("weights", "int4");
   s = lrt::lean_file_weights<vs::Lrt>(lrt::st::Reader::from_bytes(meta.serialize(), "meta"), m.config(), w, spill);
   CHECK(std::string(s.what()).find("metadata weights = 'int4'") != std::string::npos);
+  lrt::MappedFile dir;
+  const lrt::Status ds = dir.open(std::filesystem::temp_directory_path().string().c_str());
+  CHECK(ds.code() == lrt::StatusCode::bad_file);
+  CHECK(std::string(ds.message()).find("': not a regular file") != std::string::npos);
+  CHECK(dir.size() == 0);
+  CHECK(dir.open(nullptr).code() == lrt::StatusCode::invalid_argument);
   CHECK_THROWS_WITH_AS(lrt::st::Reader::map("/nonexistent/x.safetensors"),
                        doctest::Contains("[mmap] '/nonexistent/x.safetensors': cannot open"), lrt::Error);
 }
