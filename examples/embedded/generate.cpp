@@ -152,8 +152,13 @@ int main(int argc, char** argv) {
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) path += "/model.safetensors";
   auto file = std::make_shared<lrt::MappedFile>();
   if (lrt::Status s = file->open(path.c_str()); !s.ok()) return fail(s);
-  // A damaged header or config is reported by the error handler (this build has no exceptions):
-  // the message, then the process ends (README, "Embedded build").
+  // A damaged header or config is reported by the error handler (this build has no exceptions;
+  // README, "The embedded build"): this one prints the message and exits with status 1.
+  lrt::set_error_handler([](const char* op, const char* message) {
+    std::fprintf(stderr, "lrt-embedded-generate: [%s] %s\n", op, message);
+    std::fflush(stdout);
+    std::_Exit(1);
+  });
   const lrt::st::Reader r = lrt::st::Reader::over(file, file->bytes(), path);
   const lrt::ModelConfig c = lrt::read_model_config(r);
   const auto v = r.meta("variant");

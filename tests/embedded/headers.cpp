@@ -24,6 +24,7 @@
 #endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ int main() {
   expect(c.status().code() == lrt::StatusCode::invalid_argument, "n_head 5 does not divide n_embd");
   lrt::LeanDecoder<lrt::variants::Lrt>::Options o;
   expect(lrt::LeanDecoder<lrt::variants::Lrt>::required_bytes(lrt::ModelConfig{}, o) > 0, "required_bytes");
+  // The error handler: installing one returns the one before; null restores the default.
+  const lrt::ErrorHandler mine = [](const char*, const char*) { std::_Exit(3); };
+  const lrt::ErrorHandler first = lrt::set_error_handler(mine);
+  expect(first != nullptr && first != mine, "the default handler is installed first");
+  expect(lrt::set_error_handler(nullptr) == mine, "set_error_handler returns the previous handler");
+  expect(lrt::set_error_handler(nullptr) == first, "null restores the default");
   std::printf(failures ? "embedded headers: %d failures\n" : "embedded headers: ok\n", failures);
   return failures ? 1 : 0;
 }
