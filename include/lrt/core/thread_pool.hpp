@@ -5,22 +5,34 @@
 // lrt makes BLAS single-threaded so that no second pool runs beside it.
 // Not here: task graphs, futures, work stealing.
 //
-// LRT_SINGLE_THREAD (defined for the whole program, as the lrt::embedded target does): no pool,
-// no threads; parallel_for calls f(0, n) on the calling thread and num_threads() is 1. Every
-// kernel gives the same results either way (their chunks never change what a row computes).
+// LRT_SINGLE_THREAD (defined for the whole program, as the lrt::embedded target does): no
+// threads; ThreadPool is the calling thread alone (size 1, whatever it is asked for), so its
+// parallel_for calls f(0, n) there. Every kernel gives the same results either way (their chunks
+// never change what a row computes).
 #pragma once
 
-#if defined(LRT_SINGLE_THREAD)
+#include <utility>
+
 #include "config.hpp"
+
+#if defined(LRT_SINGLE_THREAD)
 
 namespace lrt {
 inline namespace v0 {
-/// The calling thread does all of [0, n) (LRT_SINGLE_THREAD).
-template <class F>
-void parallel_for(index_t n, index_t /*grain*/, F&& f) {
-  if (n > 0) f(index_t{0}, n);
-}
-inline int num_threads() noexcept { return 1; }
+/// The calling thread alone (LRT_SINGLE_THREAD): the interface of the pool below.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int /*threads*/) noexcept {}
+  static ThreadPool& global() noexcept {
+    static ThreadPool pool(1);
+    return pool;
+  }
+  int size() const noexcept { return 1; }
+  template <class F>
+  void parallel_for(index_t n, index_t /*grain*/, F&& f) {
+    if (n > 0) f(index_t{0}, n);
+  }
+};
 }  // namespace v0
 }  // namespace lrt
 #else
@@ -205,6 +217,12 @@ class ThreadPool {
   int active_ = 0;  // workers inside work()
   std::exception_ptr error_;
 };
+}  // namespace v0
+}  // namespace lrt
+#endif  // LRT_SINGLE_THREAD
+
+namespace lrt {
+inline namespace v0 {
 
 /// Shorthand for ThreadPool::global().parallel_for.
 template <class F>
@@ -217,4 +235,3 @@ inline int num_threads() { return ThreadPool::global().size(); }
 
 }  // namespace v0
 }  // namespace lrt
-#endif  // LRT_SINGLE_THREAD

@@ -3,10 +3,12 @@
 // construction. Everything it works with (the KV cache with each layer's window, the memory ring,
 // the scratch of a step and of a whole-prompt pass, the RoPE rows, its per-layer tables) is laid
 // out once, at construction, in one buffer: one allocation, or none in the caller's arena
-// (Options::arena, sized by required_bytes()). It reads the weights through views (LeanWeights: from a Model with
-// lean_weights(), decode/lean_model.hpp, or from any memory the caller keeps alive). A matrix it multiplies by may be
-// packed, int8 with per-group scales or bf16 (io/quantize.hpp): those products run in cpu/packed_matvec.hpp, one row at
-// a time, and match the float values' within rounding.
+// (Options::arena, sized by required_bytes()). It reads the weights through views (LeanWeights:
+// from a Model with lean_weights(), decode/lean_model.hpp; from a checkpoint's bytes with
+// lean_file_weights(), decode/lean_file.hpp; or from any memory the caller keeps alive). A matrix
+// it multiplies by may be packed, int8 with per-group scales or bf16 (io/quantize.hpp): those
+// products run in cpu/packed_matvec.hpp, one row at a time, and match the float values' within
+// rounding.
 //
 // Same results as Decoder (decode/decoder.hpp): a step runs the operations of Model::forward for
 // one token in the same order through the same kernels (lrt::gemm's single-row product, the
@@ -144,7 +146,7 @@ class LeanDecoder {
 
   /// The bytes of state a decoder of this config with these options lays out (what an arena
   /// needs; 0 if the config or options are invalid).
-  static std::size_t required_bytes(const ModelConfig& c, const Options& o) noexcept {
+  static std::size_t required_bytes(const ModelConfig& c, const Options& o) {
     if (!options_status(o).ok() || !c.status().ok()) return 0;
     LeanWeights<T> none;
     none.config = c;
@@ -552,10 +554,7 @@ class LeanDecoder {
   }
 
   void step_token(index_t tok) {
-    const index_t t = pos_, d = c_.n_embd, k = c_.mem_offset;
-    check(cap_ == 0 || t < cap_, "lean decoder", "context full: position ", t, " is past the capacity ", cap_,
-          " (capacity 0: no limit)");
-    check(t < (index_t{1} << 40), "lean decoder", "position ", t, " is past 2^40");
+    const index_t t = pos_, d = c_.n_embd, k = c_.mem_offset;  // within the capacity: try_step, try_prefill
     const std::size_t D = static_cast<std::size_t>(c_.kv_dim());
     for (index_t l = 0; l < c_.n_layer; ++l) {  // the window moves to the front when the buffer is full
       const index_t nb = base(l, t), ob = t > 0 ? base(l, t - 1) : 0;

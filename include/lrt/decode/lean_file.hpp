@@ -74,22 +74,10 @@ Status lean_file_weights(const st::Reader& r, const ModelConfig& c, LeanWeights<
   constexpr const char* op = "lean_file_weights";
   const std::string file = "'" + r.label() + "'";
   if (Status s = c.status(); !s.ok()) return s;
-  WeightFormat format = WeightFormat::F32;
-  std::int64_t group = 0;
-  if (const auto wm = r.meta("weights")) {
-    if (*wm == "int8" || *wm == "bf16")
-      format = *wm == "int8" ? WeightFormat::Int8 : WeightFormat::BF16;
-    else if (*wm != "f32")
-      return Status::error(StatusCode::bad_file, op, file, ": metadata weights = '", *wm, "' (f32, bf16 or int8)");
-  }
-  if (format == WeightFormat::Int8) {
-    const auto g = r.meta("quant_group");
-    std::int64_t v = 0;
-    bool ok = g && !g->empty() && g->size() <= 9;
-    for (char ch : g ? *g : std::string()) ok = ok && ch >= '0' && ch <= '9', v = v * 10 + (ch - '0');
-    if (!ok || v < 1) return Status::error(StatusCode::bad_file, op, file, ": an int8 file needs quant_group >= 1");
-    group = v;
-  }
+  WeightInfo info;
+  if (Status s = weight_info(r, info); !s.ok()) return s;
+  const WeightFormat format = info.format;
+  const std::int64_t group = info.group;
   // Pass 1 checks every tensor and counts the bytes of those not aligned for their type; pass 2
   // points each view at the file's bytes, or at their copy in spill.
   LeanWeights<float> w;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/status.hpp"
 #include "safetensors.hpp"
 
 namespace lrt {
@@ -129,22 +130,34 @@ struct WeightInfo {
   std::int64_t group = 0;  // int8 only
 };
 
-inline WeightInfo weight_info(const st::Reader& r) {
-  WeightInfo w;
+/// The format a file's metadata records ("weights", "quant_group"), into out; or why it is bad.
+inline Status weight_info(const st::Reader& r, WeightInfo& out) {
+  out = WeightInfo{};
   const auto f = r.meta("weights");
-  if (!f) return w;
-  check(*f == "int8" || *f == "bf16" || *f == "f32", "checkpoint",
-        "'" + r.label() + "': metadata 'weights' is '" + *f + "', not f32, bf16 or int8");
-  w.format = weight_format_from_string(*f);
-  if (w.format == WeightFormat::Int8) {
+  if (!f) return {};
+  const std::string file = "'" + r.label() + "'";
+  if (*f != "int8" && *f != "bf16" && *f != "f32")
+    return Status::error(StatusCode::bad_file, "checkpoint", file, ": metadata 'weights' is '", *f,
+                         "', not f32, bf16 or int8");
+  out.format = weight_format_from_string(*f);  // one of its three names: cannot fail
+  if (out.format == WeightFormat::Int8) {
     const auto g = r.meta("quant_group");
-    check(g.has_value(), "checkpoint", "'" + r.label() + "': int8 weights without 'quant_group' in __metadata__");
+    if (!g)
+      return Status::error(StatusCode::bad_file, "checkpoint", file,
+                           ": int8 weights without 'quant_group' in __metadata__");
     std::int64_t n = 0;
     bool ok = !g->empty() && g->size() <= 9;
     for (char ch : *g) ok = ok && ch >= '0' && ch <= '9', n = n * 10 + (ch - '0');
-    check(ok && n >= 1, "checkpoint", "'" + r.label() + "': quant_group '" + *g + "' is not a positive integer");
-    w.group = n;
+    if (!ok || n < 1)
+      return Status::error(StatusCode::bad_file, "checkpoint", file, ": quant_group '", *g,
+                           "' is not a positive integer");
+    out.group = n;
   }
+  return {};
+}
+inline WeightInfo weight_info(const st::Reader& r) {
+  WeightInfo w;
+  throw_if_error(weight_info(r, w));
   return w;
 }
 

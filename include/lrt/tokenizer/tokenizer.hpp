@@ -67,13 +67,9 @@ inline std::uint64_t fnv1a64(std::string_view s) noexcept {
   return h;
 }
 
-/// Runs f(begin, end) over [0, n) on `threads` threads (<= 0: lrt's pool; LRT_SINGLE_THREAD: the caller).
+/// Runs f(begin, end) over [0, n) on `threads` threads (<= 0: lrt's pool).
 template <class F>
 void parallel_chunks(index_t n, int threads, F&& f) {
-#if defined(LRT_SINGLE_THREAD)
-  (void)threads;
-  if (n > 0) f(index_t{0}, n);
-#else
   if (threads <= 0) {
     ThreadPool::global().parallel_for(n, 1, f);
   } else if (threads == 1 || n <= 1) {
@@ -82,7 +78,6 @@ void parallel_chunks(index_t n, int threads, F&& f) {
     ThreadPool pool(static_cast<int>(std::min<index_t>(threads, n)));
     pool.parallel_for(n, 1, f);
   }
-#endif
 }
 }  // namespace detail
 
