@@ -298,7 +298,9 @@ class Ablation {
     c.insert(c.end(), arms[r.arm].flags.begin(), arms[r.arm].flags.end());
     c.insert(c.end(), {"--budget-forwards", ablate::shortest(r.budget), "--seed", std::to_string(r.seed)});
     if (r.lr) c.insert(c.end(), {"--lr-scale", ablate::shortest(*r.lr)});
-    c.insert(c.end(), {"--data", data, "--out", r.dir});
+    // The run's folder holds lrt-ablate's train.log, and what a try stopped before its first
+    // checkpoint left: this run's own, so lrt-train may replace it (it names what it removes).
+    c.insert(c.end(), {"--data", data, "--out", r.dir, "--force"});
     return c;
   }
   std::vector<std::string> eval_command(const ablate::Run& r) const {

@@ -25,10 +25,12 @@
 #include <lrt/model/checkpoint.hpp>
 #include <lrt/decode.hpp>
 #include <lrt/train/eval.hpp>
+#include <lrt/train/time_plan.hpp>
 #include <lrt/train/trainer.hpp>
 #include <lrt/dist/group.hpp>
 
 #include "checkpoint_path.hpp"
+#include "run_dir.hpp"
 
 #include "session.hpp"
 #include "tool_util.hpp"
@@ -254,8 +256,8 @@ inline DeviceChoice device_choice(const Args& a) {
 /// "cpu" or "cuda: NAME (N GiB), bf16 matmuls".
 inline std::string describe(const DeviceChoice& d, const Session& s) {
   if (d.device == DeviceKind::cpu)
-    return fmt::format("cpu, {} threads (LRT_NUM_THREADS), GEMM via {}", lrt::num_threads(),
-                       LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
+    return fmt::format("cpu, {} thread{} (--threads, LRT_NUM_THREADS), GEMM via {}", lrt::num_threads(),
+                       lrt::num_threads() == 1 ? "" : "s", LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
   return fmt::format("cuda: {}, {} matmuls (fp32 weights, activations and optimizer state)", s.device_name(),
                      to_string(d.precision));
 }
@@ -347,6 +349,86 @@ inline std::string memory_rows(std::int64_t step, const std::vector<lrt::LayerMe
 }
 inline const char* memory_header = "step,layer,gamma,gate_mean,gate_sd";
 
+/// Validation target tokens in `batches`.
+inline std::int64_t val_tokens(const std::vector<lrt::data::Batch>& batches) {
+  std::int64_t n = 0;
+  for (const auto& b : batches) n += b.targets.numel();
+  return n;
+}
+
+/// The run directory a checkpoint belongs to: DIR for DIR/checkpoints/step-N, else the folder.
+inline std::string run_folder_of(const lrt::CheckpointLocation& at) {
+  const std::filesystem::path d = std::filesystem::path(at.dir).lexically_normal();
+  const std::filesystem::path p = d.filename().empty() ? d.parent_path() : d;
+  return p.parent_path().filename() == "checkpoints" ? p.parent_path().parent_path().string() : p.string();
+}
+/// Whether two paths name the same existing folder.
+inline bool same_folder(const std::string& x, const std::string& y) {
+  std::error_code ec;
+  return !x.empty() && std::filesystem::equivalent(x, y, ec) && !ec;
+}
+
+/// --time SECONDS: times a few warm-up steps (forward and backward, no update) and one evaluation of
+/// a validation batch, then splits what is left of the budget between training and evaluations
+/// (lrt::plan_time_budget) and prints the split, with a warning when few steps fit.
+template <class Now>
+lrt::TimePlan plan_time(const Args& a, Session& tr, Session& model, const lrt::data::TokenRows& val_rows,
+                        int rows_per_batch, const lrt::TokenBytes& token_bytes, const lrt::ScheduleOptions& so,
+                        double budget, const Now& now, bool recurrent, long long seq_every) {
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  // Steps until two are timed, then up to 10 while they take under 5% of the budget; the first
+  // (which allocates) is left out of the mean unless it is the only one.
+  std::vector<double> t;
+  double total = 0;
+  while (t.size() < 2 || (t.size() < 10 && total < 0.05 * budget)) {
+    check_stop();
+    t.push_back(tr.time_step_without_update());
+    total += t.back();
+  }
+  const double step = (total - t[0]) / static_cast<double>(t.size() - 1) * 1.07;  // +7%: the optimizer update
+  // One batch of validation rows, scored as the evaluations score them.
+  const int T = static_cast<int>(val_rows.seq_len());
+  const auto one = lrt::data::validation_batches(val_rows, rows_per_batch, static_cast<lrt::index_t>(rows_per_batch) * T);
+  const double one_tokens = static_cast<double>(val_tokens(one));
+  check_stop();
+  auto t0 = clock::now();  // what the loop does at an evaluation
+  (void)model.evaluate_parallel(one, token_bytes, so);
+  if (recurrent) (void)model.memory_statistics(one[0].inputs);
+  const double eval_per_token = since(t0) / one_tokens;
+  double final_per_token = 0;  // the LRT's sequential score (the exact recurrence) at the end
+  if (recurrent) {
+    check_stop();
+    t0 = clock::now();
+    (void)model.evaluate_sequential(one, token_bytes);
+    final_per_token = since(t0) / one_tokens;
+  }
+  check_stop();
+  lrt::TimePlanCosts c;
+  c.budget = budget;
+  c.elapsed = now();
+  c.step = step;
+  c.eval_per_token = eval_per_token;
+  c.final_per_token = final_per_token;
+  c.reserve = std::min(5.0, 0.02 * budget);  // the last checkpoint and the summary
+  c.eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
+  c.eval_tokens_fixed = a.has("eval-tokens") || a.integer("eval-bytes", 0, 1LL << 40) > 0;
+  c.eval_every = a.integer("eval-every", 0, 1LL << 40);
+  c.min_eval_tokens = static_cast<std::int64_t>(one_tokens);
+  if (recurrent && seq_every > 0)  // sequential scores along the way, as a cost per step
+    c.step += final_per_token * static_cast<double>(c.eval_tokens) / static_cast<double>(seq_every);
+  const lrt::TimePlan p = lrt::plan_time_budget(c);
+  fmt::print(
+      "time budget {}: {:.1f} s setup and timing ({:.3f} s/step over {} warm-up steps, evaluation {:.3g} ms per "
+      "1k tokens{}); {:.0f} s training, {} steps; {:.1f} s evaluating, {} x {} tokens{} -> {} steps\n",
+      tool::duration(budget), c.elapsed, step, t.size(), eval_per_token * 1e6,
+      recurrent ? fmt::format(", sequential {:.3g} ms", final_per_token * 1e6) : std::string(), p.train_seconds,
+      p.steps, p.eval_seconds + p.final_seconds, p.evaluations, p.eval_tokens,
+      recurrent ? " and the sequential score at the end" : "", p.steps);
+  if (!p.warning.empty()) fmt::print("warning: --time: {}\n", p.warning);
+  return p;
+}
+
 template <class V, class Sched>
 int train_run(const tool::Args& a) {
   using clock = std::chrono::steady_clock;
@@ -355,6 +437,7 @@ int train_run(const tool::Args& a) {
 
   const std::string preset = a.str("preset"), out = a.str("out"), data_path = a.str("data");
   const bool resume = a.has("resume");
+  catch_stop_signals();  // SIGINT/SIGTERM: stop after the current step, with a checkpoint
   tool::require_path(data_path, "--data");
   // A file-size limit (ulimit -f) then fails a save with EFBIG, reported as an error, instead of
   // killing the process with SIGXFSZ.
@@ -465,13 +548,19 @@ int train_run(const tool::Args& a) {
   const long long steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
   const double time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
   const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
+  const double budget_forwards = a.has("budget-forwards") ? a.number("budget-forwards", 1, 1e18) : 0;
 
   const DeviceChoice device = device_choice(a);
 
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
-  lrt::ensure_writable_directory(out);       // before any work: an --out this process may not write fails here
+  // Before any work: an --out that holds another run, or that this process may not write, fails
+  // here; until the first checkpoint, a failure removes what this run created in it.
+  lrt::dist::Group* const group = dist_group();
+  const bool root = group == nullptr || group->is_root();
+  OutDir out_dir(out, resume && same_folder(run_folder_of(from), out), a.has("force"), root);
   if (!from.note.empty()) fmt::print("warning: {}\n", from.note);
   const auto corpus = lrt::data::load_corpus(data_path);
+  check_stop();
   // The tokenizer: the checkpoint's when resuming (--tokenizer, if given, must be the same), a
   // tokenizer file, one trained here on the training split (--vocab-size), or bytes.
   lrt::data::TextTokenizer tok;
@@ -500,6 +589,7 @@ int train_run(const tool::Args& a) {
                  tok.vocab_size(), vocab_arg);
     fmt::print("tokenizer: trained {} on the training split in {:.1f} s, wrote {}/tokenizer.lrt\n", tok.describe(),
                now() - t0, out);
+    check_stop();
   } else if (vocab_arg > 0 && vocab_arg != tok.vocab_size()) {
     throw UsageError(fmt::format("--vocab-size {} on --resume: the checkpoint's tokenizer has {} ids ({})", vocab_arg,
                                  tok.vocab_size(), tok.describe()));
@@ -523,9 +613,11 @@ int train_run(const tool::Args& a) {
   fmt::print("tokenizer: {}; {} on the training split (rows in {:.1f} s)\n", tok.describe(),
              bytes_per_token(train_rows), now() - t_rows);
   const long long eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
-  const auto val = lrt::data::validation_batches(
-      val_rows, static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32)),
-      eval_bytes > 0 ? std::numeric_limits<lrt::index_t>::max() : eval_tokens, static_cast<std::size_t>(eval_bytes));
+  const int val_rows_per_batch = static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32));
+  std::vector<lrt::data::Batch> val = lrt::data::validation_batches(
+      val_rows, val_rows_per_batch, eval_bytes > 0 ? std::numeric_limits<lrt::index_t>::max() : eval_tokens,
+      static_cast<std::size_t>(eval_bytes));
+  check_stop();
   const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
 
   const std::unique_ptr<Session> session = make_session<V, Sched>(device, cfg, o.seed);
@@ -533,8 +625,7 @@ int train_run(const tool::Args& a) {
   Session& tr = *session;
   fmt::print("lrt-train: device {}\n", describe(device, model));
   tr.start_training(train_rows, o, tok, sched_opts);
-  lrt::dist::Group* const group = dist_group();
-  const bool root = group == nullptr || group->is_root();
+  tr.set_stop_source(&stop_signal());
   if (group != nullptr) {
     tr.set_group(group, {{"arguments", program_arguments()}});
     fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),
@@ -554,30 +645,21 @@ int train_run(const tool::Args& a) {
   fmt::print("config: {}\n", describe_config(cfg));
 
   // The horizon N of the schedules.
+  long long eval_every_plan = eval_every_arg;  // --time may choose the evaluations' spacing and size
   if (!resume || modes > 0) {
     if (steps_arg > 0) {
       tr.set_horizon(steps_arg);
     } else if (a.has("budget-forwards")) {  // matched compute: N = floor(F / (B_tok x pass factor))
-      const double F = a.number("budget-forwards", 1, 1e18);
-      tr.set_horizon(std::max<std::int64_t>(1, static_cast<std::int64_t>(F / tr.forwards_per_step())));
-      fmt::print("compute budget {:.4g} token-forwards / {:.4g} per step -> {} steps\n", F, tr.forwards_per_step(),
-                 tr.horizon());
+      tr.set_horizon(std::max<std::int64_t>(1, static_cast<std::int64_t>(budget_forwards / tr.forwards_per_step())));
+      fmt::print("compute budget {:.4g} token-forwards / {:.4g} per step -> {} steps\n", budget_forwards,
+                 tr.forwards_per_step(), tr.horizon());
     } else if (time_arg > 0) {
-      // Time 10 warm-up steps (forward + backward, no update), then fix N (spec §8).
-      double per_step = 0;
-      const int warm = 10;
-      for (int i = 0; i < warm; ++i) per_step += tr.time_step_without_update() / warm;
-      // Evaluations cost ~1/3 of a step per step's worth of tokens; there are ~11 of them with the
-      // default --eval-every (N/10), or about n / eval_every.
-      const double eval_cost = per_step / 3 * double(eval_tokens) / double(tr.tokens_per_step());
-      const double left = time_arg - now();
-      const double n_real = eval_every_arg > 0
-                                ? left / (per_step * 1.07 + eval_cost / double(eval_every_arg))
-                                : (left - 11 * eval_cost) / (per_step * 1.07);  // +7%: the optimizer step (measured)
-      const auto n = static_cast<std::int64_t>(std::max(1.0, std::floor(n_real)));
-      tr.set_horizon(tr.step() + n);
-      fmt::print("time budget {}: {:.3f} s/step over {} warm-up steps -> {} steps\n", tool::duration(time_arg),
-                 per_step, warm, n);
+      const lrt::TimePlan p = plan_time(a, tr, model, val_rows, val_rows_per_batch, token_bytes, sched_opts,
+                                        time_arg, now, V::recurrent, seq_every);
+      tr.set_horizon(tr.step() + p.steps);
+      if (p.eval_every != eval_every_arg) eval_every_plan = p.eval_every;
+      if (eval_bytes == 0 && p.eval_tokens < static_cast<std::int64_t>(val_tokens(val)))
+        val = lrt::data::validation_batches(val_rows, val_rows_per_batch, p.eval_tokens);
     } else {
       const double n_scal = static_cast<double>(model.num_matmul_params());
       tr.set_horizon(std::max<std::int64_t>(1, static_cast<std::int64_t>(tpp * n_scal / double(tr.tokens_per_step()))));
@@ -585,9 +667,11 @@ int train_run(const tool::Args& a) {
                  tr.tokens_per_step(), tr.horizon());
     }
   }
-  if (group != nullptr && group->size() > 1) {  // rank 0's horizon (a time budget is timed on each rank)
-    const auto all = group->exchange(std::to_string(tr.horizon()), "the exchange of the horizon");
-    tr.set_horizon(std::stoll(all[0]));
+  if (group != nullptr && group->size() > 1) {  // rank 0's horizon and evaluations (a time budget is timed on each rank)
+    const auto all = group->exchange(fmt::format("{} {}", tr.horizon(), eval_every_plan), "the exchange of the horizon");
+    long long n = 0, every = 0;
+    std::sscanf(all[0].c_str(), "%lld %lld", &n, &every);
+    tr.set_horizon(n), eval_every_plan = every;
   }
   const std::int64_t N = tr.horizon();
   if (resume && tr.step() > N)
@@ -596,7 +680,7 @@ int train_run(const tool::Args& a) {
         "add; give N > {} to train on, or N = {} to only evaluate",
         N, steps_arg > 0 ? "--steps" : "from the budget", tr.step(), tr.step(), tr.step()));
   fmt::print("train options: {}\n", tr.train_options().to_json().dump());
-  const std::int64_t eval_every = eval_every_arg > 0 ? eval_every_arg : std::max<std::int64_t>(1, N / 10);
+  const std::int64_t eval_every = eval_every_plan > 0 ? eval_every_plan : std::max<std::int64_t>(1, N / 10);
 
   const std::string log_path = out + "/log.csv", svg_path = out + "/loss.svg", mem_path = out + "/memory.csv";
   std::vector<tool::LogRow> log;
@@ -629,17 +713,18 @@ int train_run(const tool::Args& a) {
     lrt::check(csv != nullptr, "lrt-train", "'", log_path, "': cannot open for appending: ", std::strerror(errno));
   }
   const std::string title =
-      fmt::format("lrt {} {} {} (L={}, d={}), {} tokens/step", display_name<V>(), lrt::schedule_spec<Sched>(),
-                  resume ? "resumed" : preset, cfg.n_layer, cfg.n_embd, tr.tokens_per_step());
+      fmt::format("{} with {}{} (L={}, d={}), {} tokens/step", display_name<V>(), lrt::schedule_spec<Sched>(),
+                  resume ? "" : ", preset " + preset, cfg.n_layer, cfg.n_embd, tr.tokens_per_step());
 
   tool::Progress progress(10);
   std::string saved;  // the last checkpoint written
   double last_bpb = NAN;
   long long tokens = tr.step() * tr.tokens_per_step();
-  double train_seconds = 0, optimizer_seconds = 0, comm_seconds = 0;
+  double train_seconds = 0, optimizer_seconds = 0, comm_seconds = 0, eval_seconds = 0;
   std::int64_t timed_steps = 0;
   while (!tr.done()) {
     const lrt::StepStats s = tr.train_step();
+    const int stop = s.stop_signal;  // asked on some rank: every rank saves and stops after this step
     tokens += s.tokens;
     train_seconds += s.seconds;
     optimizer_seconds += s.optimizer_seconds;
@@ -650,6 +735,7 @@ int train_run(const tool::Args& a) {
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
     const bool seq_now = V::recurrent && seq_every > 0 && (last || (s.step + 1) % seq_every == 0);
+    const double t_eval = now();
     if (eval_now && root) {  // the other ranks wait for it in the next exchange
       const lrt::BpbResult r = model.evaluate_parallel(val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
@@ -658,6 +744,7 @@ int train_run(const tool::Args& a) {
       }
     }
     if (seq_now && root) row.val_bpb_seq = model.evaluate_sequential(val, token_bytes).bpb();
+    eval_seconds += now() - t_eval;
     log.push_back(row);
     if (csv != nullptr) {
       std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
@@ -669,22 +756,40 @@ int train_run(const tool::Args& a) {
                                    s.loss, s.lr_multiplier, tps, tool::duration(now()), tool::duration(eta));
     if (eval_now) line += fmt::format(" | val loss {:.4f} bpb {:.4f}", row.val_loss, row.val_bpb);
     if (seq_now) line += fmt::format(" (sequential {:.4f})", row.val_bpb_seq);
-    if (root) progress.update(line, now(), eval_now || s.step == 0);
-    if (eval_now) {
+    if (root) progress.update(line, now(), eval_now || s.step == 0 || stop != 0);
+    if (eval_now || stop != 0) {
       // A unit: model, optimizer state, the logs so far.
       saved = tr.save(out, V::recurrent ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log_text()},
                                                                                            {"memory.csv", memory_csv()}}
                                         : std::vector<std::pair<std::string, std::string>>{{"log.csv", log_text()}});
+      out_dir.keep();
       if (root) {
         lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
         if (V::recurrent) lrt::write_file_atomic(mem_path, memory_csv());
       }
+    }
+    if (stop != 0) {
+      if (csv != nullptr) std::fclose(csv);
+      // The command that continues the run as it would have gone on: the evaluations in effect
+      // (they are not in the checkpoint), the rest from the checkpoint.
+      std::string more = eval_bytes > 0 ? fmt::format(" --eval-bytes {}", eval_bytes)
+                                        : fmt::format(" --eval-tokens {}", val_tokens(val));
+      more += fmt::format(" --eval-every {}", eval_every);
+      if (seq_every > 0) more += fmt::format(" --seq-eval-every {}", seq_every);
+      for (const char* f : {"device", "precision"})
+        if (a.has(f)) more += fmt::format(" --{} {}", f, a.str(f));
+      if (root)
+        fmt::print("stopped by {} after step {} of {}: saved {} (named by {}/latest); continue with:\n  lrt-train "
+                   "--resume {} --out {} --data {}{}\n",
+                   signal_name(stop), tr.step(), N, saved, out, out, out, data_path, more);
+      return 128 + stop;
     }
   }
   if (csv != nullptr) std::fclose(csv);
   if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
     if (root) last_bpb = model.evaluate_parallel(val, token_bytes, sched_opts).merged.bpb();
     saved = tr.save(out, {{"log.csv", log_text()}});
+    out_dir.keep();
     if (root) lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
   }
   if (!root) return 0;  // rank 0 reports
@@ -693,6 +798,8 @@ int train_run(const tool::Args& a) {
   fmt::print("done: {} steps, {} tokens, {:.4g} token-forwards, {:.0f} tokens/s ({:.1f} GFLOP/s model), wall {}\n",
              tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * model.flops_per_token() * 1e-9,
              tool::duration(now()));
+  fmt::print("time: training {:.1f} s ({:.0f}%), evaluations {:.1f} s, the rest (setup, checkpoints) {:.1f} s\n",
+             train_seconds, 100 * train_seconds / now(), eval_seconds, now() - train_seconds - eval_seconds);
   if (train_seconds > 0)
     fmt::print("step time: optimizer {:.1f}%, data-parallel exchanges {:.1f}% ({} rank{})\n",
                100 * optimizer_seconds / train_seconds, 100 * comm_seconds / train_seconds,
@@ -702,7 +809,7 @@ int train_run(const tool::Args& a) {
   summary["steps"] = tr.step(), summary["tokens"] = tokens;
   summary["token_forwards"] = double(tokens) * fwd_per_tok;
   summary["params"] = model.num_params(), summary["matmul_params"] = model.num_matmul_params();
-  summary["train_seconds"] = train_seconds, summary["wall_seconds"] = now();
+  summary["train_seconds"] = train_seconds, summary["eval_seconds"] = eval_seconds, summary["wall_seconds"] = now();
   summary["config"] = lrt::release_config_json<V>(cfg, lrt::schedule_spec<Sched>(), sched_opts);
   summary["lrt_config"] = lrt::lrt_config_json<V>(cfg);
   summary["train_options"] = tr.train_options().to_json();
@@ -880,6 +987,14 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   // generation may run past the training context (sequence_len).
   const bool fill = a.str("max-new-tokens") == "auto";
   const long long n_new = fill ? cfg.sequence_len : a.integer("max-new-tokens", 0, 1LL << 30);
+  // Fixed-point prefill: up to ceil(P / mem_offset) whole-prompt passes, O(P^2) in all; past a
+  // few thousand tokens that is minutes where exact prefill (the same bits) takes seconds.
+  if (mode.kind == lrt::PrefillMode::Kind::FixedPoint && prompt.size() > 2048)
+    std::fprintf(stderr,
+                 "warning: --prefill fixed-point on a prompt of %zu tokens: up to %lld whole-prompt passes (the cost "
+                 "grows as the prompt's length squared); --prefill exact gives the same bits in one pass per token\n",
+                 prompt.size(),
+                 static_cast<long long>((static_cast<lrt::index_t>(prompt.size()) + cfg.mem_offset - 1) / cfg.mem_offset));
   model->start_decoding(a.integer("sinks", 0, 1LL << 20));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);

@@ -10,6 +10,7 @@
 // programs of the tests).
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,6 +70,7 @@ class Session {
                               const lrt::data::TextTokenizer& tok, const lrt::ScheduleOptions& so) = 0;
   // Data-parallel training (lrt::Trainer::set_group): before resume() and the first step.
   virtual void set_group(lrt::dist::Group* g, const std::vector<std::pair<std::string, std::string>>& extra) = 0;
+  virtual void set_stop_source(const volatile std::sig_atomic_t* flag) = 0;  // lrt::Trainer::set_stop_source
   virtual lrt::StepStats train_step() = 0;
   virtual double time_step_without_update() = 0;
   virtual std::int64_t step() const = 0;
@@ -139,6 +141,7 @@ class SessionOf final : public Session {
   void set_group(lrt::dist::Group* g, const std::vector<std::pair<std::string, std::string>>& extra) override {
     tr().set_group(g, extra);
   }
+  void set_stop_source(const volatile std::sig_atomic_t* flag) override { tr().set_stop_source(flag); }
   lrt::StepStats train_step() override { return tr().train_step(); }
   double time_step_without_update() override { return tr().time_step_without_update(); }
   std::int64_t step() const override { return tr().step(); }

@@ -31,7 +31,9 @@ bin=build-release/bin
 
 runs="${LRT_RUN_DIR:-runs}"
 budget="${LRT_BUDGET_FORWARDS:-2e6}"
-data=(--preset tiny --data "$brown" --budget-forwards "$budget" --eval-tokens 16384)
+# --force: a rerun of this script replaces the runs it made before (lrt-train names each file it
+# removes); lrt-train alone refuses an --out that holds another run.
+data=(--preset tiny --data "$brown" --budget-forwards "$budget" --eval-tokens 16384 --force)
 echo "== 1/2: the LRT (variant lrt, interleaved:2), ${budget} token-forwards -> ${runs}/lrt"
 "$bin"/lrt-train --variant lrt "${data[@]}" --out "$runs/lrt" "$@" </dev/null
 echo "== 2/2: the baseline, the same ${budget} token-forwards -> ${runs}/baseline"

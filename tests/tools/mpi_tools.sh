@@ -106,4 +106,32 @@ stage "a rank killed"
 fail_rank KILL "signal 9|Killed|ending the job"
 stage "a rank hung (SIGSTOP): the other gives up after LRT_DIST_TIMEOUT=10 s"
 fail_rank STOP "has waited 10 s for the other ranks"
+
+# SIGINT to rank 1 alone: the ranks agree in the step's exchange, every one stops after the same
+# step, rank 0 saves and says where, the job exits 130; resumed under mpirun, the run ends on the
+# uninterrupted 2-rank run's bytes.
+stage "SIGINT on one rank: every rank stops after the same step, saved; the resume ends byte-identical"
+long=(--variant lrt --preset tiny --sequence-len 16 --batch-rows 4 --eval-tokens 48 --data "$data" --steps 300 --eval-every 100)
+expect 0 "val_bpb" "${mpi[@]}" "$bin/lrt-train" "${long[@]}" --out int_ref
+set -m  # the ranks must not start with SIGINT ignored (bash does that to background jobs otherwise)
+"${mpi[@]}" "$bin/lrt-train" "${long[@]}" --out int_run > int_run.log 2>&1 &
+job=$!
+set +m
+for _ in $(seq 1 600); do grep -q '^step ' int_run.log 2>/dev/null && break; sleep 0.1; done
+sleep 1
+victim=$(pgrep -P $job -f lrt-train | sort -n | tail -n 1)
+[ -n "$victim" ] || fail "no rank under mpirun"
+kill -INT "$victim"
+rc=0
+wait $job || rc=$?
+[ $rc = 130 ] || { tail -n 20 int_run.log; fail "SIGINT on rank 1: mpirun exited $rc, not 130"; }
+line=$(grep '^stopped by SIGINT after step' int_run.log) || { tail -n 20 int_run.log; fail "no 'stopped by' line"; }
+echo "  | $line"
+[[ $line =~ after\ step\ ([0-9]+)\ of\ 300 ]] || fail "'$line'"
+at=${BASH_REMATCH[1]}
+[ "$(cat int_run/latest)" = "checkpoints/step-$(printf %06d "$at")" ] || fail "int_run/latest: $(cat int_run/latest)"
+expect 0 "resumed from int_run/checkpoints/step-0*$at at step $at of 300" "${mpi[@]}" "$bin/lrt-train" \
+  --resume int_run --out int_run --data "$data" --eval-tokens 48 --eval-every 100
+same int_ref int_run
+
 stage "all passed"

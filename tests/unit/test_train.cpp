@@ -3,6 +3,7 @@
 // crash-safe checkpoint layout (step directories, latest, keep-last-N, the one-level layout, falling
 // back from a damaged latest, errors that leave the previous checkpoint intact), bpb.
 #include <lrt/tokenizer.hpp>
+#include <lrt/train/time_plan.hpp>
 #include <lrt/train/trainer.hpp>
 
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <numbers>
+#include <random>
 
 #include "test_util.hpp"
 
@@ -486,6 +488,88 @@ TEST_CASE("eval: bits per byte = nats / (ln 2 * bytes), BOS targets count zero b
   CHECK(r.tokens == targets - bos);
   CHECK(r.bytes == r.tokens);
   CHECK(r.bpb() == doctest::Approx(std::log(257.0) / std::numbers::ln2).epsilon(0.002));
+}
+
+// --- lrt-train --time: the planner, with made-up costs -------------------------------------------
+
+TEST_CASE("time plan: a short budget trains most of the time; evaluations shrink in size, then in number") {
+  // The issue's case: tiny at 0.906 s/step, 60 s, 11 default evaluations of 65,536 tokens costing
+  // 53 s in all, and an LRT's sequential score at the end.
+  lrt::TimePlanCosts c;
+  c.budget = 60, c.elapsed = 4, c.step = 0.906, c.reserve = 1;
+  c.eval_per_token = 53.0 / 11 / 65536, c.final_per_token = 2 * c.eval_per_token;
+  c.eval_tokens = 65536, c.min_eval_tokens = 4096;
+  const lrt::TimePlan p = lrt::plan_time_budget(c);
+  CHECK(p.left == doctest::Approx(55));
+  CHECK(p.steps >= 50);                        // the old plan gave 1
+  CHECK(p.train_seconds >= 0.85 * p.left);     // most of the time trains
+  CHECK(p.eval_seconds + p.final_seconds <= 0.1 * p.left + 1e-9);
+  CHECK(p.eval_tokens < 65536);
+  CHECK(p.eval_tokens >= 4096);
+  CHECK(p.evaluations >= 2);
+  CHECK(p.evaluations == (p.steps + p.eval_every - 1) / p.eval_every);
+  CHECK(p.warning.find("give --time") != std::string::npos);  // under 100 steps: a warning with the numbers
+  CHECK(p.warning.find(std::to_string(p.steps) + " steps at 0.906 s/step") != std::string::npos);
+}
+
+TEST_CASE("time plan: a long budget keeps the default evaluations and warns of nothing") {
+  lrt::TimePlanCosts c;
+  c.budget = 3600, c.elapsed = 5, c.step = 0.9, c.eval_per_token = 53.0 / 11 / 65536;
+  const lrt::TimePlan p = lrt::plan_time_budget(c);
+  CHECK(p.eval_tokens == 65536);
+  CHECK(p.eval_every == (p.steps + 9) / 10);  // as lrt-train's default, N/10 (rounded up)
+  CHECK(p.evaluations >= 10);
+  CHECK(p.evaluations <= 11);
+  CHECK(p.warning.empty());
+  CHECK(p.train_seconds + p.eval_seconds <= p.left);
+  // Nothing idle but rounding: a step, and the 11th evaluation the plan paid for when N/10 divides N.
+  CHECK(p.train_seconds + p.eval_seconds > p.left - c.step - 65536 * c.eval_per_token);
+}
+
+TEST_CASE("time plan: what the user set is kept and paid for; a tiny budget still gives one step and a warning") {
+  lrt::TimePlanCosts c;
+  c.budget = 100, c.step = 0.5, c.eval_per_token = 1e-4, c.eval_tokens = 20000, c.eval_tokens_fixed = true,
+  c.eval_every = 10;  // each evaluation costs 2 s, four steps' worth
+  lrt::TimePlan p = lrt::plan_time_budget(c);
+  CHECK(p.eval_tokens == 20000);
+  CHECK(p.eval_every == 10);
+  CHECK(p.train_seconds + p.eval_seconds <= p.left + 1e-9);
+  CHECK(p.steps == 140);  // 140 steps (70 s) and 14 evaluations (28 s) fit in 100 s; 141 and 15 (100.5 s) do not
+  CHECK(p.evaluations == 14);
+
+  c = {};
+  c.budget = 3, c.elapsed = 2.5, c.step = 2, c.eval_per_token = 1e-3;
+  p = lrt::plan_time_budget(c);
+  CHECK(p.steps == 1);
+  CHECK(p.evaluations == 1);
+  CHECK(p.eval_tokens == c.min_eval_tokens);
+  CHECK(!p.warning.empty());
+}
+
+TEST_CASE("time plan: over many made-up costs the parts never exceed the time left") {
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    lrt::TimePlanCosts c;
+    const auto u = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+    c.budget = 10 + 5000 * u(), c.elapsed = c.budget * 0.2 * u(), c.step = 0.01 + 3 * u();
+    c.eval_per_token = 1e-6 + 1e-3 * u(), c.final_per_token = u() < 0.5 ? 0 : 1e-3 * u();
+    c.eval_tokens = 1 + static_cast<std::int64_t>(100000 * u()), c.min_eval_tokens = 4096;
+    c.eval_every = u() < 0.5 ? 0 : 1 + static_cast<std::int64_t>(50 * u());
+    c.eval_tokens_fixed = u() < 0.3;
+    CAPTURE(c.budget), CAPTURE(c.elapsed), CAPTURE(c.step), CAPTURE(c.eval_per_token), CAPTURE(c.eval_tokens),
+        CAPTURE(c.eval_every);
+    const lrt::TimePlan p = lrt::plan_time_budget(c);
+    REQUIRE(p.steps >= 1);
+    REQUIRE(p.eval_tokens >= 1);
+    REQUIRE(p.eval_tokens <= c.eval_tokens);
+    if (c.eval_tokens_fixed || c.eval_every > 0) REQUIRE(p.eval_tokens == c.eval_tokens);
+    REQUIRE(p.evaluations == static_cast<int>((p.steps + p.eval_every - 1) / p.eval_every));
+    if (p.steps > 1) REQUIRE(p.train_seconds + p.eval_seconds + p.final_seconds <= p.left * (1 + 1e-12));
+    if (c.eval_every == 0 && p.steps > 1 && p.evaluations > 1)  // the default's evaluations stay within their share
+      REQUIRE(p.eval_seconds + p.final_seconds <= c.eval_share * p.left * (1 + 1e-12));
+  }
+  CHECK_THROWS_AS(lrt::plan_time_budget(lrt::TimePlanCosts{.budget = 10, .step = NAN}), lrt::Error);
+  CHECK_THROWS_AS(lrt::plan_time_budget(lrt::TimePlanCosts{.budget = 10, .step = 0}), lrt::Error);
 }
 
 }  // namespace test_train

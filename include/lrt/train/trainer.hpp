@@ -36,7 +36,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <functional>
+#include <initializer_list>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -158,7 +160,7 @@ inline OpenedCheckpoint open_checkpoint(const std::string& path) {
     if (fs::exists(latest, ec)) {
       std::string name;
       try {
-        name = read_file(latest, "resume");
+        name = read_file(latest, "checkpoint");
       } catch (const Error& e) {
         why = e.what();
       }
@@ -187,13 +189,13 @@ inline OpenedCheckpoint open_checkpoint(const std::string& path) {
                       "' and '" + c->where.optim_path() + "' (step " + std::to_string(c->where.step) + ")";
       return std::move(*c);
     }
-    ::lrt::throw_error("resume", "'" + path + "': no complete checkpoint: " + why + ", no complete directory in '" +
+    ::lrt::throw_error("checkpoint", "'" + path + "': no complete checkpoint: " + why + ", no complete directory in '" +
                                      ckdir + "', and " + w);
   }
   // A step directory itself, or a run written in the one-level layout (DIR/model + DIR/optim).
-  if (!fs::is_directory(path, ec)) ::lrt::throw_error("resume", "'" + path + "': no such checkpoint directory");
+  if (!fs::is_directory(path, ec)) ::lrt::throw_error("checkpoint", "'" + path + "': no such checkpoint directory");
   if (auto c = open_checkpoint_dir(path, why)) return std::move(*c);
-  ::lrt::throw_error("resume", why);
+  ::lrt::throw_error("checkpoint", why);
 }
 
 /// Moves the finished temporary directory `tmp` to `dst`. An existing `dst` (the same step saved
@@ -225,12 +227,25 @@ inline void move_into_place(const std::string& tmp, const std::string& dst) {
   ::lrt::throw_error("write", "'" + dst + "': cannot move the new checkpoint into place: " + std::strerror(err));
 }
 
+/// Whether `name` is a temporary that write_file_atomic or replace_with_link of another process
+/// left for one of `files` ("<file>.tmp.<pid>", the pid not this one's).
+inline bool is_stale_temporary(std::string_view name, std::initializer_list<std::string_view> files) {
+  const std::string mine = std::to_string(::getpid());
+  for (const std::string_view f : files) {
+    if (name.size() <= f.size() + 5 || name.substr(0, f.size()) != f || name.substr(f.size(), 5) != ".tmp.") continue;
+    const std::string_view pid = name.substr(f.size() + 5);
+    if (pid != mine && pid.find_first_not_of("0123456789") == std::string_view::npos) return true;
+  }
+  return false;
+}
+
 /// Removes what a killed save leaves behind: DIR/checkpoints/.tmp-* directories and the temporaries
-/// of write_file_atomic / replace_with_link for latest, model.safetensors and optim.safetensors.
-inline void remove_stale_save_files(const std::string& dir, const std::string& ckdir) {
+/// of write_file_atomic / replace_with_link for latest, model.safetensors, optim.safetensors and
+/// the caller's `files` (a program's logs, written next to them).
+inline void remove_stale_save_files(const std::string& dir, const std::string& ckdir,
+                                    std::initializer_list<std::string_view> files = {}) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const std::string mine = "." + std::to_string(::getpid());
   for (fs::directory_iterator it(ckdir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
     std::error_code rc;
@@ -239,10 +254,9 @@ inline void remove_stale_save_files(const std::string& dir, const std::string& c
   ec.clear();
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
-    for (const char* base : {"latest.tmp.", "model.safetensors.tmp.", "optim.safetensors.tmp."}) {
-      std::error_code rc;
-      if (n.rfind(base, 0) == 0 && n.substr(std::strlen(base) - 1) != mine) fs::remove(it->path(), rc);
-    }
+    std::error_code rc;
+    if (is_stale_temporary(n, {"latest", "model.safetensors", "optim.safetensors"}) || is_stale_temporary(n, files))
+      fs::remove(it->path(), rc);
   }
 }
 }  // namespace detail
@@ -265,6 +279,7 @@ struct StepStats {
   double optimizer_seconds = 0;  // of `seconds`: the AdamW and Muon updates
   double comm_seconds = 0;       // of `seconds`: data-parallel exchanges (reduce-scatter, all-gather)
   float lr_multiplier = 1;
+  int stop_signal = 0;  // non-zero: a stop was asked (Trainer::set_stop_source), on every rank alike
 };
 
 /// Trains a Model<V, T, D> from token rows (kept by reference: they must outlive the trainer)
@@ -335,6 +350,12 @@ class Trainer {
   index_t accumulation() const noexcept { return o_.batch_rows / o_.micro_rows; }
   bool done() const noexcept { return step_ >= o_.steps; }
 
+  /// Where train_step() looks for a request to stop: a flag that a signal handler sets to the
+  /// signal's number (0: none). Each step reads it once and, with a group, the ranks agree on it in
+  /// the step's exchange of losses, so that every rank's StepStats::stop_signal is the same and
+  /// they can stop after the same step. nullptr (the default): never.
+  void set_stop_source(const volatile std::sig_atomic_t* flag) noexcept { stop_source_ = flag; }
+
   /// One optimizer step: forward/backward over the step's micro-batches, then AdamW and Muon.
   StepStats train_step() {
     check(o_.steps >= 1, "train", "set the horizon (steps) before training");
@@ -375,6 +396,7 @@ class Trainer {
     s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
     m_->zero_grad();
     ++step_;
+    s.stop_signal = stop_requested();
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return s;
   }
@@ -592,6 +614,7 @@ class Trainer {
   }
 
  private:
+  int stop_requested() const noexcept { return stop_source_ != nullptr ? static_cast<int>(*stop_source_) : 0; }
   void check_loss(T l) const {
     check(std::isfinite(l), "train", "the loss became ", l, " at step ", step_,
           " (diverged: lower the learning rates)");
@@ -762,6 +785,7 @@ class Trainer {
     if (N > 1) {
       std::string mine(reinterpret_cast<const char*>(local_losses.data()), sizeof(float) * local_losses.size());
       mine.append(has.begin(), has.end());
+      mine.push_back(static_cast<char>(std::clamp(stop_requested(), 0, 127)));  // a stop asked on this rank
       const auto t_c = std::chrono::steady_clock::now();
       const std::vector<std::string> all = grp().exchange(mine, "the exchange of losses");
       s.comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_c).count();
@@ -775,6 +799,7 @@ class Trainer {
         }
         for (std::size_t i = 0; i < slots_.size(); ++i)
           if (x[local_losses.size() * sizeof(float) + i] != 0) any[i] = 1;  // some rank has one
+        s.stop_signal = std::max(s.stop_signal, static_cast<int>(x.back()));  // the same on every rank
       }
     }
     double loss = 0;
@@ -818,6 +843,7 @@ class Trainer {
     }
     m_->zero_grad();
     ++step_;
+    if (N == 1) s.stop_signal = stop_requested();
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return s;
   }
@@ -944,6 +970,7 @@ class Trainer {
   const data::TokenRows* rows_ = nullptr;
   bool micro_default_ = false;
   dist::Group* group_ = nullptr;
+  const volatile std::sig_atomic_t* stop_source_ = nullptr;
   dist::Solo solo_;
   std::vector<Slot> slots_;
   std::vector<char> owned_;

@@ -1,0 +1,198 @@
+// lrt-train's --out folder and its stop signals: a run never overwrites another run, a run that
+// fails before its first checkpoint removes what it created, and SIGINT/SIGTERM stop training
+// after the current step (a checkpoint is saved; the program exits 130/143).
+#pragma once
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <lrt/train/trainer.hpp>
+
+#include "tool_util.hpp"
+
+namespace tool {
+
+// ---------------------------------------------------------------------------------------------
+// Stop signals
+
+/// The signal that asked lrt-train to stop (0: none): set by the handler, read by the Trainer at
+/// each step (set_stop_source) and by the program between its phases.
+inline volatile std::sig_atomic_t& stop_signal() {
+  static volatile std::sig_atomic_t s = 0;
+  return s;
+}
+
+namespace detail {
+extern "C" inline void on_stop_signal(int sig) {
+  if (stop_signal() != 0) {  // the second one: stop at once
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  stop_signal() = sig;
+  static const char msg[] =
+      "\nlrt-train: stopping after this step to save a checkpoint (the same signal again stops at once)\n";
+  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+}
+}  // namespace detail
+
+/// SIGINT and SIGTERM set stop_signal() (a second one ends the process as before); a signal the
+/// process started with ignored (nohup, a background job of a script) stays ignored.
+inline void catch_stop_signals() {
+  for (const int s : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = detail::on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(s, &sa, nullptr);
+  }
+}
+
+inline const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
+/// A stop asked before training started: nothing to save.
+struct Interrupted {
+  int signal;
+};
+/// Throws Interrupted when a stop was asked: the checks between lrt-train's phases.
+inline void check_stop() {
+  if (stop_signal() != 0) throw Interrupted{static_cast<int>(stop_signal())};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The --out folder
+
+/// What lrt-train writes into --out DIR besides the checkpoints (lrt::Trainer::save: latest,
+/// checkpoints/, model.safetensors, optim.safetensors).
+inline constexpr std::string_view run_files[] = {"log.csv", "loss.svg", "memory.csv", "summary.json", "tokenizer.lrt"};
+inline constexpr std::string_view checkpoint_files[] = {"latest", "checkpoints", "model.safetensors",
+                                                        "optim.safetensors"};
+
+/// lrt-train's --out: checked before any work, and cleaned up after a failure.
+///  - A folder that holds anything but this run's own files is refused (a usage error saying what
+///    is there); this run's own: the run directory that --resume continues from.
+///  - --force replaces another run: lrt-train's files there are removed, each named; other files
+///    stay where they are.
+///  - Until keep() (the first checkpoint is saved), leaving the scope removes what this run
+///    created: the folder itself if it made it, else the files it added.
+/// Only the rank that writes (rank 0) touches the folder.
+class OutDir {
+ public:
+  OutDir(std::string dir, bool own, bool force, bool writer) : dir_(std::move(dir)), writer_(writer) {
+    namespace fs = std::filesystem;
+    if (!writer_) return;
+    std::error_code ec;
+    if (!fs::exists(dir_, ec)) {  // the topmost folder this run creates (--out a/b/c with no a: a)
+      fs::path p = fs::path(dir_).lexically_normal();
+      if (p.filename().empty()) p = p.parent_path();
+      created_ = p;
+      for (fs::path up = p.parent_path(); !up.empty() && !fs::exists(up, ec); up = up.parent_path()) created_ = up;
+    } else if (!fs::is_directory(dir_, ec)) {
+      throw UsageError(fmt::format("--out '{}' is a file, not a folder", dir_));
+    } else if (!own) {
+      refuse_or_replace(force);
+    }
+    lrt::ensure_writable_directory(dir_);
+    lrt::detail::remove_stale_save_files(dir_, dir_ + "/checkpoints",
+                                         {run_files[0], run_files[1], run_files[2], run_files[3], run_files[4]});
+    for (const auto names : {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
+      for (const std::string_view n : names)
+        if (!fs::exists(dir_ + "/" + std::string(n), ec)) added_.emplace_back(n);
+  }
+  OutDir(const OutDir&) = delete;
+  OutDir& operator=(const OutDir&) = delete;
+  ~OutDir() {
+    if (writer_ && !kept_) remove_created();
+  }
+  /// A checkpoint is saved: from now on the run's files stay whatever happens.
+  void keep() noexcept { kept_ = true; }
+
+ private:
+  /// The refusal (no --force), or the removal of another run's files (--force).
+  void refuse_or_replace(bool force) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::vector<std::string> ours, others;
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      (is_run_entry(n) ? ours : others).push_back(n + (it->is_directory(ec) ? "/" : ""));
+    }
+    std::sort(ours.begin(), ours.end()), std::sort(others.begin(), others.end());
+    if (ours.empty() && others.empty()) return;
+    if (!force) {
+      std::string what;
+      if (!ours.empty()) what = "another run of lrt-train (" + describe_run() + ")";
+      if (!others.empty())
+        what += fmt::format("{}{} other entr{} ({})", what.empty() ? "" : ", and ", others.size(),
+                            others.size() == 1 ? "y" : "ies", list(others));
+      throw UsageError(fmt::format(
+          "--out '{}' holds {}: nothing was changed. Continue that run with --resume {} --out {}, choose an empty "
+          "or new folder, or give --force to replace {}",
+          dir_, what, dir_, dir_,
+          ours.empty() ? "it (lrt-train removes only its own files)" : "its files (other files stay)"));
+    }
+    if (ours.empty()) return;  // --force over files that are not lrt-train's: they stay
+    fmt::print("warning: --force: replacing another run in '{}' ({}): removing {}{}\n", dir_, describe_run(),
+               list(ours), others.empty() ? "" : fmt::format("; leaving {}", list(others)));
+    for (std::string n : ours) {
+      if (n.back() == '/') n.pop_back();
+      std::error_code rc;
+      fs::remove_all(dir_ + "/" + n, rc);
+      if (rc) lrt::throw_error("--force", "'" + dir_ + "/" + n + "': cannot remove: " + rc.message());
+    }
+  }
+  /// "at step 244 (latest: checkpoints/step-000244), 3 checkpoints" or "no checkpoint".
+  std::string describe_run() const {
+    std::error_code ec;
+    try {
+      const lrt::CheckpointLocation at = lrt::find_checkpoint(dir_);
+      const auto steps = lrt::detail::step_dirs(dir_ + "/checkpoints");
+      return fmt::format("its checkpoint '{}' at step {}{}", at.dir, at.step,
+                         steps.size() > 1 ? fmt::format(", {} checkpoints", steps.size()) : std::string());
+    } catch (const lrt::Error&) {
+      return "no complete checkpoint";
+    }
+  }
+  static bool is_run_entry(const std::string& n) {
+    for (const auto names : {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
+      for (const std::string_view f : names)
+        if (n == f || lrt::detail::is_stale_temporary(n, {f})) return true;
+    return n.rfind(".lrt-write-probe.", 0) == 0;
+  }
+  static std::string list(const std::vector<std::string>& names) {
+    std::string s;
+    for (std::size_t i = 0; i < names.size() && i < 8; ++i) s += (i > 0 ? ", " : "") + names[i];
+    if (names.size() > 8) s += fmt::format(", ... ({} in all)", names.size());
+    return s;
+  }
+  void remove_created() noexcept {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!created_.empty()) {
+      fs::remove_all(created_, ec);
+      return;
+    }
+    for (const std::string& n : added_) fs::remove_all(dir_ + "/" + n, ec);
+    lrt::detail::remove_stale_save_files(dir_, dir_ + "/checkpoints", {});
+  }
+
+  std::string dir_;
+  bool writer_;
+  bool kept_ = false;
+  std::filesystem::path created_;  // the folder this run created (removed on failure)
+  std::vector<std::string> added_;  // the run's files that were not there before it
+};
+
+}  // namespace tool
