@@ -2,7 +2,7 @@
 // GFLOP/s and peak extra memory for T = 128..1024 (B = 1, H = 4, Hkv = 4, Dh = 64, float),
 // plus the memory an explicit (T x T) score matrix per head would need, for comparison.
 // FLOPs counted for the causal half: forward 2 * 2 * H * Dh * T(T+1)/2, backward 2.5x that.
-// Usage: lrt-bench-attention [--reps N] [--quick] [--json]
+// Usage: lrt-bench-attention [--reps N] [--quick] [--json] [--version]
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -28,10 +28,12 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json"))
       json = true;
+    else if (!std::strcmp(argv[i], "--version"))
+      return lrt_print_version("lrt-bench-attention"), 0;
     else if (!std::strcmp(argv[i], "--quick"))
       Ts = {128, 256}, reps = 3;
     else {
-      fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json] [--version]\n", argv[0]);
       return 2;
     }
   }

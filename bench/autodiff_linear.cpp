@@ -28,10 +28,12 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json"))
       json = true;
+    else if (!std::strcmp(argv[i], "--version"))
+      return lrt_print_version("lrt-bench-autodiff-linear"), 0;
     else if (!std::strcmp(argv[i], "--quick"))
       reps = 3;
     else {
-      fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json] [--version]\n", argv[0]);
       return 2;
     }
   }

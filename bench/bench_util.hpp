@@ -1,5 +1,6 @@
 // bench/bench_util.hpp: helpers shared by the benchmark programs (timing statistics and the
-// CPU load of other processes, so that a noisy machine shows in the tables).
+// CPU load of other processes, so that a noisy machine shows in the tables), and their --version
+// (lrt_print_version).
 #pragma once
 
 #include <sys/resource.h>
@@ -11,6 +12,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "lrt_version.h"
 
 namespace lrt_bench {
 

@@ -77,7 +77,8 @@ struct Options {
       "  --quick      sizes 2^20 and 2^24 only, 5 reps\n"
       "  --json       one JSON object per line on stdout (the table goes to stderr)\n"
       "  --threads N  lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)\n"
-      "  --min-ms X   least duration of one timed sample in ms (default 20)\n",
+      "  --min-ms X   least duration of one timed sample in ms (default 20)\n"
+      "  --version    the program's name and the git description it was built from\n",
       rc ? stderr : stdout);
   std::exit(rc);
 }
@@ -107,6 +108,9 @@ Options parse(int argc, char** argv) {
       o.min_ms = std::atof(value());
     } else if (a == "--help" || a == "-h") {
       usage(0);
+    } else if (a == "--version") {
+      lrt_print_version("lrt-bench-elementwise");
+      std::exit(0);
     } else {
       fmt::print(stderr, "lrt-bench-elementwise: unknown argument '{}'\n", a);
       usage(2);

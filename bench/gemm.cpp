@@ -92,7 +92,8 @@ struct Options {
       "  --quick      fewer shapes (tokens 256 and 1024, d_model 128 and 512), 3 reps\n"
       "  --json       one JSON object per line on stdout (the table goes to stderr)\n"
       "  --threads N  lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)\n"
-      "  --min-ms X   least duration of one timed sample in ms (default 3)\n",
+      "  --min-ms X   least duration of one timed sample in ms (default 3)\n"
+      "  --version    the program's name and the git description it was built from\n",
       rc ? stderr : stdout);
   std::exit(rc);
 }
@@ -121,6 +122,9 @@ Options parse(int argc, char** argv) {
       o.min_ms = std::atof(value());
     } else if (a == "--help" || a == "-h") {
       usage(0);
+    } else if (a == "--version") {
+      lrt_print_version("lrt-bench-gemm");
+      std::exit(0);
     } else {
       fmt::print(stderr, "lrt-bench-gemm: unknown argument '{}'\n", a);
       usage(2);

@@ -15,6 +15,7 @@
 // One table on stdout. Usage: lrt-bench-gpu [--preset d12] [--batch 8] [--steps 4]
 //   [--decode-tokens 64] [--decode-batch 64] [--seq T] [--precision bf16[,fp32,tf32]]
 //   [--attention auto|warp|gemm] [--profile N] [--quick] [--no-optim] [--ref-n 8192] [--copy-mib 2048]
+//   [--version]
 //   --profile N: after each training row, one more step under lrt::cuda::Profiler; prints the N
 //   operations with the most device time (GEMMs with their TFLOP/s) and the time per category.
 #include <algorithm>
@@ -29,6 +30,8 @@
 
 #include <lrt/cuda.hpp>
 #include <lrt/train/trainer.hpp>
+
+#include "lrt_version.h"
 
 using lrt::index_t;
 namespace ad = lrt::ad;
@@ -122,7 +125,10 @@ Options parse(int argc, char** argv) {
       o.quick = true;
     else if (a == "--no-optim")
       o.optim = false;
-    else {
+    else if (a == "--version") {
+      lrt_print_version("lrt-bench-gpu");
+      std::exit(0);
+    } else {
       std::fprintf(stderr, "lrt-bench-gpu: unknown option %s\n", a.c_str());
       std::exit(2);
     }

@@ -148,7 +148,8 @@ struct Options {
       "  --reps N            timed training steps per configuration (default 3, fewer when one\n"
       "                      step would take the configuration past --config-budget-s, at least 2)\n"
       "  --config-budget-s X seconds a training configuration should take (default 40)\n"
-      "  --no-train, --no-decode  skip the training or the decode part\n",
+      "  --no-train, --no-decode  skip the training or the decode part\n"
+      "  --version           the program's name and the git description it was built from\n",
       rc ? stderr : stdout);
   std::exit(rc);
 }
@@ -246,7 +247,10 @@ Options parse(int argc, char** argv) {
       o.triad = number();
     else if (a == "--help" || a == "-h")
       usage(0);
-    else {
+    else if (a == "--version") {
+      lrt_print_version("lrt-bench");
+      std::exit(0);
+    } else {
       fmt::print(stderr, "lrt-bench: unknown argument '{}'\n", a);
       usage(2);
     }

@@ -132,8 +132,11 @@ int main(int argc, char** argv) {
       preset_name = argv[++i];
     else if (!std::strcmp(argv[i], "--json"))
       json = true;
+    else if (!std::strcmp(argv[i], "--version"))
+      return lrt_print_version("lrt-bench-lrt-cost"), 0;
     else {
-      fmt::print(stderr, "usage: {} [--reps N] [--batch B] [--preset NAME] [--tokens N] [--json]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--reps N] [--batch B] [--preset NAME] [--tokens N] [--json] [--version]\n",
+                 argv[0]);
       return 2;
     }
   }

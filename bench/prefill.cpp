@@ -84,10 +84,12 @@ int main(int argc, char** argv) {
         reps = parse_list<int>(value(), "--reps").at(0);
       else if (a == "--json")
         json = true;
+      else if (a == "--version")
+        return lrt_print_version("lrt-bench-prefill"), 0;
       else if (a == "--help" || a == "-h") {
         std::puts(
             "usage: lrt-bench-prefill --checkpoint FILE --data DIR [--lengths 16,32,64,128,256] [--prompts 8]\n"
-            "                         [--tolerances 1e-2,1e-3,1e-4] [--reps 3] [--json]\n"
+            "                         [--tolerances 1e-2,1e-3,1e-4] [--reps 3] [--json] [--version]\n"
             "The lean decoder's fixed-point and approximate prefill against exact (token-by-token) prefill\n"
             "on prompts from DIR's validation split; FILE: a byte-tokenizer lrt checkpoint (lrt-train --variant lrt).");
         return 0;

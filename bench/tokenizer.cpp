@@ -5,6 +5,7 @@
 //                                                          DIR/mixed.txt (many scripts, code, numbers)
 //   lrt-bench-tokenizer --ranks FILE --pattern NAME --text FILE [--runs 3]
 //   lrt-bench-tokenizer --tokenizer FILE --text FILE [--threads N]
+//   lrt-bench-tokenizer --version
 // Prints one JSON line: {"impl":"lrt","text":...,"bytes":...,"ids":...,"hash":...,"mb_per_s":...}
 // (hash: 32-bit FNV-1a over the ids, the same function as tiktoken_bench.mjs's; mb_per_s: the
 // best of --runs encodings of the whole text, one encode call). --threads N > 1 encodes the text's
@@ -20,6 +21,8 @@
 #include <lrt/io.hpp>
 #include <lrt/tokenizer.hpp>
 #include <lrt/tokenizer/rank_file.hpp>
+
+#include "lrt_version.h"
 
 namespace {
 
@@ -63,6 +66,7 @@ int write_texts(const std::string& dir, const std::string& brown, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--version") return lrt_print_version("lrt-bench-tokenizer"), 0;
   try {
     if (const std::string dir = arg(argc, argv, "write-texts"); !dir.empty()) {
       const char* home = std::getenv("HOME");

@@ -35,10 +35,12 @@ int main(int argc, char** argv) {
               "positions (0: none)",
               "0")
       .option("batch-rows", "B", "rows per forward", "16")
+      .option("threads", "N", tool::threads_help)
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
+    tool::apply_threads(a);
     tool::device_choice(a);  // a bad --device or --precision fails before any work
     tool::require_path(a.str("data"), "--data");
     const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));

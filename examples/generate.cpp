@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
       .option("prompt-file", "FILE", "read the prompt from FILE ('-': standard input) instead of --prompt")
       .option("max-new-tokens", "N",
               "tokens to generate (generation may run past the training context); auto: sequence_len tokens", "auto")
-      .option("threads", "N", "worker threads (overrides LRT_NUM_THREADS)")
+      .option("threads", "N", tool::threads_help)
       .option("temperature", "T", "0 = greedy", "0.8")
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
       .option("top-p", "P", "keep the smallest set with probability >= P", "1")

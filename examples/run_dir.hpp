@@ -107,7 +107,8 @@ class OutDir {
     lrt::ensure_writable_directory(dir_);
     lrt::detail::remove_stale_save_files(dir_, dir_ + "/checkpoints",
                                          {run_files[0], run_files[1], run_files[2], run_files[3], run_files[4]});
-    for (const auto names : {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
+    for (const auto names :
+         {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
       for (const std::string_view n : names)
         if (!fs::exists(dir_ + "/" + std::string(n), ec)) added_.emplace_back(n);
   }
@@ -166,7 +167,8 @@ class OutDir {
     }
   }
   static bool is_run_entry(const std::string& n) {
-    for (const auto names : {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
+    for (const auto names :
+         {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
       for (const std::string_view f : names)
         if (n == f || lrt::detail::is_stale_temporary(n, {f})) return true;
     return n.rfind(".lrt-write-probe.", 0) == 0;
@@ -191,7 +193,7 @@ class OutDir {
   std::string dir_;
   bool writer_;
   bool kept_ = false;
-  std::filesystem::path created_;  // the folder this run created (removed on failure)
+  std::filesystem::path created_;   // the folder this run created (removed on failure)
   std::vector<std::string> added_;  // the run's files that were not there before it
 };
 

@@ -389,7 +389,8 @@ lrt::TimePlan plan_time(const Args& a, Session& tr, Session& model, const lrt::d
   const double step = (total - t[0]) / static_cast<double>(t.size() - 1) * 1.07;  // +7%: the optimizer update
   // One batch of validation rows, scored as the evaluations score them.
   const int T = static_cast<int>(val_rows.seq_len());
-  const auto one = lrt::data::validation_batches(val_rows, rows_per_batch, static_cast<lrt::index_t>(rows_per_batch) * T);
+  const auto one =
+      lrt::data::validation_batches(val_rows, rows_per_batch, static_cast<lrt::index_t>(rows_per_batch) * T);
   const double one_tokens = static_cast<double>(val_tokens(one));
   check_stop();
   auto t0 = clock::now();  // what the loop does at an evaluation
@@ -654,8 +655,8 @@ int train_run(const tool::Args& a) {
       fmt::print("compute budget {:.4g} token-forwards / {:.4g} per step -> {} steps\n", budget_forwards,
                  tr.forwards_per_step(), tr.horizon());
     } else if (time_arg > 0) {
-      const lrt::TimePlan p = plan_time(a, tr, model, val_rows, val_rows_per_batch, token_bytes, sched_opts,
-                                        time_arg, now, V::recurrent, seq_every);
+      const lrt::TimePlan p = plan_time(a, tr, model, val_rows, val_rows_per_batch, token_bytes, sched_opts, time_arg,
+                                        now, V::recurrent, seq_every);
       tr.set_horizon(tr.step() + p.steps);
       if (p.eval_every != eval_every_arg) eval_every_plan = p.eval_every;
       if (eval_bytes == 0 && p.eval_tokens < static_cast<std::int64_t>(val_tokens(val)))
@@ -667,8 +668,10 @@ int train_run(const tool::Args& a) {
                  tr.tokens_per_step(), tr.horizon());
     }
   }
-  if (group != nullptr && group->size() > 1) {  // rank 0's horizon and evaluations (a time budget is timed on each rank)
-    const auto all = group->exchange(fmt::format("{} {}", tr.horizon(), eval_every_plan), "the exchange of the horizon");
+  if (group != nullptr &&
+      group->size() > 1) {  // rank 0's horizon and evaluations (a time budget is timed on each rank)
+    const auto all =
+        group->exchange(fmt::format("{} {}", tr.horizon(), eval_every_plan), "the exchange of the horizon");
     long long n = 0, every = 0;
     std::sscanf(all[0].c_str(), "%lld %lld", &n, &every);
     tr.set_horizon(n), eval_every_plan = every;
@@ -779,9 +782,10 @@ int train_run(const tool::Args& a) {
       for (const char* f : {"device", "precision"})
         if (a.has(f)) more += fmt::format(" --{} {}", f, a.str(f));
       if (root)
-        fmt::print("stopped by {} after step {} of {}: saved {} (named by {}/latest); continue with:\n  lrt-train "
-                   "--resume {} --out {} --data {}{}\n",
-                   signal_name(stop), tr.step(), N, saved, out, out, out, data_path, more);
+        fmt::print(
+            "stopped by {} after step {} of {}: saved {} (named by {}/latest); continue with:\n  lrt-train "
+            "--resume {} --out {} --data {}{}\n",
+            signal_name(stop), tr.step(), N, saved, out, out, out, data_path, more);
       return 128 + stop;
     }
   }
@@ -990,11 +994,12 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   // Fixed-point prefill: up to ceil(P / mem_offset) whole-prompt passes, O(P^2) in all; past a
   // few thousand tokens that is minutes where exact prefill (the same bits) takes seconds.
   if (mode.kind == lrt::PrefillMode::Kind::FixedPoint && prompt.size() > 2048)
-    std::fprintf(stderr,
-                 "warning: --prefill fixed-point on a prompt of %zu tokens: up to %lld whole-prompt passes (the cost "
-                 "grows as the prompt's length squared); --prefill exact gives the same bits in one pass per token\n",
-                 prompt.size(),
-                 static_cast<long long>((static_cast<lrt::index_t>(prompt.size()) + cfg.mem_offset - 1) / cfg.mem_offset));
+    std::fprintf(
+        stderr,
+        "warning: --prefill fixed-point on a prompt of %zu tokens: up to %lld whole-prompt passes (the cost "
+        "grows as the prompt's length squared); --prefill exact gives the same bits in one pass per token\n",
+        prompt.size(),
+        static_cast<long long>((static_cast<lrt::index_t>(prompt.size()) + cfg.mem_offset - 1) / cfg.mem_offset));
   model->start_decoding(a.integer("sinks", 0, 1LL << 20));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);

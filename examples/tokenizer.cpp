@@ -133,25 +133,33 @@ int train(int argc, char** argv) {
     const auto docs = documents(a);
     std::vector<std::string_view> views;
     for (const auto& d : docs) views.push_back(d.text);
+    // train_bpe reports ids (ranks + specials) of vocab_size; ranks past the 256 bytes are merges.
+    const auto fixed = static_cast<token_t>(256 + o.specials.size());
     tool::Progress progress(5);
     const auto t0 = std::chrono::steady_clock::now();
-    o.progress = [&](token_t done, token_t total) {
-      progress.update(fmt::format("merges {}/{} ({:.1f} s)", done, total, seconds_since(t0)), seconds_since(t0),
-                      done == total);
+    const auto show = [&](token_t ids, bool last) {
+      progress.update(fmt::format("merges {}/{} ({:.1f} s)", ids - fixed, o.vocab_size - fixed, seconds_since(t0)),
+                      seconds_since(t0), last);
     };
+    o.progress = [&](token_t done, token_t) { show(done, false); };
     Tokenizer tok = lrt::tok::train_bpe(views, o);
     const double dt = seconds_since(t0);
+    show(tok.vocab_size(), true);
     tok.save(a.str("out"));
     if (tok.vocab_size() < o.vocab_size)
-      fmt::print("warning: no pair of tokens occurs twice any more: {} ids instead of --vocab-size {}\n",
-                 tok.vocab_size(), o.vocab_size);
+      fmt::print(
+          "warning: every piece of the text is one token, nothing is left to merge: {} ids instead of "
+          "--vocab-size {}\n",
+          tok.vocab_size(), o.vocab_size);
     std::size_t tokens = 0, bytes = 0;
     for (const auto& ids : tok.encode_documents(views, 0)) tokens += ids.size();
     for (const auto& d : docs) bytes += d.text.size();
     fmt::print(
-        "trained {} ranks + {} specials on {} docs, {} bytes in {:.2f} s; {:.3f} bytes/token on them\nwrote {} ({})\n",
-        tok.num_ranks(), tok.specials().size(), docs.size(), bytes, dt, tokens ? double(bytes) / double(tokens) : 0.0,
-        a.str("out"), tok.fingerprint());
+        "trained {} ranks (256 bytes + {} merges) + {} special{} = {} ids on {} docs, {} bytes in {:.2f} s; {:.3f} "
+        "bytes/token on them\nwrote {} ({})\n",
+        tok.num_ranks(), tok.num_ranks() - 256, tok.specials().size(), tok.specials().size() == 1 ? "" : "s",
+        tok.vocab_size(), docs.size(), bytes, dt, tokens ? double(bytes) / double(tokens) : 0.0, a.str("out"),
+        tok.fingerprint());
     return 0;
   });
 }
@@ -290,6 +298,7 @@ int main(int argc, char** argv) {
   if (cmd == "stats") return stats(argc - 1, argv + 1);
   if (cmd == "convert") return convert(argc - 1, argv + 1);
   if (cmd == "ranks") return ranks(argc - 1, argv + 1);
+  if (cmd == "--version") return lrt_print_version("lrt-tokenizer"), 0;
   const bool help = cmd == "--help" || cmd == "-h";
   std::fprintf(help ? stdout : stderr,
                "%susage: lrt-tokenizer COMMAND [options]   (COMMAND --help for its options)\n"
@@ -298,7 +307,8 @@ int main(int argc, char** argv) {
                "  decode   write the bytes of ids\n"
                "  stats    bytes per token on a corpus, encoding speed\n"
                "  convert  lrt's tokenizer file from a tiktoken rank file + pattern + specials\n"
-               "  ranks    a tiktoken rank file from lrt's tokenizer file\n",
+               "  ranks    a tiktoken rank file from lrt's tokenizer file\n"
+               "  --version  the program's name and the git description it was built from\n",
                help ? ""
                     : (cmd.empty() ? "error: no command\n\n"
                                    : ("error: unknown command '" + cmd + "' (known: " + commands + ")\n\n").c_str()));

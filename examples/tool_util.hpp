@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "lrt_version.h"
 
 namespace tool {
 
@@ -36,6 +39,25 @@ inline std::optional<double> parse_finite(const std::string& s) {
   }
   if (s.empty() || used != s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
+}
+
+/// All of s as an integer: digits ("1000"), or a decimal or scientific spelling of an exact
+/// integer ("1e3", "1000.0", "2.5e3"); nullopt for anything else ("1.5", "1e3x", "0x10", ""). A
+/// value past long long's range comes back as its nearest end (for the caller's range check).
+inline std::optional<long long> parse_integer(const std::string& s) {
+  std::size_t used = 0;
+  try {
+    const long long v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {  // not digits, or past long long's range: read as a number below
+  }
+  if (s.find_first_not_of("0123456789+-.eE") != std::string::npos) return std::nullopt;
+  const std::optional<double> d = parse_finite(s);
+  if (!d || *d != std::trunc(*d)) return std::nullopt;
+  constexpr double end = 9223372036854775808.0;  // 2^63
+  if (*d >= end) return std::numeric_limits<long long>::max();
+  if (*d < -end) return std::numeric_limits<long long>::min();
+  return static_cast<long long>(*d);
 }
 
 class Args {
@@ -58,12 +80,16 @@ class Args {
   }
 
   /// Parses argv; throws UsageError for unknown options, missing values or required options.
-  /// Returns false when --help was asked (usage printed).
+  /// Returns false when --help (usage printed) or --version (`lrt-train 9f8cdb5`) was asked.
   bool parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       if (a == "--help" || a == "-h") {
         std::fputs(usage().c_str(), stdout);
+        return false;
+      }
+      if (a == "--version") {
+        lrt_print_version(prog_.substr(0, prog_.find(' ')).c_str());  // "lrt-tokenizer train" -> lrt-tokenizer
         return false;
       }
       const std::string head = a.substr(0, a.find('='));  // "-n", "--temp=0.7" -> "--temp"
@@ -96,19 +122,13 @@ class Args {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
     return find(name)->def;
   }
-  /// An integer option within [lo, hi].
+  /// An integer option within [lo, hi] (spelled as parse_integer reads it: 1000, 1e3, ...).
   long long integer(const std::string& name, long long lo, long long hi) const {
     const std::string s = str(name);
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (s.empty() || used != s.size()) throw UsageError(fmt::format("--{} expects an integer, got '{}'", name, s));
-    if (v < lo || v > hi) throw UsageError(fmt::format("--{} must be in [{}, {}], got {}", name, lo, hi, v));
-    return v;
+    const std::optional<long long> v = parse_integer(s);
+    if (!v) throw UsageError(fmt::format("--{} expects an integer, got '{}'", name, s));
+    if (*v < lo || *v > hi) throw UsageError(fmt::format("--{} must be in [{}, {}], got {}", name, lo, hi, s));
+    return *v;
   }
   /// A finite number within [lo, hi].
   double number(const std::string& name, double lo, double hi) const {
@@ -138,7 +158,9 @@ class Args {
         u += " (default " + o.def + ")";
       u += "\n";
     }
-    return u + "  --help                    this text\n";
+    return u +
+           "  --help                    this text\n"
+           "  --version                 the program's name and the git description it was built from\n";
   }
 
  private:
@@ -156,6 +178,9 @@ class Args {
   std::map<std::string, std::string> values_;
   std::map<std::string, std::string> aliases_;  // spelling -> option name
 };
+
+/// The help of --threads N, which apply_threads reads.
+inline constexpr const char* threads_help = "threads of lrt's thread pool (as LRT_NUM_THREADS, which it overrides)";
 
 /// --threads N: the size of lrt's thread pool (as LRT_NUM_THREADS, which it overrides); call
 /// before anything runs a kernel.

@@ -3,10 +3,20 @@
 // DIR/optim.safetensors, DIR/log.csv and DIR/loss.svg.
 //   lrt-train --preset tiny --data ~/.cache/lrt-data/brown/package --time 600 --out runs/tiny
 //   lrt-train --variant baseline --budget-forwards 5e6 ...   (matched compute)
+#include <fmt/ranges.h>
+
 #include "runner.hpp"
 #ifdef LRT_TOOLS_MPI
 #include <lrt/dist/mpi.hpp>
 #endif
+
+/// The variants of this build's (variant, schedule) pairs, in the registry's order: "baseline, lrt, ...".
+static std::string variant_names() {
+  std::vector<std::string> names;
+  for (const auto& e : tool::registry())
+    if (std::find(names.begin(), names.end(), e.variant) == names.end()) names.push_back(e.variant);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 /// The number of ranks an MPI launcher started (1 without one).
 [[maybe_unused]] static int launched_ranks() {
@@ -17,9 +27,8 @@
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-train", "Trains an LRT or the baseline GPT on text, as bytes or BPE tokens (docs/model.md).");
-  a.option("preset", "NAME", "model preset: tiny, small, medium", "tiny")
-      .option("variant", "NAME", "baseline, lrt, lrt-release, residual, kv, lrt-src1, lrt-src2 (--list-variants)",
-              "lrt")
+  a.option("preset", "NAME", fmt::format("model preset: {}", fmt::join(lrt::preset_names(), ", ")), "tiny")
+      .option("variant", "NAME", fmt::format("{} (--list-variants: with their schedules)", variant_names()), "lrt")
       .option("schedule", "SPEC",
               "standard, interleaved:S, multirefine:K, chunked:C, exact (default: the variant's first)")
       .flag("kv-refresh",
@@ -29,8 +38,11 @@ int main(int argc, char** argv) {
       .flag("list-variants", "print the (variant, schedule) pairs of this build and exit")
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus", "", true)
       .option("out", "DIR", "checkpoint directory (model, optimizer state, log.csv, loss.svg)", "", true)
+      .flag("force", "--out may hold another run: replace its files (each one named) instead of refusing")
       .option("steps", "N", "optimizer steps (the schedules' horizon)")
-      .option("time", "SECONDS", "time budget: the horizon is fixed after timing 10 warm-up steps")
+      .option("time", "SECONDS",
+              "wall-time budget of the whole run: the horizon and the evaluations are planned after timing a few "
+              "warm-up steps and one evaluation")
       .option("budget-forwards", "F", "compute budget in token-forwards: N = F / (tokens per step x pass factor)")
       .option("tokens-per-param", "R", "horizon otherwise: R x matmul params tokens", "12")
       .option("batch-rows", "B", "rows of T tokens per optimizer step (preset: tiny 32, small 16, medium 32)")
@@ -77,6 +89,7 @@ int main(int argc, char** argv) {
               "(0: only at the end)",
               "0")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
+      .option("threads", "N", tool::threads_help)
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
@@ -115,15 +128,23 @@ int main(int argc, char** argv) {
         return 0;
       }
     if (!a.parse(argc, argv)) return 0;
-    tool::device_choice(a);                      // a bad --device or --precision fails before any work
-    if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
-      const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
-      const lrt::CheckpointSchedule cs = lrt::checkpoint_schedule(r);
-      return tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule).train(a);
+    tool::apply_threads(a);
+    tool::device_choice(a);  // a bad --device or --precision fails before any work
+    try {
+      if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
+        const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
+        const lrt::CheckpointSchedule cs = lrt::checkpoint_schedule(r);
+        return tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule).train(a);
+      }
+      return tool::find_entry(a.str("variant"), a.str("schedule")).train(a);
+    } catch (const tool::Interrupted& i) {  // before the first step: nothing to save
+      std::fprintf(stderr, "lrt-train: stopped by %s before training started; nothing was saved\n",
+                   tool::signal_name(i.signal));
+      return 128 + i.signal;
     }
-    return tool::find_entry(a.str("variant"), a.str("schedule")).train(a);
   });
-  if (rc != 0 && group != nullptr && group->size() > 1) {
+  // A stop by SIGINT/SIGTERM (exit 128 + the signal) is agreed on by every rank: no abort.
+  if (rc != 0 && rc != 128 + SIGINT && rc != 128 + SIGTERM && group != nullptr && group->size() > 1) {
     std::fprintf(stderr, "lrt-train: rank %d of %d stopped with exit code %d: ending the job\n", group->rank(),
                  group->size(), rc);
     group->abort(rc);

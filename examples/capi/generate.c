@@ -1,16 +1,34 @@
 /* examples/capi/generate.c: greedy continuation of a prompt through lrt's C API (include/lrt.h),
  * compiled as C. For byte-tokenizer checkpoints: prints the prompt, then each new token's byte (a
  * BOS as two newlines), then a newline, as lrt-generate --temp 0 does.
- *   lrt-c-generate CHECKPOINT PROMPT N */
+ *   lrt-c-generate CHECKPOINT PROMPT N      (--help, --version) */
 #include <lrt.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lrt_version.h"
+
+static const char* const usage =
+    "usage: lrt-c-generate CHECKPOINT PROMPT N\n"
+    "Greedy decoding of N tokens after PROMPT (bytes; a BOS in front) through lrt's C API (include/lrt.h).\n"
+    "  CHECKPOINT  a model.safetensors of lrt-train, or an int8/bf16 file of lrt-quantize\n"
+    "  N           new tokens, in [0, 1000000]\n"
+    "  --help      this text\n"
+    "  --version   the program's name and the git description it was built from\n";
+
 int main(int argc, char** argv) {
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    lrt_print_version("lrt-c-generate");
+    return 0;
+  }
   if (argc != 4) {
-    fprintf(stderr, "usage: lrt-c-generate CHECKPOINT PROMPT N\n");
+    fputs(usage, stderr);
     return 2;
   }
   char* end = NULL;

@@ -3,7 +3,7 @@
 // threads (LRT_SINGLE_THREAD): the checkpoint is mapped, not read (its weights are used where
 // they lie), the decoder's state is one arena laid out before the first token, and no call after
 // that allocates. Prints what lrt-c-generate prints for the same arguments.
-//   lrt-embedded-generate CHECKPOINT PROMPT N [--stats]
+//   lrt-embedded-generate CHECKPOINT PROMPT N [--stats]      (--help, --version)
 // CHECKPOINT: a .safetensors file, or a run's directory (its model.safetensors).
 // --stats: the memory it used, on stderr: file bytes mapped, the arena, weights copied because they
 // were not aligned in the file, the peak resident set, and (in the allocation-counting build,
@@ -24,6 +24,8 @@
 #include <lrt/decode/sampler.hpp>
 #include <lrt/model/config_json.hpp>
 #include <lrt/model/variant_structure.hpp>
+
+#include "lrt_version.h"
 
 #if defined(LRT_EMBEDDED_COUNT_ALLOCATIONS)
 // Every heap allocation of the process passes through these (glibc's allocator underneath).
@@ -55,6 +57,16 @@ int posix_memalign(void** out, std::size_t al, std::size_t n) {
 #endif
 
 namespace {
+
+const char* const usage =
+    "usage: lrt-embedded-generate CHECKPOINT PROMPT N [--stats]\n"
+    "Greedy decoding of N tokens after PROMPT (bytes; a BOS in front) from a mapped checkpoint, without\n"
+    "exceptions, threads or allocation after load. Decodes the variants baseline, lrt and lrt-release.\n"
+    "  CHECKPOINT  a .safetensors file (f32, int8 or bf16), or a run's directory (its model.safetensors)\n"
+    "  N           new tokens, in [0, 1000000]\n"
+    "  --stats     the memory it used, on stderr (mapped, arena, spill bytes, peak resident set)\n"
+    "  --help      this text\n"
+    "  --version   the program's name and the git description it was built from\n";
 
 /// The peak resident set (VmHWM) in KiB, or -1.
 long peak_rss_kib() {
@@ -135,11 +147,11 @@ int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::ModelConfi
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0))
+    return std::fputs(usage, stdout), 0;
+  if (argc > 1 && std::strcmp(argv[1], "--version") == 0) return lrt_print_version("lrt-embedded-generate"), 0;
   const bool stats = argc == 5 && std::strcmp(argv[4], "--stats") == 0;
-  if (argc != 4 && !stats) {
-    std::fprintf(stderr, "usage: lrt-embedded-generate CHECKPOINT PROMPT N [--stats]\n");
-    return 2;
-  }
+  if (argc != 4 && !stats) return std::fputs(usage, stderr), 2;
   char* end = nullptr;
   const long n = std::strtol(argv[3], &end, 10);
   if (*argv[3] == '\0' || *end != '\0' || n < 0 || n > 1000000) {

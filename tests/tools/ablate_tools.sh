@@ -219,7 +219,7 @@ for want in '^note: lrt@multirefine:2 is not in this build: skipped$' '^note: ba
   '^lrt-ablate: 7 runs \(7 arms x 1 budgets x 1 seeds\): 0 done, 0 to resume, 7 to start' \
   '^arm baseline: lrt-train --variant baseline$' '^arm baseline\+mem-offset=2: lrt-train --variant baseline --mem-offset 2$' \
   '^arm lrt@chunked:2\+mem-offset=2: lrt-train --variant lrt --schedule chunked:2 --mem-offset 2$' \
-  '^arm my-arm: lrt-train --variant lrt --n-layer 2$' 'budget-forwards 1000 --seed 0 --data corpus.txt --out expand/runs/lrt@interleaved:2/f1e3/s0$'; do
+  '^arm my-arm: lrt-train --variant lrt --n-layer 2$' 'budget-forwards 1000 --seed 0 --data corpus.txt --out expand/runs/lrt@interleaved:2/f1e3/s0 --force$'; do
   grep -Eq -- "$want" expand.out || fail "expand: no '$want' in: $(cat expand.out)"
 done
 [ ! -e expand ] || fail "--dry-run created $work/expand"

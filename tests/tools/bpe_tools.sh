@@ -26,7 +26,8 @@ expect() {
 }
 
 echo "== lrt-tokenizer"
-expect 0 "trained 511 ranks \+ 1 specials.*wrote tok512.lrt" "$tok" train --data corpus.txt --vocab-size 512 --out tok512.lrt
+expect 0 "merges 255/255 .*trained 511 ranks \(256 bytes \+ 255 merges\) \+ 1 special = 512 ids .*wrote tok512.lrt" \
+  "$tok" train --data corpus.txt --vocab-size 512 --out tok512.lrt
 expect 0 "trained" "$tok" train --data corpus.txt --vocab-size 512 --out again.lrt --threads 2
 cmp tok512.lrt again.lrt || fail "two trainings of the same corpus differ"
 "$tok" encode --tokenizer tok512.lrt --file mixed.txt > mixed.ids || fail "encode"

@@ -96,6 +96,13 @@ TEST_CASE("gpt: parameter names, shapes and counts follow the spec") {
   bad.window_pattern = "SXL";
   CHECK_THROWS_WITH_AS(lrt::GPT<float>{bad}, doctest::Contains("window_pattern"), lrt::Error);
   CHECK_THROWS_WITH_AS(lrt::preset("huge"), doctest::Contains("unknown preset 'huge'"), lrt::Error);
+  // preset_names(): what preset() takes (each a valid config) and what its error lists.
+  const std::vector<std::string_view> presets = lrt::preset_names();
+  CHECK(presets == std::vector<std::string_view>{"tiny", "small", "medium", "d12", "d20", "d24"});
+  for (const std::string_view n : presets) CHECK(lrt::preset(n).status().ok());
+  CHECK(lrt::preset("d12").n_embd == 768);
+  CHECK_THROWS_WITH_AS(lrt::preset("huge"), doctest::Contains("(known: tiny, small, medium, d12, d20, d24)"),
+                       lrt::Error);
 }
 
 TEST_CASE("gpt: gradients of the whole model match finite differences (double)") {

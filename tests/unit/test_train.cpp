@@ -501,8 +501,8 @@ TEST_CASE("time plan: a short budget trains most of the time; evaluations shrink
   c.eval_tokens = 65536, c.min_eval_tokens = 4096;
   const lrt::TimePlan p = lrt::plan_time_budget(c);
   CHECK(p.left == doctest::Approx(55));
-  CHECK(p.steps >= 50);                        // the old plan gave 1
-  CHECK(p.train_seconds >= 0.85 * p.left);     // most of the time trains
+  CHECK(p.steps >= 50);                     // the old plan gave 1
+  CHECK(p.train_seconds >= 0.85 * p.left);  // most of the time trains
   CHECK(p.eval_seconds + p.final_seconds <= 0.1 * p.left + 1e-9);
   CHECK(p.eval_tokens < 65536);
   CHECK(p.eval_tokens >= 4096);
@@ -556,8 +556,12 @@ TEST_CASE("time plan: over many made-up costs the parts never exceed the time le
     c.eval_tokens = 1 + static_cast<std::int64_t>(100000 * u()), c.min_eval_tokens = 4096;
     c.eval_every = u() < 0.5 ? 0 : 1 + static_cast<std::int64_t>(50 * u());
     c.eval_tokens_fixed = u() < 0.3;
-    CAPTURE(c.budget), CAPTURE(c.elapsed), CAPTURE(c.step), CAPTURE(c.eval_per_token), CAPTURE(c.eval_tokens),
-        CAPTURE(c.eval_every);
+    CAPTURE(c.budget);
+    CAPTURE(c.elapsed);
+    CAPTURE(c.step);
+    CAPTURE(c.eval_per_token);
+    CAPTURE(c.eval_tokens);
+    CAPTURE(c.eval_every);
     const lrt::TimePlan p = lrt::plan_time_budget(c);
     REQUIRE(p.steps >= 1);
     REQUIRE(p.eval_tokens >= 1);

@@ -4,9 +4,11 @@
 // Not here: the structural (compile-time) variant choices (model/gpt.hpp) and JSON (model/checkpoint.hpp).
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "../core/status.hpp"
@@ -125,31 +127,42 @@ struct ModelConfig {
   void validate() const { throw_if_error(status()); }
 };
 
-/// The presets of spec §10: tiny, small, medium (CPU, bytes) and d12, d20, d24 (GPU).
+namespace detail {
+/// The presets of spec §10, one row each (n_kv_head = n_head): tiny, small, medium (CPU, bytes:
+/// 256 + BOS ids) and d12, d20, d24 (GPU, a 32,768-id BPE tokenizer).
+struct PresetSizes {
+  std::string_view name;
+  index_t n_layer, n_embd, n_head, sequence_len, vocab_size;
+};
+inline constexpr std::array<PresetSizes, 6> presets{{
+    {"tiny", 4, 128, 4, 128, 257},
+    {"small", 6, 256, 4, 256, 257},
+    {"medium", 8, 512, 8, 256, 257},
+    {"d12", 12, 768, 6, 2048, 32768},
+    {"d20", 20, 1280, 10, 2048, 32768},
+    {"d24", 24, 1536, 12, 2048, 32768},
+}};
+}  // namespace detail
+
+/// The names preset() takes, in the order of spec §10: tiny, small, medium, d12, d20, d24.
+inline std::vector<std::string_view> preset_names() {
+  std::vector<std::string_view> names;
+  for (const detail::PresetSizes& p : detail::presets) names.push_back(p.name);
+  return names;
+}
+
+/// The preset `name` (one of preset_names()).
 inline ModelConfig preset(std::string_view name) {
-  ModelConfig c;
-  auto bytes = [&](index_t L, index_t d, index_t H, index_t T) {
-    c.n_layer = L, c.n_embd = d, c.n_head = H, c.n_kv_head = H, c.sequence_len = T, c.vocab_size = 257;
-  };
-  auto gpu = [&](index_t L, index_t d, index_t H) {
-    c.n_layer = L, c.n_embd = d, c.n_head = H, c.n_kv_head = H, c.sequence_len = 2048, c.vocab_size = 32768;
-  };
-  if (name == "tiny")
-    bytes(4, 128, 4, 128);
-  else if (name == "small")
-    bytes(6, 256, 4, 256);
-  else if (name == "medium")
-    bytes(8, 512, 8, 256);
-  else if (name == "d12")
-    gpu(12, 768, 6);
-  else if (name == "d20")
-    gpu(20, 1280, 10);
-  else if (name == "d24")
-    gpu(24, 1536, 12);
-  else
-    ::lrt::throw_error("config",
-                       detail::str_cat("unknown preset '", name, "' (known: tiny, small, medium, d12, d20, d24)"));
-  return c;
+  for (const detail::PresetSizes& p : detail::presets)
+    if (p.name == name) {
+      ModelConfig c;
+      c.n_layer = p.n_layer, c.n_embd = p.n_embd, c.n_head = c.n_kv_head = p.n_head;
+      c.sequence_len = p.sequence_len, c.vocab_size = p.vocab_size;
+      return c;
+    }
+  std::string known;
+  for (const std::string_view n : preset_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+  ::lrt::throw_error("config", detail::str_cat("unknown preset '", name, "' (known: ", known, ")"));
 }
 
 }  // namespace v0

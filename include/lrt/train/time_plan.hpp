@@ -24,15 +24,15 @@ inline namespace v0 {
 
 /// What the plan is made from: seconds, measured by the caller, and the evaluation settings.
 struct TimePlanCosts {
-  double budget = 0;            // the whole budget (s)
-  double elapsed = 0;           // already spent: loading, building, timing (s)
-  double step = 0;              // one optimizer step (s)
-  double eval_per_token = 0;    // one evaluation, per validation target token (s)
-  double final_per_token = 0;   // the extra evaluation at the end, per token (s): the LRT's sequential score
-  double reserve = 0;           // the end's fixed costs: the last checkpoint and summary (s)
-  std::int64_t eval_tokens = 65536;  // tokens per evaluation asked for
-  bool eval_tokens_fixed = false;    // given by the user: kept
-  std::int64_t eval_every = 0;       // steps between evaluations; 0: the default (about `evaluations`)
+  double budget = 0;                    // the whole budget (s)
+  double elapsed = 0;                   // already spent: loading, building, timing (s)
+  double step = 0;                      // one optimizer step (s)
+  double eval_per_token = 0;            // one evaluation, per validation target token (s)
+  double final_per_token = 0;           // the extra evaluation at the end, per token (s): the LRT's sequential score
+  double reserve = 0;                   // the end's fixed costs: the last checkpoint and summary (s)
+  std::int64_t eval_tokens = 65536;     // tokens per evaluation asked for
+  bool eval_tokens_fixed = false;       // given by the user: kept
+  std::int64_t eval_every = 0;          // steps between evaluations; 0: the default (about `evaluations`)
   std::int64_t min_eval_tokens = 4096;  // the smallest evaluation worth making (one batch)
   int evaluations = 11;                 // evaluations of the default schedule (N/10 apart, and the end)
   double eval_share = 0.1;              // what evaluations may take of the time left, at most
@@ -45,10 +45,10 @@ struct TimePlan {
   std::int64_t steps = 1;
   std::int64_t eval_every = 1;
   std::int64_t eval_tokens = 0;
-  int evaluations = 1;   // how many the run makes (with the last step's)
-  double left = 0;       // budget - elapsed
+  int evaluations = 1;  // how many the run makes (with the last step's)
+  double left = 0;      // budget - elapsed
   double train_seconds = 0, eval_seconds = 0, final_seconds = 0;
-  std::string warning;   // non-empty: the budget is too small for a useful run, with the numbers
+  std::string warning;  // non-empty: the budget is too small for a useful run, with the numbers
 };
 
 namespace detail {
@@ -71,9 +71,9 @@ inline TimePlan plan_time_budget(const TimePlanCosts& c) {
             std::isfinite(c.final_per_token) && c.final_per_token >= 0 && std::isfinite(c.reserve) && c.reserve >= 0,
         "--time", "the plan needs finite, positive costs: budget ", c.budget, " s, elapsed ", c.elapsed, " s, step ",
         c.step, " s, evaluation ", c.eval_per_token, " s/token, final ", c.final_per_token, " s/token");
-  check(c.eval_tokens >= 1 && c.eval_every >= 0 && c.evaluations >= 1 && c.eval_share > 0 && c.eval_share < 1,
-        "--time", "bad evaluation settings: ", c.eval_tokens, " tokens, every ", c.eval_every, " steps, ",
-        c.evaluations, " evaluations, share ", c.eval_share);
+  check(c.eval_tokens >= 1 && c.eval_every >= 0 && c.evaluations >= 1 && c.eval_share > 0 && c.eval_share < 1, "--time",
+        "bad evaluation settings: ", c.eval_tokens, " tokens, every ", c.eval_every, " steps, ", c.evaluations,
+        " evaluations, share ", c.eval_share);
   TimePlan p;
   p.left = std::max(0.0, c.budget - c.elapsed - c.reserve);
   const double cap = c.eval_share * p.left;
@@ -108,12 +108,12 @@ inline TimePlan plan_time_budget(const TimePlanCosts& c) {
   p.eval_seconds = static_cast<double>(E) * c.eval_per_token * p.evaluations;
   p.final_seconds = static_cast<double>(E) * c.final_per_token;
   if (n < c.useful_steps) {
-    const double want = c.elapsed + c.reserve + static_cast<double>(c.useful_steps) * c.step +
-                        static_cast<double>(std::min(c.min_eval_tokens, c.eval_tokens)) *
-                            (c.eval_per_token + c.final_per_token);
+    const double want =
+        c.elapsed + c.reserve + static_cast<double>(c.useful_steps) * c.step +
+        static_cast<double>(std::min(c.min_eval_tokens, c.eval_tokens)) * (c.eval_per_token + c.final_per_token);
     p.warning = "the budget of " + detail::seconds_text(c.budget) + " leaves " + detail::seconds_text(p.left) +
-                " after " + detail::seconds_text(c.elapsed) + " of setup and timing: " + std::to_string(n) +
-                " step" + (n == 1 ? "" : "s") + " at " + detail::seconds_text(c.step, 3) + "/step, fewer than the " +
+                " after " + detail::seconds_text(c.elapsed) + " of setup and timing: " + std::to_string(n) + " step" +
+                (n == 1 ? "" : "s") + " at " + detail::seconds_text(c.step, 3) + "/step, fewer than the " +
                 std::to_string(c.useful_steps) + " a useful run needs; give --time " +
                 std::to_string(static_cast<long long>(std::ceil(want * 1.1))) + " or more";
   }

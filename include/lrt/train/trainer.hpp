@@ -190,7 +190,7 @@ inline OpenedCheckpoint open_checkpoint(const std::string& path) {
       return std::move(*c);
     }
     ::lrt::throw_error("checkpoint", "'" + path + "': no complete checkpoint: " + why + ", no complete directory in '" +
-                                     ckdir + "', and " + w);
+                                         ckdir + "', and " + w);
   }
   // A step directory itself, or a run written in the one-level layout (DIR/model + DIR/optim).
   if (!fs::is_directory(path, ec)) ::lrt::throw_error("checkpoint", "'" + path + "': no such checkpoint directory");
@@ -798,7 +798,7 @@ class Trainer {
           all_losses.push_back(v);
         }
         for (std::size_t i = 0; i < slots_.size(); ++i)
-          if (x[local_losses.size() * sizeof(float) + i] != 0) any[i] = 1;  // some rank has one
+          if (x[local_losses.size() * sizeof(float) + i] != 0) any[i] = 1;    // some rank has one
         s.stop_signal = std::max(s.stop_signal, static_cast<int>(x.back()));  // the same on every rank
       }
     }
