@@ -74,11 +74,10 @@ inline void check_stop() {
 // ---------------------------------------------------------------------------------------------
 // The --out folder
 
-/// What lrt-train writes into --out DIR besides the checkpoints (lrt::Trainer::save: latest,
-/// checkpoints/, model.safetensors, optim.safetensors).
-inline constexpr std::string_view run_files[] = {"log.csv", "loss.svg", "memory.csv", "summary.json", "tokenizer.lrt"};
-inline constexpr std::string_view checkpoint_files[] = {"latest", "checkpoints", "model.safetensors",
-                                                        "optim.safetensors"};
+/// Every name lrt-train writes into --out DIR: its logs, then what lrt::Trainer::save writes.
+inline constexpr std::string_view run_entries[] = {"log.csv",      "loss.svg",          "memory.csv",
+                                                   "summary.json", "tokenizer.lrt",     "latest",
+                                                   "checkpoints",  "model.safetensors", "optim.safetensors"};
 
 /// lrt-train's --out: checked before any work, and cleaned up after a failure.
 ///  - A folder that holds anything but this run's own files is refused (a usage error saying what
@@ -106,11 +105,9 @@ class OutDir {
     }
     lrt::ensure_writable_directory(dir_);
     lrt::detail::remove_stale_save_files(dir_, dir_ + "/checkpoints",
-                                         {run_files[0], run_files[1], run_files[2], run_files[3], run_files[4]});
-    for (const auto names :
-         {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
-      for (const std::string_view n : names)
-        if (!fs::exists(dir_ + "/" + std::string(n), ec)) added_.emplace_back(n);
+                                         {"log.csv", "loss.svg", "memory.csv", "summary.json", "tokenizer.lrt"});
+    for (const std::string_view n : run_entries)
+      if (!fs::exists(dir_ + "/" + std::string(n), ec)) added_.emplace_back(n);
   }
   OutDir(const OutDir&) = delete;
   OutDir& operator=(const OutDir&) = delete;
@@ -156,7 +153,6 @@ class OutDir {
   }
   /// "at step 244 (latest: checkpoints/step-000244), 3 checkpoints" or "no checkpoint".
   std::string describe_run() const {
-    std::error_code ec;
     try {
       const lrt::CheckpointLocation at = lrt::find_checkpoint(dir_);
       const auto steps = lrt::detail::step_dirs(dir_ + "/checkpoints");
@@ -167,10 +163,8 @@ class OutDir {
     }
   }
   static bool is_run_entry(const std::string& n) {
-    for (const auto names :
-         {std::span<const std::string_view>(run_files), std::span<const std::string_view>(checkpoint_files)})
-      for (const std::string_view f : names)
-        if (n == f || lrt::detail::is_stale_temporary(n, {f})) return true;
+    for (const std::string_view f : run_entries)
+      if (n == f || lrt::detail::is_stale_temporary(n, {f})) return true;
     return n.rfind(".lrt-write-probe.", 0) == 0;
   }
   static std::string list(const std::vector<std::string>& names) {
