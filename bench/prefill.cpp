@@ -99,7 +99,11 @@ int main(int argc, char** argv) {
     if (ckpt.empty() || data.empty())
       throw lrt::Error("lrt-bench-prefill", "give --checkpoint and --data (see --help)");
     const auto r = lrt::st::Reader::open(ckpt);
-    const lrt::ModelConfig cfg = lrt::read_model_config(r);
+    const lrt::CheckpointInfo info = lrt::read_checkpoint(r);  // the one loader's checks
+    lrt::check(info.run.structure == lrt::structure_of<V>(), "lrt-bench-prefill", "the checkpoint holds variant ",
+               lrt::variant_label(info.run.structure), "; this benchmark measures ",
+               lrt::variant_label(lrt::structure_of<V>()));
+    const lrt::ModelConfig& cfg = info.config;
     lrt::check(cfg.vocab_size == 257, "lrt-bench-prefill", "the checkpoint's vocabulary has ", cfg.vocab_size,
                " ids: this benchmark feeds bytes (a byte-tokenizer model, vocabulary 257)");
     lrt::Model<V, float> model(cfg, 0);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
       throw tool::UsageError(
           fmt::format("--out '{}' is the checkpoint itself: write the quantized copy elsewhere", out));
     const auto r = lrt::st::Reader::open(in);
+    lrt::read_checkpoint(r);  // the one loader's checks: a damaged file is refused, not quantized
     lrt::QuantizeReport rep;
     const lrt::st::Writer w = lrt::quantize_checkpoint(r, format, group, &rep);
     w.write(out);

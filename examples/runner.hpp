@@ -121,15 +121,17 @@ struct CheckpointRun {
   lrt::ModelConfig config;
   lrt::CheckpointSchedule schedule;
 };
+/// Every check of the one loader (lrt::read_checkpoint, model/checkpoint_file.hpp) runs here.
 inline CheckpointRun checkpoint_run(const Args& a, const lrt::st::Reader& r) {
   if (a.has("config")) {
     const std::string text = lrt::read_file(a.str("config"), "config");
     const auto j = lrt::json::parse(text, a.str("config"));
-    auto cfg = lrt::config_from_json(j, nullptr, "'" + a.str("config") + "'");
-    return {std::move(cfg), lrt::checkpoint_schedule(r, &j)};
+    lrt::config_from_json(j, nullptr, "'" + a.str("config") + "'");  // its errors name --config's file
+    lrt::CheckpointInfo info = lrt::read_checkpoint(r, &j);
+    return {std::move(info.config), std::move(info.run)};
   }
-  auto cs = lrt::checkpoint_schedule(r);
-  return {lrt::read_model_config(r), std::move(cs)};
+  lrt::CheckpointInfo info = lrt::read_checkpoint(r);
+  return {std::move(info.config), std::move(info.run)};
 }
 /// The config and (variant, schedule) of a checkpoint (checkpoint_run without the options).
 inline std::tuple<lrt::ModelConfig, lrt::VariantStructure, std::string> checkpoint_model(const Args& a,
@@ -447,8 +449,16 @@ int train_run(const tool::Args& a) {
   // run directory of the one-level layout.
   const lrt::CheckpointLocation from = resume ? lrt::find_checkpoint(a.str("resume")) : lrt::CheckpointLocation{};
   lrt::ModelConfig cfg;
+  std::optional<lrt::CheckpointInfo> resumed;  // the checkpoint resumed from, checked by the one loader
   if (resume) {
-    cfg = lrt::read_model_config(lrt::st::Reader::open(from.model_path()));
+    resumed = lrt::read_checkpoint(lrt::st::Reader::open(from.model_path()));
+    if (resumed->run.structure != lrt::structure_of<V>())
+      throw UsageError(fmt::format(
+          "--resume '{}' holds variant {}, trained with {}, not --variant {}: drop --variant to continue it, or give "
+          "--variant {}",
+          a.str("resume"), lrt::variant_label(resumed->run.structure), resumed->run.schedule,
+          lrt::variant_label(lrt::structure_of<V>()), resumed->run.variant));
+    cfg = resumed->config;
   } else {
     try {
       cfg = lrt::preset(preset);
@@ -531,10 +541,7 @@ int train_run(const tool::Args& a) {
                                  o.warmup_frac, o.warmdown_frac));
   // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
   lrt::ScheduleOptions sched_opts;
-  if (resume) {
-    const auto cs = lrt::checkpoint_schedule(lrt::st::Reader::open(from.model_path()));
-    if (cs.schedule == lrt::schedule_spec<Sched>()) sched_opts = cs.options;
-  }
+  if (resume && resumed->run.schedule == lrt::schedule_spec<Sched>()) sched_opts = resumed->run.options;
   if (a.has("kv-refresh")) sched_opts.kv_refresh = true;
   if (a.has("loss-weights")) sched_opts.loss_weights = parse_weights(a.str("loss-weights"));
   if (a.has("detach")) sched_opts.detach = true;
@@ -565,7 +572,7 @@ int train_run(const tool::Args& a) {
   // The tokenizer: the checkpoint's when resuming (--tokenizer, if given, must be the same), a
   // tokenizer file, one trained here on the training split (--vocab-size), or bytes.
   lrt::data::TextTokenizer tok;
-  if (resume) tok = lrt::data::TextTokenizer::from_metadata(lrt::st::Reader::open(from.model_path()));
+  if (resume && resumed->bpe) tok = lrt::data::TextTokenizer(resumed->bpe);
   if (a.has("tokenizer")) {
     const auto given = lrt::data::TextTokenizer::load(a.str("tokenizer"));
     if (resume && !(given == tok))

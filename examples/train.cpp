@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     try {
       if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
         const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
-        const lrt::CheckpointSchedule cs = lrt::checkpoint_schedule(r);
+        const lrt::CheckpointSchedule cs = lrt::read_checkpoint(r).run;  // the one loader's checks
         return tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule).train(a);
       }
       return tool::find_entry(a.str("variant"), a.str("schedule")).train(a);

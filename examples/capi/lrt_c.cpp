@@ -1,10 +1,13 @@
 // examples/capi/lrt_c.cpp: the implementation of lrt's C API (include/lrt.h) over the lean
-// decoder. A checkpoint's structure selects one of the variants compiled here (baseline, lrt,
-// lrt-release); every lrt::Error and std::exception becomes a status and lrt_last_error(). The
+// decoder. A checkpoint is read by the one loader (lrt::read_checkpoint: every program's checks)
+// and its structure selects one of the variants of lrt::LeanVariants (baseline, lrt, lrt-release);
+// text goes through the tokenizer it records. Every lrt::Error and std::exception becomes a status
+// and lrt_last_error(). The
 // file is mapped, and the decoder reads its weights where they lie (decode/lean_file.hpp): an
 // open model holds the mapping and the decoder's state, no copy of the weights.
 #include <lrt.h>
 
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -13,8 +16,9 @@
 #include <vector>
 
 #include <lrt/decode/lean_file.hpp>
+#include <lrt/decode/lean_variants.hpp>
 #include <lrt/decode/sampler.hpp>
-#include <lrt/model/checkpoint.hpp>
+#include <lrt/model/checkpoint_file.hpp>
 
 namespace {
 
@@ -57,7 +61,9 @@ struct DecodingOf final : Decoding {
 
 struct lrt_model {
   std::unique_ptr<Decoding> d;
-  std::vector<lrt::index_t> ids;  // lrt_prefill's tokens, widened
+  std::shared_ptr<const lrt::tok::Tokenizer> bpe;  // the checkpoint's BPE; nullptr: bytes
+  std::vector<lrt::tok::token_t> encoded;          // lrt_encode's ids
+  std::vector<lrt::index_t> ids;                   // lrt_prefill's tokens, widened
   bool started = false;
 };
 
@@ -68,27 +74,22 @@ lrt_status lrt_open(const char* path, lrt_model** out) {
   *out = nullptr;
   if (!path) return fail(LRT_ERROR_ARGUMENT, "lrt_open: checkpoint_path is NULL");
   std::unique_ptr<lrt::st::Reader> r;
-  lrt::CheckpointSchedule cs;
-  lrt::ModelConfig cfg;
+  lrt::CheckpointInfo info;
   try {
     r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::map(path));
-    cs = lrt::checkpoint_schedule(*r);
-    cfg = lrt::read_model_config(*r);
   } catch (const std::exception& e) {
     return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + e.what());
   }
+  if (const lrt::Status s = lrt::read_checkpoint(*r, info); !s.ok())
+    return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + s.message());
   try {
     auto m = std::make_unique<lrt_model>();
-    const auto is = [&](auto v) { return cs.structure == lrt::structure_of<decltype(v)>(); };
-    if (is(lrt::variants::Baseline{}))
-      m->d = std::make_unique<DecodingOf<lrt::variants::Baseline>>(cfg, *r);
-    else if (is(lrt::variants::Lrt{}))
-      m->d = std::make_unique<DecodingOf<lrt::variants::Lrt>>(cfg, *r);
-    else if (is(lrt::variants::LrtRelease{}))
-      m->d = std::make_unique<DecodingOf<lrt::variants::LrtRelease>>(cfg, *r);
-    else
-      return fail(LRT_ERROR_UNSUPPORTED, "lrt_open: '" + std::string(path) + "' holds variant '" + cs.variant +
-                                             "'; the C API decodes baseline, lrt and lrt-release");
+    m->bpe = info.bpe;
+    if (!lrt::with_variant(lrt::LeanVariants{}, info.run.structure,
+                           [&](auto v) { m->d = std::make_unique<DecodingOf<decltype(v)>>(info.config, *r); }))
+      return fail(LRT_ERROR_UNSUPPORTED, "lrt_open: '" + std::string(path) + "' holds variant " +
+                                             lrt::variant_label(info.run.structure) + "; the C API decodes " +
+                                             lrt::variant_names(lrt::LeanVariants{}));
     *out = m.release();
     return LRT_OK;
   } catch (const std::bad_alloc&) {
@@ -131,6 +132,55 @@ lrt_status lrt_step(lrt_model* m, int32_t token) {
   } catch (const std::exception& e) {
     return fail(LRT_ERROR_INTERNAL, std::string("lrt_step: ") + e.what());
   }
+}
+
+lrt_status lrt_encode(lrt_model* m, const char* text, size_t len, int32_t* ids, size_t cap, size_t* n) {
+  if (!m || (!text && len > 0) || (!ids && cap > 0) || !n)
+    return fail(LRT_ERROR_ARGUMENT, "lrt_encode: needs a model, text (or len 0), ids (or cap 0) and n");
+  *n = 0;
+  try {
+    const std::string_view t(text ? text : "", len);
+    if (m->bpe) {
+      m->encoded.clear();
+      m->bpe->encode(t, m->encoded);
+    } else {
+      m->encoded.resize(len);
+      for (std::size_t i = 0; i < len; ++i) m->encoded[i] = static_cast<unsigned char>(t[i]);
+    }
+    *n = m->encoded.size();
+    if (*n > cap)
+      return fail(LRT_ERROR_ARGUMENT, "lrt_encode: the text has " + std::to_string(*n) + " ids, more than cap " +
+                                          std::to_string(cap) + " (*n says how many)");
+    for (std::size_t i = 0; i < *n; ++i) ids[i] = static_cast<int32_t>(m->encoded[i]);
+    return LRT_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(LRT_ERROR_INTERNAL, "lrt_encode: out of memory");
+  } catch (const std::exception& e) {
+    return fail(LRT_ERROR_INTERNAL, std::string("lrt_encode: ") + e.what());
+  }
+}
+
+lrt_status lrt_token_text(const lrt_model* m, int32_t id, char* buf, size_t cap, size_t* n) {
+  if (!m || (!buf && cap > 0) || !n)
+    return fail(LRT_ERROR_ARGUMENT, "lrt_token_text: needs a model, buf (or cap 0) and n");
+  *n = 0;
+  if (id < 0 || id >= lrt_vocab_size(m))
+    return fail(LRT_ERROR_ARGUMENT, "lrt_token_text: token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                                        std::to_string(lrt_vocab_size(m)) + ")");
+  // The bytes of a byte id or a BPE rank, a BPE special's text; the byte BOS and padding ids: none.
+  char byte = static_cast<char>(id);
+  std::string_view text;
+  if (m->bpe) {
+    if (static_cast<std::size_t>(id) < m->bpe->vocab_size()) text = m->bpe->token(static_cast<lrt::tok::token_t>(id));
+  } else if (id < 256) {
+    text = std::string_view(&byte, 1);
+  }
+  *n = text.size();
+  if (text.size() > cap)
+    return fail(LRT_ERROR_ARGUMENT, "lrt_token_text: token " + std::to_string(id) + " has " +
+                                        std::to_string(text.size()) + " bytes, more than cap " + std::to_string(cap));
+  if (!text.empty()) std::memcpy(buf, text.data(), text.size());
+  return LRT_OK;
 }
 
 const float* lrt_logits(const lrt_model* m) { return m && m->started ? m->d->logits().data() : nullptr; }

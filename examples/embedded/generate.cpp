@@ -8,7 +8,8 @@
 // --stats: the memory it used, on stderr: file bytes mapped, the arena, weights copied because they
 // were not aligned in the file, the peak resident set, and (in the allocation-counting build,
 // LRT_EMBEDDED_COUNT_ALLOCATIONS) the heap allocations made after loading (must be 0).
-// Decodes the variants baseline, lrt and lrt-release (the file's "variant" metadata names it).
+// Decodes the variants of lrt::LeanVariants (baseline, lrt, lrt-release) with the tokenizer the
+// checkpoint records (bytes or its BPE); a file the one loader refuses is one error line, exit 1.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,9 +22,9 @@
 #include <sys/stat.h>
 
 #include <lrt/decode/lean_file.hpp>
+#include <lrt/decode/lean_variants.hpp>
 #include <lrt/decode/sampler.hpp>
-#include <lrt/model/config_json.hpp>
-#include <lrt/model/variant_structure.hpp>
+#include <lrt/model/checkpoint_file.hpp>
 
 #include "lrt_version.h"
 
@@ -60,8 +61,9 @@ namespace {
 
 const char* const usage =
     "usage: lrt-embedded-generate CHECKPOINT PROMPT N [--stats]\n"
-    "Greedy decoding of N tokens after PROMPT (bytes; a BOS in front) from a mapped checkpoint, without\n"
-    "exceptions, threads or allocation after load. Decodes the variants baseline, lrt and lrt-release.\n"
+    "Greedy decoding of N tokens after PROMPT (a BOS in front; the checkpoint's tokenizer: bytes or its\n"
+    "BPE) from a mapped checkpoint, without exceptions, threads or allocation after load. Decodes the\n"
+    "variants baseline, lrt and lrt-release.\n"
     "  CHECKPOINT  a .safetensors file (f32, int8 or bf16), or a run's directory (its model.safetensors)\n"
     "  N           new tokens, in [0, 1000000]\n"
     "  --stats     the memory it used, on stderr (mapped, arena, spill bytes, peak resident set)\n"
@@ -85,9 +87,11 @@ int fail(const lrt::Status& s) {
   return 1;
 }
 
+/// Greedy decoding of n tokens after text with the checkpoint's V weights (info: read_checkpoint's).
 template <class V>
-int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::ModelConfig& c, const char* text, long n,
+int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::CheckpointInfo& info, const char* text, long n,
              bool stats) {
+  const lrt::ModelConfig& c = info.config;
   lrt::LeanWeights<float> w;
   std::vector<std::byte> spill;
   if (lrt::Status s = lrt::lean_file_weights<V>(r, c, w, spill); !s.ok()) return fail(s);
@@ -100,10 +104,18 @@ int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::ModelConfi
   o.arena = arena, o.arena_bytes = need;
   std::optional<Decoder> dec;
   if (lrt::Status s = Decoder::create(std::move(w), o, dec); !s.ok()) return std::free(arena), fail(s);
+  // The prompt through the checkpoint's tokenizer: its bytes, or the BPE it records.
   const std::size_t len = std::strlen(text);
-  std::vector<lrt::index_t> prompt(len + 1);
-  prompt[0] = c.bos();
-  for (std::size_t i = 0; i < len; ++i) prompt[i + 1] = static_cast<unsigned char>(text[i]);
+  std::vector<lrt::index_t> prompt{c.bos()};
+  if (info.bpe) {
+    std::vector<lrt::tok::token_t> ids;
+    info.bpe->encode(std::string_view(text, len), ids);
+    for (const lrt::tok::token_t id : ids) prompt.push_back(static_cast<lrt::index_t>(id));
+  } else {
+    for (std::size_t i = 0; i < len; ++i) prompt.push_back(static_cast<unsigned char>(text[i]));
+  }
+  // Ids with text: the byte tokenizer's 256 bytes, or the BPE's ranks and specials.
+  const lrt::index_t text_ids = info.bpe ? static_cast<lrt::index_t>(info.bpe->vocab_size()) : 256;
   lrt::SamplerOptions greedy;
   greedy.temperature = 0;  // the first largest logit
   static char out[4096];   // stdout's buffer, so that stdio allocates none
@@ -116,10 +128,16 @@ int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::ModelConfi
   lrt::Status s = dec->try_prefill(prompt);
   for (long i = 0; s.ok() && i < n; ++i) {
     const lrt::index_t tok = lrt::sample_token<float>(dec->logits(), greedy, lrt::sample_counter(0, dec->position()));
-    if (tok == c.bos())
+    if (tok == c.bos()) {
       std::fputs("\n\n", stdout);
-    else if (tok < 256)
-      std::putchar(static_cast<int>(tok));
+    } else if (tok < text_ids) {  // as lrt-generate: a token's bytes (a special's text); padding prints nothing
+      if (info.bpe) {
+        const std::string_view bytes = info.bpe->token(static_cast<lrt::tok::token_t>(tok));
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      } else {
+        std::putchar(static_cast<int>(tok));
+      }
+    }
     if (i + 1 < n) s = dec->try_step(tok);
   }
   std::putchar('\n');
@@ -172,16 +190,16 @@ int main(int argc, char** argv) {
     std::_Exit(1);
   });
   const lrt::st::Reader r = lrt::st::Reader::over(file, file->bytes(), path);
-  const lrt::ModelConfig c = lrt::read_model_config(r);
-  const auto v = r.meta("variant");
-  const auto structure = v ? lrt::parse_variant(*v) : std::nullopt;
-  const auto is = [&](auto variant) { return structure && *structure == lrt::structure_of<decltype(variant)>(); };
+  // The one loader (lrt/model/checkpoint_file.hpp): the config, the metadata against it, the
+  // tensors and their values, and the tokenizer, checked as every other program checks them.
+  lrt::CheckpointInfo info;
+  if (lrt::Status s = lrt::read_checkpoint(r, info); !s.ok()) return fail(s);
   const std::size_t mapped = file->size();
-  if (is(lrt::variants::Baseline{})) return generate<lrt::variants::Baseline>(r, mapped, c, argv[2], n, stats);
-  if (is(lrt::variants::Lrt{})) return generate<lrt::variants::Lrt>(r, mapped, c, argv[2], n, stats);
-  if (is(lrt::variants::LrtRelease{})) return generate<lrt::variants::LrtRelease>(r, mapped, c, argv[2], n, stats);
-  std::fprintf(stderr,
-               "lrt-embedded-generate: '%s' holds variant '%s'; this program decodes baseline, lrt and lrt-release\n",
-               path.c_str(), v ? v->c_str() : "(none recorded)");
+  int rc = 1;
+  if (lrt::with_variant(lrt::LeanVariants{}, info.run.structure,
+                        [&](auto v) { rc = generate<decltype(v)>(r, mapped, info, argv[2], n, stats); }))
+    return rc;
+  std::fprintf(stderr, "lrt-embedded-generate: '%s' holds variant %s; this program decodes %s\n", path.c_str(),
+               lrt::variant_label(info.run.structure).c_str(), lrt::variant_names(lrt::LeanVariants{}).c_str());
   return 1;
 }

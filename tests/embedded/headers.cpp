@@ -4,8 +4,10 @@
 // this program is the test; running it checks the byte tokenizer's ids and a BPE round trip).
 #include <lrt/decode/lean.hpp>
 #include <lrt/decode/lean_file.hpp>
+#include <lrt/decode/lean_variants.hpp>
 #include <lrt/decode/sampler.hpp>
 #include <lrt/io/mapped_file.hpp>
+#include <lrt/model/checkpoint_file.hpp>
 #include <lrt/model/config_json.hpp>
 #include <lrt/model/variant_structure.hpp>
 #include <lrt/tokenizer/tokenizer.hpp>

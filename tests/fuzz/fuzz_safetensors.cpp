@@ -1,8 +1,10 @@
-// libFuzzer target for lrt's untrusted-input parsers: the input is parsed as a safetensors
-// file (every tensor read back as float, double and int; its metadata read as a checkpoint's
-// model config and schedule; the lean decoder's weights viewed in it) and as JSON (a parsed value must dump and
-// re-parse to itself, and is read as a release config). Anything but lrt::Error escaping, or a sanitizer report, is a
-// bug. scripts/test.sh runs it for a bounded time on every CI run (tests/fuzz/corpus: the seeds).
+// libFuzzer target for lrt's untrusted-input parsers: the input is parsed as a safetensors file
+// (every tensor read back as float, double and int; its metadata read as a checkpoint's model
+// config and schedule, and through the one loader, read_checkpoint, whose two forms must agree;
+// the lean decoder's weights viewed in it) and as JSON (a parsed value must dump and re-parse to
+// itself, and is read as a release config). Anything but lrt::Error escaping, or a sanitizer
+// report, is a bug. scripts/test.sh runs it for a bounded time on every CI run (tests/fuzz/corpus:
+// the seeds).
 //   ./lrt_fuzz_safetensors -max_len=4096 corpus_dir/
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)lrt::lean_file_weights<lrt::variants::Baseline>(r, lrt::read_model_config(r), w, spill);
     });
     rejects_cleanly([&] { (void)lrt::checkpoint_schedule(r); });
+    // The one loader (model/checkpoint_file.hpp): its Status form throws nothing (with
+    // exceptions), and its throwing form fails with the same message.
+    {
+      lrt::CheckpointInfo info;
+      const lrt::Status s = lrt::read_checkpoint(r, info);
+      try {
+        (void)lrt::read_checkpoint(r);
+        if (!s.ok()) std::abort();
+      } catch (const lrt::Error& e) {
+        if (s.ok()) std::abort();
+      }
+    }
     for (const std::string& name : r.names()) {
       const auto shape = r.shape(name);
       rejects_cleanly([&] { (void)r.read_f32(name, shape); });

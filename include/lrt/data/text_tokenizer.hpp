@@ -25,6 +25,7 @@
 #include "../io/safetensors.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "corpus.hpp"
+#include "recorded_tokenizer.hpp"
 #include "token_bytes.hpp"
 #include "tokenizer.hpp"
 
@@ -39,6 +40,8 @@ class TextTokenizer {
   /// The byte tokenizer.
   TextTokenizer() = default;
   explicit TextTokenizer(tok::Tokenizer bpe) : bpe_(std::make_shared<const tok::Tokenizer>(std::move(bpe))) {}
+  /// A BPE shared with its other users (nullptr: the byte tokenizer).
+  explicit TextTokenizer(std::shared_ptr<const tok::Tokenizer> bpe) : bpe_(std::move(bpe)) {}
 
   /// An lrt tokenizer file (tok::Tokenizer::load).
   static TextTokenizer load(const std::string& path) { return TextTokenizer(tok::Tokenizer::load(path)); }
@@ -119,16 +122,8 @@ class TextTokenizer {
   }
   /// The tokenizer a checkpoint records; errors name the checkpoint.
   static TextTokenizer from_metadata(const st::Reader& r) {
-    const auto n = r.meta("tokenizer");
-    if (!n || *n == ByteTokenizer::name) return {};
-    check(n->rfind("bpe-", 0) == 0, "tokenizer", "'", r.label(), "': unknown tokenizer '", *n,
-          "' in __metadata__ (known: bytes257, bpe-<fingerprint>)");
-    const auto file = r.meta("tokenizer_file");
-    check(file.has_value(), "tokenizer", "'", r.label(), "': records tokenizer '", *n,
-          "' but holds no 'tokenizer_file' in __metadata__");
-    TextTokenizer t(tok::Tokenizer::parse(*file, r.label() + " tokenizer_file"));
-    check(t.name() == *n, "tokenizer", "'", r.label(), "': its tokenizer_file has fingerprint ", t.name(),
-          ", not the recorded ", *n, " (a damaged checkpoint?)");
+    TextTokenizer t;
+    t.bpe_ = recorded_tokenizer(r);
     return t;
   }
 

@@ -5,8 +5,8 @@
 // they lie. The safetensors format does not align tensors; one that is not aligned for its type
 // is copied into `spill` (one allocation, made here), and so is a float tensor stored in another
 // float type (BF16, F16, F64: save_model's dtype), converted. Errors come back as a Status.
-// for_each_lean_weight lists the tensors a V model holds under their checkpoint names (spec §9),
-// with the view each fills; tests/unit/test_lean.cpp checks it against Model's parameters.
+// for_each_lean_weight gives each tensor of the weight table (model/weight_table.hpp) the view
+// it fills.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,7 @@
 #include "../core/status.hpp"
 #include "../io/quantize.hpp"
 #include "../io/safetensors.hpp"
+#include "../model/weight_table.hpp"
 #include "lean.hpp"
 
 namespace lrt {
@@ -26,41 +27,50 @@ inline namespace v0 {
 
 /// Calls mat(name, rows, cols, LeanMatrix<T>& view, packable) for every matrix of a V model of
 /// config c and vec(name, count, const T*& values) for every vector, w's view of it as the last
-/// argument; w.layers is sized to the config's layers first. packable: a product's matrix (what
-/// lrt-quantize packs), not an embedding table or a gate.
+/// argument (the tensors of for_each_weight, model/weight_table.hpp); w.layers is sized to the
+/// config's layers first. packable: a product's matrix (what lrt-quantize packs).
 template <class V, class T, class Mat, class Vec>
 void for_each_lean_weight(const ModelConfig& c, LeanWeights<T>& w, Mat&& mat, Vec&& vec) {
-  const index_t L = c.n_layer, d = c.n_embd, Vp = c.padded_vocab(), D = c.kv_dim();
-  const index_t hd = c.n_head * c.head_dim(), gc = c.gate_channels();
   w.config = c;
-  w.layers.assign(static_cast<std::size_t>(L), {});
-  mat(std::string("transformer.wte.weight"), Vp, d, w.wte, false);
-  for (index_t l = 0; l < L; ++l) {
-    LeanLayerWeights<T>& b = w.layers[static_cast<std::size_t>(l)];
-    const std::string n = std::to_string(l), p = "transformer.h." + n + ".";
-    mat(p + "attn.c_q.weight", hd, d, b.c_q, true), mat(p + "attn.c_k.weight", D, d, b.c_k, true);
-    mat(p + "attn.c_v.weight", D, d, b.c_v, true), mat(p + "attn.c_proj.weight", d, hd, b.c_proj, true);
-    mat(p + "mlp.c_fc.weight", 4 * d, d, b.c_fc, true), mat(p + "mlp.c_proj.weight", d, 4 * d, b.mlp_proj, true);
-    if constexpr (V::kv) {
-      mat(p + "attn.triple_gate.weight", 3 * c.n_kv_head, gc, b.triple_gate, false);
-      mat("interleaved_init_value_embeds." + n + ".weight", Vp, D, b.value_embed, false);
-      if constexpr (V::projection == Projection::Layerwise) {
-        mat("interleaved_projections." + n + ".W_v.weight", D, d, b.proj_v, true);
-        mat("interleaved_key_projections." + n + ".W_v.weight", D, d, b.proj_k, true);
-      }
-    } else if (c.has_ve(l)) {
-      mat(p + "attn.ve_gate.weight", c.n_kv_head, gc, b.ve_gate, false);
-      mat("value_embeds." + n + ".weight", Vp, D, b.value_embed, false);
+  w.layers.assign(static_cast<std::size_t>(c.n_layer), {});
+  for_each_weight(c, structure_of<V>(), [&](const WeightSpec& s) {
+    LeanLayerWeights<T>* b = s.layer >= 0 ? &w.layers[static_cast<std::size_t>(s.layer)] : nullptr;
+    const auto m = [&](LeanMatrix<T>& view) { mat(s.name, s.rows, s.cols, view, s.packable); };
+    switch (s.slot) {
+      case WeightSlot::wte:
+        return m(w.wte);
+      case WeightSlot::lm_head:
+        return m(w.lm_head);
+      case WeightSlot::c_q:
+        return m(b->c_q);
+      case WeightSlot::c_k:
+        return m(b->c_k);
+      case WeightSlot::c_v:
+        return m(b->c_v);
+      case WeightSlot::c_proj:
+        return m(b->c_proj);
+      case WeightSlot::c_fc:
+        return m(b->c_fc);
+      case WeightSlot::mlp_proj:
+        return m(b->mlp_proj);
+      case WeightSlot::triple_gate:
+        return m(b->triple_gate);
+      case WeightSlot::ve_gate:
+        return m(b->ve_gate);
+      case WeightSlot::value_embed:
+        return m(b->value_embed);
+      case WeightSlot::proj_v:
+        return m(b ? b->proj_v : w.proj_v);
+      case WeightSlot::proj_k:
+        return m(b ? b->proj_k : w.proj_k);
+      case WeightSlot::gamma:
+        return vec(s.name, s.rows, w.gamma);
+      case WeightSlot::resid_lambdas:
+        return vec(s.name, s.rows, w.resid_lambdas);
+      case WeightSlot::x0_lambdas:
+        return vec(s.name, s.rows, w.x0_lambdas);
     }
-  }
-  if constexpr (V::kv && V::projection == Projection::Shared) {
-    mat(std::string("interleaved_projections.shared.W_v.weight"), D, d, w.proj_v, true);
-    mat(std::string("interleaved_key_projections.shared.W_v.weight"), D, d, w.proj_k, true);
-  }
-  if constexpr (V::residual) vec(std::string("interleaved_lambdas"), L, w.gamma);
-  mat(std::string("lm_head.weight"), Vp, d, w.lm_head, true);
-  vec(std::string("resid_lambdas"), L, w.resid_lambdas);
-  vec(std::string("x0_lambdas"), L, w.x0_lambdas);
+  });
 }
 
 /// Views of the weights of a V model of config c in the file r (see the top of this file): every

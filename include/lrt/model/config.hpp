@@ -83,6 +83,12 @@ struct ModelConfig {
     return n;
   }
 
+  // The largest sizes status() accepts (spec §10's largest preset is 2,048 x 32,768 x 24 x 1,536).
+  static constexpr index_t max_sequence_len = index_t{1} << 20;
+  static constexpr index_t max_vocab_size = index_t{1} << 24;
+  static constexpr index_t max_layers = index_t{1} << 12;
+  static constexpr index_t max_embd = index_t{1} << 16;
+
   /// Why the configuration is inconsistent, or ok.
   Status status() const {
     const char* op = "config";
@@ -118,6 +124,22 @@ struct ModelConfig {
     if (!(mem_offset >= 1))
       return Status::error(StatusCode::invalid_argument, op, "mem_offset (the memory offset k) must be >= 1, got ",
                            mem_offset);
+    // Upper bounds: a value past them is a damaged file or a typo, and would overflow the sizes
+    // derived from it (rows of T + 1 tokens, V_p x d tables) or ask for absurd memory.
+    if (!(sequence_len <= max_sequence_len))
+      return Status::error(StatusCode::invalid_argument, op, "sequence_len must be <= ", max_sequence_len, ", got ",
+                           sequence_len);
+    if (!(vocab_size <= max_vocab_size))
+      return Status::error(StatusCode::invalid_argument, op, "vocab_size must be <= ", max_vocab_size, ", got ",
+                           vocab_size);
+    if (!(n_layer <= max_layers))
+      return Status::error(StatusCode::invalid_argument, op, "n_layer must be <= ", max_layers, ", got ", n_layer);
+    if (!(n_embd <= max_embd))
+      return Status::error(StatusCode::invalid_argument, op, "n_embd must be <= ", max_embd, ", got ", n_embd);
+    if (!(mem_offset <= sequence_len))
+      return Status::error(StatusCode::invalid_argument, op,
+                           "mem_offset (the memory offset k) must be <= sequence_len (", sequence_len,
+                           "): position t reads the state of t - k, got ", mem_offset);
     if (!(ve_gate_channels >= 0 && ve_gate_channels <= n_embd))
       return Status::error(StatusCode::invalid_argument, op, "ve_gate_channels must be in [0, n_embd = ", n_embd,
                            "], got ", ve_gate_channels);

@@ -74,7 +74,7 @@ inline ModelConfig config_from_json(const json::Value& in, const json::Value* lr
       c.logit_softcap = v->as_number();
     }
   }
-  if (const Status s = c.status(); !s.ok()) ::lrt::throw_error("config", detail::str_cat(what, ": ", s.message()));
+  if (const Status s = c.status(); !s.ok()) ::lrt::throw_error("config", detail::str_cat(what, ": ", s.what()));
   return c;
 }
 

@@ -36,12 +36,6 @@ constexpr double pass_factor() {
 /// The natural schedule of a variant: Standard for the baseline, Interleaved<2> for LRT.
 template <class V>
 using default_schedule = std::conditional_t<V::recurrent, Interleaved<2>, Standard>;
-/// The spelling of the natural schedule of a variant with (recurrent) or without memory.
-inline std::string natural_schedule_spec(bool recurrent) {
-  return recurrent ? schedule_spec<default_schedule<variants::Lrt>>()
-                   : schedule_spec<default_schedule<variants::Baseline>>();
-}
-
 /// Throws lrt::Error when options o do not apply to schedule Sched on variant V: kv_refresh
 /// outside a schedule that takes it (Interleaved<S>) or without KV injection; loss weights or
 /// detach outside one that takes them (MultiRefine<K>); zero_interior_memory outside Chunked<C>;

@@ -70,6 +70,13 @@ inline std::string variant_name(const VariantStructure& s) {
   return spell(s);
 }
 
+/// A structure for messages: "lrt (both/shared/final)", or the spelling alone where it is the
+/// name ("both/shared/block1").
+inline std::string variant_label(const VariantStructure& s) {
+  const std::string name = variant_name(s), spelled = spell(s);
+  return name == spelled ? name : name + " (" + spelled + ")";
+}
+
 /// The preset name of a variant (`baseline`, `lrt`, `lrt-release`, `residual`, `kv`), or its
 /// spelling (e.g. "both/shared/block1") for other combinations.
 template <class V>

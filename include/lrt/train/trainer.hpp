@@ -562,10 +562,12 @@ class Trainer {
     detail::OpenedCheckpoint c = detail::open_checkpoint(path);
     const st::Reader& mr = *c.model;
     const st::Reader& orr = *c.optim;
-    const ModelConfig saved = read_model_config(mr);
-    check(release_config_json<V>(saved) == release_config_json<V>(m_->config()), "resume", "'", mr.label(),
+    const CheckpointInfo info = read_checkpoint(mr);  // the one loader's checks (model/checkpoint_file.hpp)
+    check(info.run.structure == structure_of<V>(), "resume", "'", mr.label(), "' holds variant ",
+          variant_label(info.run.structure), "; this Trainer trains ", variant_label(structure_of<V>()));
+    check(release_config_json<V>(info.config) == release_config_json<V>(m_->config()), "resume", "'", mr.label(),
           "' holds a model with another configuration than the one being trained");
-    const data::TextTokenizer saved_tok = data::TextTokenizer::from_metadata(mr);
+    const data::TextTokenizer saved_tok(info.bpe);
     check(saved_tok == tok_, "resume", "'", mr.label(), "' was trained with tokenizer ", saved_tok.describe(),
           "; this run reads its data through ", tok_.describe());
     const std::int64_t os = c.where.step;

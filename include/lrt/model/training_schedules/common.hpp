@@ -16,22 +16,10 @@
 #include <vector>
 
 #include "../gpt.hpp"
+#include "../schedule_options.hpp"
 
 namespace lrt {
 inline namespace v0 {
-
-/// Runtime options of the schedules (spec §4).
-struct ScheduleOptions {
-  std::vector<double> loss_weights;   // MultiRefine: one per pass (empty: all 1)
-  bool detach = false;                // MultiRefine: no gradient through the previous pass's states
-  bool zero_interior_memory = false;  // Chunked: interior positions read zero memory instead of stale
-  bool keep_logits = false;           // keep each pass's soft-capped logits (tests, evaluation)
-  // Interleaved<S>, KV/Both variants only: between passes, patch the buffered K/V rows no pass has
-  // recomputed yet with the latest memory (spec §4.2's kv_refresh, the release's
-  // interleaved_kv_refresh). Refused (lrt::Error) for other schedules and for variants without
-  // KV injection, where it would have nothing to patch.
-  bool kv_refresh = false;
-};
 
 /// One pass of a schedule: the positions it scored and their per-token losses.
 template <class T, class D>
