@@ -41,7 +41,8 @@ typedef enum lrt_status {
   LRT_ERROR_INTERNAL = 5     /* anything else (out of memory, ...) */
 } lrt_status;
 
-/* Opens a checkpoint (model.safetensors); *out is the model, or NULL on error. */
+/* Opens a checkpoint (a model.safetensors, or a run's directory: its model.safetensors); *out is
+ * the model, or NULL on error. */
 lrt_status lrt_open(const char* checkpoint_path, lrt_model** out);
 /* The vocabulary size V (logits have V entries) and the BOS id. */
 int32_t lrt_vocab_size(const lrt_model* m);

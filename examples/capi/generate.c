@@ -15,7 +15,7 @@ static const char* const usage =
     "usage: lrt-c-generate CHECKPOINT PROMPT N\n"
     "Greedy decoding of N tokens after PROMPT (a BOS in front; the checkpoint's tokenizer) through lrt's C API\n"
     "(include/lrt.h).\n"
-    "  CHECKPOINT  a model.safetensors of lrt-train, or an int8/bf16 file of lrt-quantize\n"
+    "  CHECKPOINT  a model.safetensors of lrt-train, an int8/bf16 file of lrt-quantize, or a run's directory\n"
     "  N           new tokens, in [0, 1000000]\n"
     "  --help      this text\n"
     "  --version   the program's name and the git description it was built from\n";

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include <lrt/decode/lean_file.hpp>
 #include <lrt/decode/lean_variants.hpp>
 #include <lrt/decode/sampler.hpp>
@@ -76,7 +78,11 @@ lrt_status lrt_open(const char* path, lrt_model** out) {
   std::unique_ptr<lrt::st::Reader> r;
   lrt::CheckpointInfo info;
   try {
-    r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::map(path));
+    // A run's --out directory stands for its model.safetensors (as for lrt-embedded-generate).
+    std::string file = path;
+    struct stat st {};
+    if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/model.safetensors";
+    r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::map(file));
   } catch (const std::exception& e) {
     return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + e.what());
   }

@@ -78,7 +78,7 @@ echo "wrong variant: $line"
   fail "BPE training: $(tail -3 bpe.out)"
 "$bin/lrt-generate" -m bpe -p "the quick" -n 30 --temp 0 > bpe.generate 2> bpe.generate.err || fail "lrt-generate: $(cat bpe.generate.err)"
 "$bin/lrt-embedded-generate" bpe "the quick" 30 > bpe.embedded 2> bpe.embedded.err || fail "embedded: $(cat bpe.embedded.err)"
-"$bin/lrt-c-generate" bpe/model.safetensors "the quick" 30 > bpe.c 2> bpe.c.err || fail "C API: $(cat bpe.c.err)"
+"$bin/lrt-c-generate" bpe "the quick" 30 > bpe.c 2> bpe.c.err || fail "C API: $(cat bpe.c.err)"
 cmp -s bpe.generate bpe.embedded || fail "BPE: lrt-embedded-generate printed '$(cat bpe.embedded)', lrt-generate '$(cat bpe.generate)'"
 cmp -s bpe.generate bpe.c || fail "BPE: lrt-c-generate printed '$(cat bpe.c)', lrt-generate '$(cat bpe.generate)'"
 # 30 BPE tokens of this corpus are words: more text than 30 bytes would be.
