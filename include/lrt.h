@@ -2,9 +2,10 @@
  * baseline, lrt and lrt-release), through the lean decoder (lrt/decode/lean.hpp): plain C types,
  * token ids in and out (lrt_encode and lrt_token_text convert text with the checkpoint's
  * tokenizer, bytes or BPE), status values instead of exceptions. lrt_open checks the file as
- * every lrt program does (the one loader, lrt/model/checkpoint_file.hpp). The implementation is the C++
- * translation unit examples/capi/lrt_c.cpp (the CMake target lrt_c, a static library); a C
- * program includes this header and links lrt_c (and the C++ runtime).
+ * every lrt program does (the one loader, lrt/model/checkpoint_file.hpp). The implementation is
+ * the single-header library lrt/decode/c_api.hpp, compiled by one C++ unit; a C program includes
+ * this header and links the installed static library: CMake `lrt::c` (find_package(lrt)), or
+ * `pkg-config --cflags --libs lrt-c` (which adds the C++ runtime).
  *
  *   lrt_model* m;
  *   if (lrt_open("runs/lrt/model.safetensors", &m) != LRT_OK) { puts(lrt_last_error()); return 1; }

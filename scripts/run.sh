@@ -26,7 +26,7 @@ brown="$(bash "$root/scripts/get_corpus.sh" </dev/null | tail -n 1)"
 # minutes of nvcc to the first build; LRT_TOOLS_CUDA=ON builds them (README, "On a GPU").
 cmake --preset release -DLRT_TOOL_PAIRS="${LRT_TOOL_PAIRS:-baseline;lrt_interleaved2}" \
   -DLRT_TOOLS_CUDA="${LRT_TOOLS_CUDA:-OFF}" </dev/null
-cmake --build build-release --target lrt-train lrt-eval lrt-generate lrt-quantize lrt-embedded-generate -j "${LRT_JOBS:-2}" </dev/null
+cmake --build build-release --target lrt-train lrt-eval lrt-generate lrt-quantize lrt-embedded-generate lrt_c -j "${LRT_JOBS:-2}" </dev/null
 bin=build-release/bin
 
 runs="${LRT_RUN_DIR:-runs}"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# package.installed: the package as a user installs it. A fresh build tree configured as
+# scripts/run.sh configures its own (preset release: Release, LRT_NATIVE=ON), building only part of
+# what install lists (lrt-quantize, lrt-embedded-generate and the C API library lrt_c; not
+# lrt-train, lrt-eval, lrt-generate, lrt-c-generate, to keep the test short), is installed to a
+# prefix: `cmake --install` must succeed and install what was built. Then, against that prefix
+# only: a CMake project (tests/package/installed) builds the README's C++ quickstart on lrt::lrt, a
+# decode-only program on lrt::embedded and a C program on lrt::c, and the same C program is built
+# with pkg-config (lrt-c.pc); all run, and the two decoders print the same greedy text. The
+# installed C API library must be built without -march=native (its compile command) and hold no
+# AVX instructions (objdump: no ymm/zmm register), so that it runs on any x86-64.
+#   tests/package/installed.sh SOURCE_DIR WORK_DIR [COMPILER_LAUNCHER]
+set -u -o pipefail
+src=$1 work=$2 launcher=${3:-}
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail "cannot use $work"
+extra=()
+[ -n "$launcher" ] && extra=(-DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+cmake -G Ninja -S "$src" -B lrt-build -DCMAKE_BUILD_TYPE=Release -DLRT_NATIVE=ON -DLRT_TOOL_PAIRS=baseline \
+  -DLRT_BUILD_TESTS=OFF -DLRT_BUILD_BENCH=OFF -DLRT_ENABLE_CUDA=OFF "${extra[@]}" > configure.log 2>&1 ||
+  { tail -20 configure.log; fail "configure"; }
+cmake --build lrt-build --target lrt-quantize lrt-embedded-generate lrt_c -j 2 > build.log 2>&1 ||
+  { tail -30 build.log; fail "build"; }
+# Portable: the C API library's compile command carries no -march, and its code no AVX.
+cmd=$(ninja -C lrt-build -t commands lrt_c | grep -E 'lrt_c\.cpp\.o' | tail -1)
+[ -n "$cmd" ] || fail "no compile command for lrt_c"
+echo "$cmd" | grep -q -- '-march' && fail "lrt_c is compiled with -march: $cmd"
+if [ "$(uname -m)" = x86_64 ] && command -v objdump > /dev/null; then
+  n=$(objdump -d lrt-build/liblrt_c.a | grep -cE '%[yz]mm')
+  [ "$n" = 0 ] || fail "liblrt_c.a holds $n instructions on ymm/zmm registers (AVX): not baseline x86-64"
+  echo "liblrt_c.a: compiled without -march, no AVX instruction (baseline x86-64)"
+fi
+cmake --install lrt-build --prefix "$work/prefix" > install.log 2>&1 || { cat install.log; fail "cmake --install"; }
+P=$work/prefix
+for f in bin/lrt-quantize bin/lrt-embedded-generate lib/liblrt_c.a include/lrt.h include/lrt/lrt.hpp \
+  include/lrt/decode/c_api.hpp lib/cmake/lrt/lrtConfig.cmake lib/cmake/lrt/lrtTargets.cmake \
+  lib/pkgconfig/lrt.pc lib/pkgconfig/lrt-c.pc; do
+  [ -e "$P/$f" ] || fail "the install tree lacks $f: $(cd "$P" && find . -maxdepth 3 | sort | tr '\n' ' ')"
+done
+for f in bin/lrt-train bin/lrt-c-generate; do
+  [ -e "$P/$f" ] && fail "$f was installed, but this build did not make it"
+done
+echo "installed: $(cd "$P" && find . -maxdepth 2 -not -path './include/*' | sort | tr '\n' ' ')"
+
+ck=$src/tests/data/pre_roster/baseline_standard.safetensors
+cmake -G Ninja -S "$src/tests/package/installed" -B consumer -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$P" -DLRT_EXPECTED_PREFIX="$P" -DQUICKSTART="$src/examples/quickstart.cpp" \
+  -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON "${extra[@]}" > consumer-configure.log 2>&1 ||
+  { tail -20 consumer-configure.log; fail "configure the consumer"; }
+cmake --build consumer -j 2 > consumer-build.log 2>&1 || { tail -30 consumer-build.log; fail "build the consumer"; }
+consumer/quickstart > quickstart.out 2>&1 || fail "quickstart: $(tail -5 quickstart.out)"
+grep -Eq 'step 30 loss [0-9.]+' quickstart.out || fail "quickstart printed: $(cat quickstart.out)"
+echo "quickstart (lrt::lrt): $(grep -E 'step 30 loss' quickstart.out)"
+consumer/embedded_decode "$ck" "The q" 40 > embedded.out 2>&1 || fail "embedded_decode: $(cat embedded.out)"
+consumer/c_decode "$ck" "The q" 40 > c.out 2>&1 || fail "c_decode: $(cat c.out)"
+cmp -s embedded.out c.out || fail "lrt::embedded printed '$(cat embedded.out)', lrt::c '$(cat c.out)'"
+[ "$(wc -c < c.out)" -gt 40 ] || fail "c_decode printed too little: $(cat c.out)"
+echo "lrt::embedded and lrt::c: the same greedy text ($(wc -c < c.out) bytes after \"The q\")"
+# The same C program through pkg-config, against the prefix only.
+export PKG_CONFIG_PATH=$P/lib/pkgconfig
+flags=$(pkg-config --cflags --libs lrt-c) || fail "pkg-config lrt-c"
+cc -std=c11 "$src/tests/package/installed/c_decode.c" $flags -o c_decode_pc > pc-build.log 2>&1 ||
+  { cat pc-build.log; fail "cc c_decode.c $flags"; }
+./c_decode_pc "$ck" "The q" 40 > pc.out 2>&1 || fail "c_decode (pkg-config): $(cat pc.out)"
+cmp -s pc.out c.out || fail "the pkg-config build printed '$(cat pc.out)'"
+pkg-config --cflags lrt > /dev/null || fail "pkg-config lrt"
+echo "pkg-config: cc c_decode.c $flags"
+echo "PASS"
