@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # package.installed: the package as a user installs it. A fresh build tree configured as
-# scripts/run.sh configures its own (preset release: Release, LRT_NATIVE=ON), building only part of
+# scripts/run.sh configures its own (preset release: Release, LRT_NATIVE=ON) builds only part of
 # what install lists (lrt-quantize, lrt-embedded-generate and the C API library lrt_c; not
-# lrt-train, lrt-eval, lrt-generate, lrt-c-generate, to keep the test short), is installed to a
-# prefix: `cmake --install` must succeed and install what was built. Then, against that prefix
-# only: a CMake project (tests/package/installed) builds the README's C++ quickstart on lrt::lrt, a
-# decode-only program on lrt::embedded and a C program on lrt::c, and the same C program is built
-# with pkg-config (lrt-c.pc); all run, and the two decoders print the same greedy text. The
-# installed C API library must be built without -march=native (its compile command) and hold no
-# AVX instructions (objdump: no ymm/zmm register), so that it runs on any x86-64.
+# lrt-train, lrt-eval, lrt-generate or lrt-c-generate, to keep the test short); `cmake --install`
+# to a prefix must succeed and install what was built. Then, against that prefix only: a CMake
+# project (tests/package/installed) builds the README's C++ quickstart on lrt::lrt, a decode-only
+# program on lrt::embedded and a C program on lrt::c; the same C program is built with pkg-config
+# (lrt-c.pc), and a C++ program with lrt.pc. All run, and the decoders print the same greedy text.
+# The installed C API library must be compiled without -march (its compile command) and hold no
+# AVX instruction (objdump: no ymm/zmm register), so that it runs on any x86-64.
 #   tests/package/installed.sh SOURCE_DIR WORK_DIR [COMPILER_LAUNCHER]
 set -u -o pipefail
 src=$1 work=$2 launcher=${3:-}
@@ -63,6 +63,10 @@ cc -std=c11 "$src/tests/package/installed/c_decode.c" $flags -o c_decode_pc > pc
   { cat pc-build.log; fail "cc c_decode.c $flags"; }
 ./c_decode_pc "$ck" "The q" 40 > pc.out 2>&1 || fail "c_decode (pkg-config): $(cat pc.out)"
 cmp -s pc.out c.out || fail "the pkg-config build printed '$(cat pc.out)'"
-pkg-config --cflags lrt > /dev/null || fail "pkg-config lrt"
 echo "pkg-config: cc c_decode.c $flags"
+cxxflags=$(pkg-config --cflags --libs lrt) || fail "pkg-config lrt"
+c++ "$src/tests/package/find_package/main.cpp" $cxxflags -o tensor_pc > pc-cxx-build.log 2>&1 ||
+  { cat pc-cxx-build.log; fail "c++ main.cpp $cxxflags"; }
+./tensor_pc || fail "the C++ program built with pkg-config's lrt flags"
+echo "pkg-config: c++ main.cpp $cxxflags"
 echo "PASS"
