@@ -26,8 +26,10 @@
 // and the silent ranks; OpenMPI's launcher also ends the job when a rank is killed.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -91,6 +93,41 @@ class Solo final : public Group {
   std::vector<std::string> exchange(const std::string& mine, const char*) override { return {mine}; }
   void abort(int) noexcept override {}
 };
+
+/// The start-up check of a group (collective): every rank passes the same named `fields` (its
+/// code, configuration, options, data...), and any difference from rank 0 is an lrt::Error on every
+/// rank (operation `op`) naming the first field that differs and both values.
+inline void check_same_on_every_rank(Group& g, const std::vector<std::pair<std::string, std::string>>& fields,
+                                     const char* op) {
+  std::string mine;
+  for (const auto& [k, v] : fields) mine += k + '\x1f' + v + '\x1e';
+  const std::vector<std::string> all = g.exchange(mine, "the start-up check of the ranks");
+  auto split = [](const std::string& x) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::size_t at = 0;
+    while (at < x.size()) {
+      const std::size_t us = x.find('\x1f', at), rs = x.find('\x1e', at);
+      if (us == std::string::npos || rs == std::string::npos) break;
+      out.emplace_back(x.substr(at, us - at), x.substr(us + 1, rs - us - 1));
+      at = rs + 1;
+    }
+    return out;
+  };
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    const auto a = split(all[0]), b = split(all[r]);
+    std::string diff = "they differ";
+    for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k)
+      if (a[k] != b[k]) {
+        diff =
+            a[k].first + ": rank 0 has '" + a[k].second + "', rank " + std::to_string(r) + " has '" + b[k].second + "'";
+        break;
+      }
+    ::lrt::throw_error(op, "rank " + std::to_string(r) + " of " + std::to_string(all.size()) +
+                               " does not run what rank 0 runs (" + diff +
+                               "): every rank needs the same program, options and data");
+  }
+}
 
 }  // namespace dist
 }  // namespace v0

@@ -4,6 +4,7 @@
 // release's learning rates and scalings. The Trainer and the benchmarks build their optimizers here.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -56,12 +57,38 @@ struct Optimizers {
   explicit Optimizers(optim::MuonOptions mo) : muon(mo) {}
 };
 
+/// The optimizers of make_optimizers, in the order they are built and save their state
+/// (Optimizers::adamw's groups, then Muon): the one place that orders them.
+enum class OptimizerGroup : int { Head, Embeddings, ResidLambdas, X0Lambdas, MemoryGains, Muon };
+inline constexpr int optimizer_group_count = 6;
+
+/// The optimizer that steps a parameter of role r.
+constexpr OptimizerGroup optimizer_group(ParamRole r) noexcept {
+  switch (r) {
+    case ParamRole::Unembedding:
+      return OptimizerGroup::Head;
+    case ParamRole::Embedding:
+      return OptimizerGroup::Embeddings;
+    case ParamRole::ResidLambda:
+      return OptimizerGroup::ResidLambdas;
+    case ParamRole::X0Lambda:
+      return OptimizerGroup::X0Lambdas;
+    case ParamRole::MemoryGain:
+      return OptimizerGroup::MemoryGains;
+    case ParamRole::Matrix:
+      break;
+  }
+  return OptimizerGroup::Muon;
+}
+
 /// The optimizer groups of model m for options o at tokens_per_step tokens per step (spec §8):
 /// dls = (d / 768)^-0.5 scales the embedding and head rates; bls = sqrt(B_tok / 2^19) all rates
 /// when o.release_batch_scaling (else 1). Betas (0.8, 0.95), eps 1e-10, no AdamW weight decay;
 /// x0_lambdas use beta1 0.96.
 /// `owned` (data-parallel training: one flag per parameter of the roster, in roster order) keeps
 /// only the flagged parameters: each rank then holds optimizer state for what it owns alone.
+/// Within a group, parameters keep roster order: one process saves its optimizer state in the
+/// order (optimizer_group, roster index).
 template <class V, class T, Device D>
 std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const TrainOptions& o, index_t tokens_per_step,
                                             const std::vector<char>* owned = nullptr) {
@@ -71,38 +98,26 @@ std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const Train
       o.release_batch_scaling ? static_cast<float>(std::sqrt(static_cast<double>(tokens_per_step) / 524288.0)) : 1.f;
   using optim::ParamRef;
   auto opt = std::make_unique<Optimizers>(optim::MuonOptions{o.matrix_lr * bls, 0.95f, 5});
-  optim::AdamWGroup head{"lm_head", o.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-  optim::AdamWGroup emb{"embeddings", o.embedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-  optim::AdamWGroup resid{"resid_lambdas", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
-  optim::AdamWGroup x0{"x0_lambdas", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}};
-  optim::AdamWGroup gamma{"interleaved_lambdas", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}};
+  // AdamW's groups, indexed by OptimizerGroup.
+  std::array<optim::AdamWGroup, 5> adamw{{
+      {"lm_head", o.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"embeddings", o.embedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"resid_lambdas", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"x0_lambdas", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}},
+      {"interleaved_lambdas", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+  }};
   std::size_t index = 0;
   m.for_each_param_role([&](auto& p, ParamRole r) {
     const std::size_t i = index++;
     if (owned != nullptr && (i >= owned->size() || (*owned)[i] == 0)) return;
-    switch (r) {
-      case ParamRole::Matrix:
-        opt->muon.add(ParamRef::of(p));
-        break;
-      case ParamRole::Embedding:
-        emb.params.push_back(ParamRef::of(p));
-        break;
-      case ParamRole::Unembedding:
-        head.params.push_back(ParamRef::of(p));
-        break;
-      case ParamRole::ResidLambda:
-        resid.params.push_back(ParamRef::of(p));
-        break;
-      case ParamRole::X0Lambda:
-        x0.params.push_back(ParamRef::of(p));
-        break;
-      case ParamRole::MemoryGain:
-        gamma.params.push_back(ParamRef::of(p));
-        break;
-    }
+    const OptimizerGroup g = optimizer_group(r);
+    if (g == OptimizerGroup::Muon)
+      opt->muon.add(ParamRef::of(p));
+    else
+      adamw[static_cast<std::size_t>(g)].params.push_back(ParamRef::of(p));
   });
-  for (auto* g : {&head, &emb, &resid, &x0, &gamma})
-    if (!g->params.empty()) opt->adamw.add_group(std::move(*g));
+  for (auto& g : adamw)
+    if (!g.params.empty()) opt->adamw.add_group(std::move(g));
   return opt;
 }
 
