@@ -432,24 +432,43 @@ lrt::TimePlan plan_time(const Args& a, Session& tr, Session& model, const lrt::d
   return p;
 }
 
-template <class V, class Sched>
-int train_run(const tool::Args& a) {
-  using clock = std::chrono::steady_clock;
-  const auto t_start = clock::now();
-  const auto now = [&] { return std::chrono::duration<double>(clock::now() - t_start).count(); };
+/// lrt-train, part 1: the run's settings, from the command line and, with --resume, from the
+/// checkpoint (what a flag does not give again). Usage errors before any work.
+struct TrainSettings {
+  std::string preset, out, data_path;
+  bool resume = false;
+  lrt::CheckpointLocation from;
+  std::optional<lrt::CheckpointInfo> resumed;  // the checkpoint resumed from, checked by the one loader
+  lrt::ModelConfig cfg;
+  lrt::TrainOptions o;
+  lrt::ScheduleOptions sched_opts;
+  long long vocab_arg = 0, eval_tokens = 0, eval_every_arg = 0, seq_every = 0, steps_arg = 0;
+  int modes = 0;  // how many of --steps, --time and --budget-forwards were given
+  double time_arg = 0, tpp = 0, budget_forwards = 0;
+  DeviceChoice device;
+};
 
-  const std::string preset = a.str("preset"), out = a.str("out"), data_path = a.str("data");
-  const bool resume = a.has("resume");
-  catch_stop_signals();  // SIGINT/SIGTERM: stop after the current step, with a checkpoint
-  tool::require_path(data_path, "--data");
-  // A file-size limit (ulimit -f) then fails a save with EFBIG, reported as an error, instead of
-  // killing the process with SIGXFSZ.
-  std::signal(SIGXFSZ, SIG_IGN);
+template <class V, class Sched>
+TrainSettings train_settings(const Args& a) {
+  TrainSettings st;
+  st.preset = a.str("preset"), st.out = a.str("out"), st.data_path = a.str("data");
+  st.resume = a.has("resume");
+  const std::string& preset = st.preset;
+  const bool resume = st.resume;
+  lrt::CheckpointLocation& from = st.from;
+  std::optional<lrt::CheckpointInfo>& resumed = st.resumed;
+  lrt::ModelConfig& cfg = st.cfg;
+  lrt::TrainOptions& o = st.o;
+  lrt::ScheduleOptions& sched_opts = st.sched_opts;
+  long long &vocab_arg = st.vocab_arg, &eval_tokens = st.eval_tokens, &eval_every_arg = st.eval_every_arg;
+  long long &seq_every = st.seq_every, &steps_arg = st.steps_arg;
+  int& modes = st.modes;
+  double &time_arg = st.time_arg, &tpp = st.tpp, &budget_forwards = st.budget_forwards;
+  DeviceChoice& device = st.device;
+  tool::require_path(st.data_path, "--data");
   // The checkpoint to continue from: what DIR/latest names (trainer.hpp), a step directory, or a
   // run directory of the one-level layout.
-  const lrt::CheckpointLocation from = resume ? lrt::find_checkpoint(a.str("resume")) : lrt::CheckpointLocation{};
-  lrt::ModelConfig cfg;
-  std::optional<lrt::CheckpointInfo> resumed;  // the checkpoint resumed from, checked by the one loader
+  if (resume) from = lrt::find_checkpoint(a.str("resume"));
   if (resume) {
     resumed = lrt::read_checkpoint(lrt::st::Reader::open(from.model_path()));
     if (resumed->run.structure != lrt::structure_of<V>())
@@ -485,12 +504,11 @@ int train_run(const tool::Args& a) {
     throw tool::UsageError("give --tokenizer FILE or --vocab-size N, not both");
   if (a.has("pattern") && !a.has("vocab-size"))
     throw tool::UsageError("--pattern goes with --vocab-size (the pattern of the tokenizer lrt-train trains)");
-  const long long vocab_arg = a.has("vocab-size") ? a.integer("vocab-size", 257, 1LL << 24) : 0;
+  vocab_arg = a.has("vocab-size") ? a.integer("vocab-size", 257, 1LL << 24) : 0;
   if (a.has("tokenizer")) tool::require_path(a.str("tokenizer"), "--tokenizer");
-  const int modes = int(a.has("steps")) + int(a.has("time")) + int(a.has("budget-forwards"));
+  modes = int(a.has("steps")) + int(a.has("time")) + int(a.has("budget-forwards"));
   if (modes > 1) throw tool::UsageError("give at most one of --steps, --time and --budget-forwards");
 
-  lrt::TrainOptions o;
   o.seed = static_cast<std::uint64_t>(a.integer("seed", 0, (1LL << 62)));
   o.batch_rows = a.has("batch-rows") ? a.integer("batch-rows", 1, 1 << 20) : preset_batch_rows(preset);
   o.micro_rows = a.has("micro-rows") ? a.integer("micro-rows", 1, 1 << 20) : preset_micro_rows(preset);
@@ -540,7 +558,6 @@ int train_run(const tool::Args& a) {
     throw UsageError(fmt::format("--warmup-frac {} plus --warmdown-frac {} exceed the run (their sum must be <= 1)",
                                  o.warmup_frac, o.warmdown_frac));
   // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
-  lrt::ScheduleOptions sched_opts;
   if (resume && resumed->run.schedule == lrt::schedule_spec<Sched>()) sched_opts = resumed->run.options;
   if (a.has("kv-refresh")) sched_opts.kv_refresh = true;
   if (a.has("loss-weights")) sched_opts.loss_weights = parse_weights(a.str("loss-weights"));
@@ -550,28 +567,48 @@ int train_run(const tool::Args& a) {
   } catch (const lrt::Error& e) {
     throw UsageError(fmt::format("{} with {}: {}", display_name<V>(), lrt::schedule_spec<Sched>(), e.what()));
   }
-  const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
-  const long long eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
-  const long long seq_every = a.integer("seq-eval-every", 0, 1LL << 40);
-  const long long steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
-  const double time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
-  const double tpp = a.number("tokens-per-param", 1e-6, 1e9);
-  const double budget_forwards = a.has("budget-forwards") ? a.number("budget-forwards", 1, 1e18) : 0;
+  eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
+  eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
+  seq_every = a.integer("seq-eval-every", 0, 1LL << 40);
+  steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;
+  time_arg = a.has("time") ? a.number("time", 1, 1e9) : 0;
+  tpp = a.number("tokens-per-param", 1e-6, 1e9);
+  budget_forwards = a.has("budget-forwards") ? a.number("budget-forwards", 1, 1e18) : 0;
 
-  const DeviceChoice device = device_choice(a);
+  device = device_choice(a);
+  return st;
+}
 
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
-  // Before any work: an --out that holds another run, or that this process may not write, fails
-  // here; until the first checkpoint, a failure removes what this run created in it.
-  lrt::dist::Group* const group = dist_group();
-  const bool root = group == nullptr || group->is_root();
-  OutDir out_dir(out, resume && same_folder(run_folder_of(from), out), a.has("force"), root);
-  if (!from.note.empty()) fmt::print("warning: {}\n", from.note);
+/// lrt-train, part 2: the data, the tokenizer (the checkpoint's when resuming, --tokenizer's, or
+/// trained here on the training split with --vocab-size: that sets the model's vocabulary) and the
+/// validation batches.
+struct TrainData {
+  lrt::data::TextTokenizer tok;
+  lrt::data::TokenRows train_rows, val_rows;
+  long long eval_bytes = 0;  // --eval-bytes (0: --eval-tokens sizes the evaluations)
+  int val_rows_per_batch = 0;
+  std::vector<lrt::data::Batch> val;
+  lrt::TokenBytes token_bytes;
+};
+
+template <class Now>
+TrainData train_data(const Args& a, TrainSettings& st, const Now& now) {
+  TrainData d;
+  const std::string &out = st.out, &data_path = st.data_path, &preset = st.preset;
+  const bool resume = st.resume;
+  const std::optional<lrt::CheckpointInfo>& resumed = st.resumed;
+  lrt::ModelConfig& cfg = st.cfg;
+  const lrt::TrainOptions& o = st.o;
+  const long long vocab_arg = st.vocab_arg, eval_tokens = st.eval_tokens;
+  lrt::data::TextTokenizer& tok = d.tok;
+  lrt::data::TokenRows &train_rows = d.train_rows, &val_rows = d.val_rows;
+  long long& eval_bytes = d.eval_bytes;
+  int& val_rows_per_batch = d.val_rows_per_batch;
+  std::vector<lrt::data::Batch>& val = d.val;
   const auto corpus = lrt::data::load_corpus(data_path);
   check_stop();
   // The tokenizer: the checkpoint's when resuming (--tokenizer, if given, must be the same), a
   // tokenizer file, one trained here on the training split (--vocab-size), or bytes.
-  lrt::data::TextTokenizer tok;
   if (resume && resumed->bpe) tok = lrt::data::TextTokenizer(resumed->bpe);
   if (a.has("tokenizer")) {
     const auto given = lrt::data::TextTokenizer::load(a.str("tokenizer"));
@@ -613,45 +650,39 @@ int train_run(const tool::Args& a) {
   }
   const int T = static_cast<int>(cfg.sequence_len);
   const auto t_rows = now();
-  const auto train_rows = lrt::data::TokenRows::build(corpus.train, T, tok);
-  const auto val_rows = lrt::data::TokenRows::build(corpus.val, T, tok);
+  train_rows = lrt::data::TokenRows::build(corpus.train, T, tok);
+  val_rows = lrt::data::TokenRows::build(corpus.val, T, tok);
   fmt::print("data: {} ({}): train {} docs, {} bytes, {} rows; validation {} docs, {} rows\n", data_path, corpus.kind,
              corpus.train.size(), lrt::data::text_bytes(corpus.train), train_rows.rows(), corpus.val.size(),
              val_rows.rows());
   fmt::print("tokenizer: {}; {} on the training split (rows in {:.1f} s)\n", tok.describe(),
              bytes_per_token(train_rows), now() - t_rows);
-  const long long eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
-  const int val_rows_per_batch = static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32));
-  std::vector<lrt::data::Batch> val = lrt::data::validation_batches(
-      val_rows, val_rows_per_batch, eval_bytes > 0 ? std::numeric_limits<lrt::index_t>::max() : eval_tokens,
-      static_cast<std::size_t>(eval_bytes));
+  eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
+  val_rows_per_batch = static_cast<int>(std::min<lrt::index_t>(o.batch_rows, 32));
+  val = lrt::data::validation_batches(val_rows, val_rows_per_batch,
+                                      eval_bytes > 0 ? std::numeric_limits<lrt::index_t>::max() : eval_tokens,
+                                      static_cast<std::size_t>(eval_bytes));
   check_stop();
-  const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
+  d.token_bytes = tok.token_bytes_table(cfg.vocab_size);
+  return d;
+}
 
-  const std::unique_ptr<Session> session = make_session<V, Sched>(device, cfg, o.seed);
-  Session& model = *session;
-  Session& tr = *session;
-  fmt::print("lrt-train: device {}\n", describe(device, model));
-  tr.start_training(train_rows, o, tok, sched_opts);
-  tr.set_stop_source(&stop_signal());
-  if (group != nullptr) {
-    tr.set_group(group, {{"arguments", program_arguments()}});
-    fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),
-               group->name(), o.batch_rows / group->size(), tr.train_options().micro_rows);
-  }
-  if (resume) {
-    tr.resume(from.dir);
-    fmt::print("resumed from {} at step {} of {}\n", from.dir, tr.step(), tr.horizon());
-  }
-  const std::string opts_text = describe(sched_opts).empty() ? "" : " (" + describe(sched_opts) + ")";
-  fmt::print(
-      "model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
-      "({} x {} rows), {:.4g} token-forwards/step\n",
-      display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
-      model.num_params(), model.num_matmul_params(), model.flops_per_token(), tr.tokens_per_step(), tr.accumulation(),
-      tr.train_options().micro_rows, tr.forwards_per_step());
-  fmt::print("config: {}\n", describe_config(cfg));
-
+/// lrt-train, part 3: the horizon N of the schedules (--steps; --budget-forwards; --time, which
+/// times steps and evaluations first; else --tokens-per-param), the same on every rank. Returns
+/// the number of steps between evaluations.
+template <class V, class Sched, class Now>
+std::int64_t plan_horizon(const Args& a, const TrainSettings& st, TrainData& d, Session& tr, const Now& now,
+                          lrt::dist::Group* group) {
+  const bool resume = st.resume;
+  const int modes = st.modes;
+  const long long steps_arg = st.steps_arg, eval_every_arg = st.eval_every_arg, seq_every = st.seq_every;
+  const double time_arg = st.time_arg, tpp = st.tpp, budget_forwards = st.budget_forwards;
+  const lrt::ScheduleOptions& sched_opts = st.sched_opts;
+  const lrt::data::TokenRows& val_rows = d.val_rows;
+  const int val_rows_per_batch = d.val_rows_per_batch;
+  const long long eval_bytes = d.eval_bytes;
+  const lrt::TokenBytes& token_bytes = d.token_bytes;
+  std::vector<lrt::data::Batch>& val = d.val;
   // The horizon N of the schedules.
   long long eval_every_plan = eval_every_arg;  // --time may choose the evaluations' spacing and size
   if (!resume || modes > 0) {
@@ -662,14 +693,14 @@ int train_run(const tool::Args& a) {
       fmt::print("compute budget {:.4g} token-forwards / {:.4g} per step -> {} steps\n", budget_forwards,
                  tr.forwards_per_step(), tr.horizon());
     } else if (time_arg > 0) {
-      const lrt::TimePlan p = plan_time(a, tr, model, val_rows, val_rows_per_batch, token_bytes, sched_opts, time_arg,
-                                        now, V::recurrent, seq_every);
+      const lrt::TimePlan p = plan_time(a, tr, tr, val_rows, val_rows_per_batch, token_bytes, sched_opts, time_arg, now,
+                                        V::recurrent, seq_every);
       tr.set_horizon(tr.step() + p.steps);
       if (p.eval_every != eval_every_arg) eval_every_plan = p.eval_every;
       if (eval_bytes == 0 && p.eval_tokens < static_cast<std::int64_t>(val_tokens(val)))
         val = lrt::data::validation_batches(val_rows, val_rows_per_batch, p.eval_tokens);
     } else {
-      const double n_scal = static_cast<double>(model.num_matmul_params());
+      const double n_scal = static_cast<double>(tr.num_matmul_params());
       tr.set_horizon(std::max<std::int64_t>(1, static_cast<std::int64_t>(tpp * n_scal / double(tr.tokens_per_step()))));
       fmt::print("horizon: {} tokens/param x {} params / {} tokens/step = {} steps\n", tpp, n_scal,
                  tr.tokens_per_step(), tr.horizon());
@@ -690,48 +721,104 @@ int train_run(const tool::Args& a) {
         "add; give N > {} to train on, or N = {} to only evaluate",
         N, steps_arg > 0 ? "--steps" : "from the budget", tr.step(), tr.step(), tr.step()));
   fmt::print("train options: {}\n", tr.train_options().to_json().dump());
-  const std::int64_t eval_every = eval_every_plan > 0 ? eval_every_plan : std::max<std::int64_t>(1, N / 10);
+  return eval_every_plan > 0 ? eval_every_plan : std::max<std::int64_t>(1, N / 10);
+}
 
-  const std::string log_path = out + "/log.csv", svg_path = out + "/loss.svg", mem_path = out + "/memory.csv";
-  std::vector<tool::LogRow> log;
-  std::string memory_text;  // memory.csv's rows (LRT variants: gamma and gate statistics per layer)
-  if (resume) {             // the checkpoint's own copy of the logs (up to its step), else the run's
+/// What lrt-train writes beside its checkpoints (rank 0): log.csv, one row a step, appended as
+/// the run goes; memory.csv (LRT variants: gamma and gate statistics per layer at each
+/// evaluation); loss.svg. The checkpoints carry their own copies (a unit with the weights).
+struct RunLog {
+  std::string log_path, svg_path, mem_path, title;
+  std::vector<tool::LogRow> rows;
+  std::string memory_text;   // memory.csv's rows
+  std::FILE* csv = nullptr;  // log.csv, open for appending
+
+  RunLog() = default;
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+  ~RunLog() { close(); }
+  void close() {
+    if (csv != nullptr) std::fclose(csv);
+    csv = nullptr;
+  }
+  std::string memory_csv() const { return std::string(memory_header) + "\n" + memory_text; }
+  std::string log_text() const {
+    std::string t = std::string(tool::log_header) + "\n";
+    for (const auto& r : rows) t += tool::log_line(r) + "\n";
+    return t;
+  }
+  void append(const tool::LogRow& row) {
+    rows.push_back(row);
+    if (csv != nullptr) {
+      std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
+      std::fflush(csv);
+    }
+  }
+};
+
+/// Opens the run's logs: a resumed run starts from the checkpoint's own copy (up to its step),
+/// else the run directory's; the rows so far replace log.csv atomically (a kill here leaves the
+/// old log, not an empty one) and each step then appends its row.
+template <class V, class Sched>
+void open_run_log(RunLog& log, const Args& a, const TrainSettings& st, Session& tr, bool root) {
+  const std::string& out = st.out;
+  log.log_path = out + "/log.csv", log.svg_path = out + "/loss.svg", log.mem_path = out + "/memory.csv";
+  if (st.resume) {
     std::error_code ec;
     const auto pick = [&](const char* name) {
-      const std::string own = from.dir + "/" + name;
+      const std::string own = st.from.dir + "/" + name;
       return std::filesystem::exists(own, ec) ? own : a.str("resume") + "/" + name;
     };
     for (const auto& r : tool::read_log(pick("log.csv")))
-      if (r.step < tr.step()) log.push_back(r);
+      if (r.step < tr.step()) log.rows.push_back(r);
     std::ifstream in(pick("memory.csv"));
     for (std::string line; std::getline(in, line);)
       if (!line.empty() && line[0] >= '0' && line[0] <= '9' && std::atoll(line.c_str()) < tr.step())
-        memory_text += line + "\n";
+        log.memory_text += line + "\n";
   }
-  const auto memory_csv = [&] { return std::string(memory_header) + "\n" + memory_text; };
-  const auto log_text = [&] {
-    std::string t = std::string(tool::log_header) + "\n";
-    for (const auto& r : log) t += tool::log_line(r) + "\n";
-    return t;
-  };
-  // The rows so far replace the log atomically (a kill here leaves the old log, not an empty one);
-  // each step then appends its row.
-  std::FILE* csv = nullptr;  // rank 0 writes the log, the plot and the checkpoints
   if (root) {
-    lrt::write_file_atomic(log_path, log_text());
-    csv = std::fopen(log_path.c_str(), "a");
-    lrt::check(csv != nullptr, "lrt-train", "'", log_path, "': cannot open for appending: ", std::strerror(errno));
+    lrt::write_file_atomic(log.log_path, log.log_text());
+    log.csv = std::fopen(log.log_path.c_str(), "a");
+    lrt::check(log.csv != nullptr, "lrt-train", "'", log.log_path,
+               "': cannot open for appending: ", std::strerror(errno));
   }
-  const std::string title =
+  log.title =
       fmt::format("{} with {}{} (L={}, d={}), {} tokens/step", display_name<V>(), lrt::schedule_spec<Sched>(),
-                  resume ? "" : ", preset " + preset, cfg.n_layer, cfg.n_embd, tr.tokens_per_step());
+                  st.resume ? "" : ", preset " + st.preset, st.cfg.n_layer, st.cfg.n_embd, tr.tokens_per_step());
+}
 
-  tool::Progress progress(10);
+/// How the loop ended, and what the report needs of it.
+struct LoopEnd {
+  int stop = 0;       // the signal that stopped the run after a step (0: it reached the horizon)
   std::string saved;  // the last checkpoint written
   double last_bpb = NAN;
-  long long tokens = tr.step() * tr.tokens_per_step();
+  long long tokens = 0;
   double train_seconds = 0, optimizer_seconds = 0, comm_seconds = 0, eval_seconds = 0;
   std::int64_t timed_steps = 0;
+};
+
+/// lrt-train, part 4: the loop. Each step: Trainer::train_step (through the session), the log row,
+/// an evaluation every `eval_every` steps and at the end (rank 0; the LRT's sequential score every
+/// --seq-eval-every), a checkpoint with each evaluation, and on SIGINT/SIGTERM a checkpoint and
+/// the command that continues the run.
+template <class V, class Sched, class Now>
+LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, Session& tr, OutDir& out_dir,
+                   RunLog& log, std::int64_t eval_every, const Now& now, bool root) {
+  const std::string &out = st.out, &data_path = st.data_path;
+  const long long seq_every = st.seq_every, eval_bytes = d.eval_bytes;
+  const lrt::ScheduleOptions& sched_opts = st.sched_opts;
+  const std::vector<lrt::data::Batch>& val = d.val;
+  const lrt::TokenBytes& token_bytes = d.token_bytes;
+  const std::int64_t N = tr.horizon();
+  tool::Progress progress(10);
+  LoopEnd end;
+  std::string& saved = end.saved;  // the last checkpoint written
+  double& last_bpb = end.last_bpb;
+  long long& tokens = end.tokens;
+  tokens = tr.step() * tr.tokens_per_step();
+  double &train_seconds = end.train_seconds, &optimizer_seconds = end.optimizer_seconds;
+  double &comm_seconds = end.comm_seconds, &eval_seconds = end.eval_seconds;
+  std::int64_t& timed_steps = end.timed_steps;
   while (!tr.done()) {
     const lrt::StepStats s = tr.train_step();
     const int stop = s.stop_signal;  // asked on some rank: every rank saves and stops after this step
@@ -747,19 +834,15 @@ int train_run(const tool::Args& a) {
     const bool seq_now = V::recurrent && seq_every > 0 && (last || (s.step + 1) % seq_every == 0);
     const double t_eval = now();
     if (eval_now && root) {  // the other ranks wait for it in the next exchange
-      const lrt::BpbResult r = model.evaluate_parallel(val, token_bytes, sched_opts).merged;
+      const lrt::BpbResult r = tr.evaluate_parallel(val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
       if constexpr (V::recurrent) {
-        if (!val.empty()) memory_text += memory_rows(s.step, model.memory_statistics(val[0].inputs));
+        if (!val.empty()) log.memory_text += memory_rows(s.step, tr.memory_statistics(val[0].inputs));
       }
     }
-    if (seq_now && root) row.val_bpb_seq = model.evaluate_sequential(val, token_bytes).bpb();
+    if (seq_now && root) row.val_bpb_seq = tr.evaluate_sequential(val, token_bytes).bpb();
     eval_seconds += now() - t_eval;
-    log.push_back(row);
-    if (csv != nullptr) {
-      std::fprintf(csv, "%s\n", tool::log_line(row).c_str());
-      std::fflush(csv);
-    }
+    log.append(row);
     const double tps = double(timed_steps * tr.tokens_per_step()) / train_seconds;
     const double eta = double(N - tr.step()) * train_seconds / double(timed_steps);
     std::string line = fmt::format("step {}/{} loss {:.4f} lr x{:.2f} {:.0f} tok/s elapsed {} ETA {}", s.step + 1, N,
@@ -769,17 +852,18 @@ int train_run(const tool::Args& a) {
     if (root) progress.update(line, now(), eval_now || s.step == 0 || stop != 0);
     if (eval_now || stop != 0) {
       // A unit: model, optimizer state, the logs so far.
-      saved = tr.save(out, V::recurrent ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log_text()},
-                                                                                           {"memory.csv", memory_csv()}}
-                                        : std::vector<std::pair<std::string, std::string>>{{"log.csv", log_text()}});
+      saved =
+          tr.save(out, V::recurrent ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()},
+                                                                                       {"memory.csv", log.memory_csv()}}
+                                    : std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()}});
       out_dir.keep();
       if (root) {
-        lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
-        if (V::recurrent) lrt::write_file_atomic(mem_path, memory_csv());
+        lrt::write_file_atomic(log.svg_path, tool::loss_svg(log.rows, log.title));
+        if (V::recurrent) lrt::write_file_atomic(log.mem_path, log.memory_csv());
       }
     }
     if (stop != 0) {
-      if (csv != nullptr) std::fclose(csv);
+      log.close();
       // The command that continues the run as it would have gone on: the evaluations in effect
       // (they are not in the checkpoint), the rest from the checkpoint.
       std::string more = eval_bytes > 0 ? fmt::format(" --eval-bytes {}", eval_bytes)
@@ -793,21 +877,42 @@ int train_run(const tool::Args& a) {
             "stopped by {} after step {} of {}: saved {} (named by {}/latest); continue with:\n  lrt-train "
             "--resume {} --out {} --data {}{}\n",
             signal_name(stop), tr.step(), N, saved, out, out, out, data_path, more);
-      return 128 + stop;
+      end.stop = stop;
+      return end;
     }
   }
-  if (csv != nullptr) std::fclose(csv);
+  log.close();
   if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
-    if (root) last_bpb = model.evaluate_parallel(val, token_bytes, sched_opts).merged.bpb();
-    saved = tr.save(out, {{"log.csv", log_text()}});
+    if (root) last_bpb = tr.evaluate_parallel(val, token_bytes, sched_opts).merged.bpb();
+    saved = tr.save(out, {{"log.csv", log.log_text()}});
     out_dir.keep();
-    if (root) lrt::write_file_atomic(svg_path, tool::loss_svg(log, title));
+    if (root) lrt::write_file_atomic(log.svg_path, tool::loss_svg(log.rows, log.title));
   }
+  return end;
+}
+
+/// lrt-train, part 5: the report (rank 0): throughput, where the time went, the final scores
+/// (the LRT's exact recurrence too) and summary.json.
+template <class V, class Sched, class Now>
+int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const RunLog& log, LoopEnd end, const Now& now,
+               lrt::dist::Group* group) {
+  const bool root = group == nullptr || group->is_root();
+  const std::string& out = st.out;
+  const lrt::ModelConfig& cfg = st.cfg;
+  const lrt::ScheduleOptions& sched_opts = st.sched_opts;
+  const std::vector<lrt::data::Batch>& val = d.val;
+  const lrt::TokenBytes& token_bytes = d.token_bytes;
+  const std::string& saved = end.saved;
+  double& last_bpb = end.last_bpb;
+  const long long tokens = end.tokens;
+  const double train_seconds = end.train_seconds, optimizer_seconds = end.optimizer_seconds;
+  const double comm_seconds = end.comm_seconds, eval_seconds = end.eval_seconds;
+  const std::int64_t timed_steps = end.timed_steps;
   if (!root) return 0;  // rank 0 reports
   const double tps = timed_steps > 0 ? double(timed_steps * tr.tokens_per_step()) / train_seconds : 0;
   const double fwd_per_tok = tr.forwards_per_step() / double(tr.tokens_per_step());
   fmt::print("done: {} steps, {} tokens, {:.4g} token-forwards, {:.0f} tokens/s ({:.1f} GFLOP/s model), wall {}\n",
-             tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * model.flops_per_token() * 1e-9,
+             tr.step(), tokens, double(tokens) * fwd_per_tok, tps, tps * fwd_per_tok * tr.flops_per_token() * 1e-9,
              tool::duration(now()));
   fmt::print("time: training {:.1f} s ({:.0f}%), evaluations {:.1f} s, the rest (setup, checkpoints) {:.1f} s\n",
              train_seconds, 100 * train_seconds / now(), eval_seconds, now() - train_seconds - eval_seconds);
@@ -819,21 +924,21 @@ int train_run(const tool::Args& a) {
   summary["variant"] = display_name<V>(), summary["schedule"] = lrt::schedule_spec<Sched>();
   summary["steps"] = tr.step(), summary["tokens"] = tokens;
   summary["token_forwards"] = double(tokens) * fwd_per_tok;
-  summary["params"] = model.num_params(), summary["matmul_params"] = model.num_matmul_params();
+  summary["params"] = tr.num_params(), summary["matmul_params"] = tr.num_matmul_params();
   summary["train_seconds"] = train_seconds, summary["eval_seconds"] = eval_seconds, summary["wall_seconds"] = now();
   summary["config"] = lrt::release_config_json<V>(cfg, lrt::schedule_spec<Sched>(), sched_opts);
   summary["lrt_config"] = lrt::lrt_config_json<V>(cfg);
   summary["train_options"] = tr.train_options().to_json();
   summary["val_bpb_parallel"] = last_bpb;
   if constexpr (V::recurrent) {  // the deployment number: the exact recurrence (not a row log.csv rounded)
-    const bool have_seq =
-        timed_steps > 0 && !log.empty() && !std::isnan(log.back().val_bpb_seq) && log.back().step + 1 == tr.step();
-    const double sq = have_seq ? log.back().val_bpb_seq : model.evaluate_sequential(val, token_bytes).bpb();
+    const bool have_seq = timed_steps > 0 && !log.rows.empty() && !std::isnan(log.rows.back().val_bpb_seq) &&
+                          log.rows.back().step + 1 == tr.step();
+    const double sq = have_seq ? log.rows.back().val_bpb_seq : tr.evaluate_sequential(val, token_bytes).bpb();
     fmt::print("val_bpb_parallel: {:.6f}\nval_bpb_sequential: {:.6f}\n", last_bpb, sq);
     summary["val_bpb_sequential"] = sq;
     last_bpb = sq;
     if (!val.empty()) {
-      const auto st = model.memory_statistics(val[0].inputs);
+      const auto st = tr.memory_statistics(val[0].inputs);
       std::string g, m;
       for (const auto& x : st) {
         if (!std::isnan(x.gamma)) g += fmt::format(" {:.4f}", x.gamma);
@@ -845,10 +950,68 @@ int train_run(const tool::Args& a) {
   }
   summary["val_bpb"] = last_bpb;
   lrt::write_file_atomic(out + "/summary.json", summary.dump() + "\n");
-  fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved,
-             out, out, log_path, svg_path);
+  fmt::print("wrote {} (named by {}/latest; {}/tr.safetensors and optim.safetensors link to it), {}, {}\n", saved, out,
+             out, log.log_path, log.svg_path);
   fmt::print("wrote {}/summary.json\nval_bpb: {:.6f}\n", out, last_bpb);
   return 0;
+}
+
+/// lrt-train: settings (part 1), data (2), the model and its trainer, the horizon (3), the loop
+/// (4), the report (5).
+template <class V, class Sched>
+int train_run(const tool::Args& a) {
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
+  const auto now = [&] { return std::chrono::duration<double>(clock::now() - t_start).count(); };
+  catch_stop_signals();  // SIGINT/SIGTERM: stop after the current step, with a checkpoint
+  // A file-size limit (ulimit -f) then fails a save with EFBIG, reported as an error, instead of
+  // killing the process with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
+  TrainSettings st = train_settings<V, Sched>(a);
+
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
+  // Before any work: an --out that holds another run, or that this process may not write, fails
+  // here; until the first checkpoint, a failure removes what this run created in it.
+  lrt::dist::Group* const group = dist_group();
+  const bool root = group == nullptr || group->is_root();
+  OutDir out_dir(st.out, st.resume && same_folder(run_folder_of(st.from), st.out), a.has("force"), root);
+  if (!st.from.note.empty()) fmt::print("warning: {}\n", st.from.note);
+  TrainData d = train_data(a, st, now);
+
+  const lrt::ModelConfig& cfg = st.cfg;
+  const lrt::TrainOptions& o = st.o;
+  const lrt::ScheduleOptions& sched_opts = st.sched_opts;
+  const bool resume = st.resume;
+  const lrt::CheckpointLocation& from = st.from;
+  const std::unique_ptr<Session> session = make_session<V, Sched>(st.device, cfg, o.seed);
+  Session& tr = *session;
+  fmt::print("lrt-train: device {}\n", describe(st.device, tr));
+  tr.start_training(d.train_rows, o, d.tok, sched_opts);
+  tr.set_stop_source(&stop_signal());
+  if (group != nullptr) {
+    tr.set_group(group, {{"arguments", program_arguments()}});
+    fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),
+               group->name(), o.batch_rows / group->size(), tr.train_options().micro_rows);
+  }
+  if (resume) {
+    tr.resume(from.dir);
+    fmt::print("resumed from {} at step {} of {}\n", from.dir, tr.step(), tr.horizon());
+  }
+  const std::string opts_text = describe(sched_opts).empty() ? "" : " (" + describe(sched_opts) + ")";
+  fmt::print(
+      "model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
+      "({} x {} rows), {:.4g} token-forwards/step\n",
+      display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
+      tr.num_params(), tr.num_matmul_params(), tr.flops_per_token(), tr.tokens_per_step(), tr.accumulation(),
+      tr.train_options().micro_rows, tr.forwards_per_step());
+  fmt::print("config: {}\n", describe_config(cfg));
+
+  const std::int64_t eval_every = plan_horizon<V, Sched>(a, st, d, tr, now, group);
+  RunLog log;
+  open_run_log<V, Sched>(log, a, st, tr, root);
+  const LoopEnd end = train_loop<V, Sched>(a, st, d, tr, out_dir, log, eval_every, now, root);
+  if (end.stop != 0) return 128 + end.stop;
+  return report_run<V, Sched>(st, d, tr, log, end, now, group);
 }
 
 /// lrt-eval: bits per byte of a checkpoint (both modes for LRT models); the parallel mode runs
