@@ -1,5 +1,5 @@
 // Reductions (sum, mean, max, min, argmax, argmin) over an axis and over all elements.
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_reduce {
 

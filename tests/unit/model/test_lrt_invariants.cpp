@@ -14,7 +14,7 @@
 #include <numeric>
 #include <set>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_lrt {
 

@@ -1,6 +1,6 @@
 // Owning tensors and views: construction, copies, element access, slice/select/permute/
 // transpose/reshape/unsqueeze, device copies, their errors; fmt formatting of shapes and tensors.
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_tensor {
 

@@ -4,9 +4,9 @@
 #include <lrt/autodiff.hpp>
 #include <lrt/autodiff/grad_check.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_autodiff_nn {
+namespace test_nn {
 
 using namespace lrt_test;
 using lrt::Shape;
@@ -393,4 +393,4 @@ TEST_CASE("a two-layer attention + MLP network, gradient-checked end to end") {
   expect_grad("net/head", model, head);
 }
 
-}  // namespace test_autodiff_nn
+}  // namespace test_nn

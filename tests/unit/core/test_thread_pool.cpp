@@ -2,7 +2,7 @@
 #include <atomic>
 #include <thread>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_thread_pool {
 

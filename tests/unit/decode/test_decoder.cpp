@@ -6,9 +6,9 @@
 #include <lrt/decode.hpp>
 #include <lrt/model/training_schedule.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_decode {
+namespace test_decoder {
 
 using lrt::index_t;
 using lrt::Shape;
@@ -316,4 +316,4 @@ TEST_CASE("decoder prefill: modes parse and print; bad prompts and modes are ref
   CHECK_THROWS_WITH_AS(dec.position(2), doctest::Contains("row 2"), lrt::Error);
 }
 
-}  // namespace test_decode
+}  // namespace test_decoder

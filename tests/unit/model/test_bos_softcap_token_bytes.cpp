@@ -19,9 +19,9 @@
 #include <string>
 #include <utility>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_config_facts {
+namespace test_bos_softcap_token_bytes {
 
 using namespace lrt_test;
 using lrt::index_t;
@@ -470,4 +470,4 @@ TEST_CASE("config facts: bos_id and logit_softcap in the config JSON; old JSON l
   CHECK(contains(invalid(v), "logit_softcap"));
 }
 
-}  // namespace test_config_facts
+}  // namespace test_bos_softcap_token_bytes

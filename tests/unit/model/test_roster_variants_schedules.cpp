@@ -9,9 +9,9 @@
 #include <map>
 #include <set>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_facts {
+namespace test_roster_variants_schedules {
 
 using lrt::index_t;
 using lrt::Shape;
@@ -296,4 +296,4 @@ TEST_CASE("schedules: a schedule type from outside the library runs through sche
   CHECK(off.loss.value()() == a.loss.value()());
 }
 
-}  // namespace test_facts
+}  // namespace test_roster_variants_schedules

@@ -1,5 +1,5 @@
 // Philox4x32-10 known answers, uniform/normal statistics, and stream positions (seed, offset).
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_random {
 

@@ -1,5 +1,5 @@
 // Gather/scatter along an axis by index lists (the interleaved schedule's position subsets).
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_gather {
 

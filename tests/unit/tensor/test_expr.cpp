@@ -1,5 +1,5 @@
 // Elementwise and broadcast expressions against straightforward double-precision loops.
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_expr {
 

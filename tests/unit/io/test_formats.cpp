@@ -17,7 +17,7 @@
 
 #include <lrt/io.hpp>
 
-namespace test_io {
+namespace test_formats {
 
 namespace fs = std::filesystem;
 namespace json = lrt::json;
@@ -1004,4 +1004,4 @@ TEST_CASE("quantized checkpoints: I8 tensors with scales, metadata, which matric
   CHECK(!lrt::quantized_by_default("transformer.h.0.attn.triple_gate.weight"));
 }
 
-}  // namespace test_io
+}  // namespace test_formats

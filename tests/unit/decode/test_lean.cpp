@@ -12,7 +12,7 @@
 #include <lrt/decode.hpp>
 #include <lrt/model/checkpoint.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_lean {
 

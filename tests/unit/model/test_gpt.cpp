@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_model {
+namespace test_gpt {
 
 using namespace lrt_test;
 using lrt::index_t;
@@ -202,4 +202,4 @@ TEST_CASE("sampler: greedy, top-k, top-p, temperature, determinism") {
   CHECK_THROWS_WITH_AS(lrt::sample_token<float>(lg, o, 0), doctest::Contains("top_p"), lrt::Error);
 }
 
-}  // namespace test_model
+}  // namespace test_gpt

@@ -23,7 +23,7 @@
 
 #include <lrt/data.hpp>
 
-namespace test_data {
+namespace test_pipeline {
 
 namespace fs = std::filesystem;
 using lrt::index_t;
@@ -613,4 +613,4 @@ TEST_CASE("scoring_batches: every byte a target once, the last row padded, nothi
   CHECK(contains(error_of([&] { scoring_batches(docs, 0, 2, 10); }), "need T >= 1"));
 }
 
-}  // namespace test_data
+}  // namespace test_pipeline

@@ -1,7 +1,7 @@
 // Optimizers and schedules (LRT-SPEC §8): AdamW against the update formula written out in double,
 // Polar Express singular values against Eigen's SVD, Muon against a naive double implementation
 // of the spec's pseudocode, schedules at their boundaries, and state save/load.
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <Eigen/SVD>
 
@@ -16,7 +16,7 @@
 #include <lrt/optim.hpp>
 #include <lrt/train/optimizer_groups.hpp>
 
-namespace test_optim {
+namespace test_optimizers {
 
 using namespace lrt_test;
 using lrt::Shape;
@@ -718,4 +718,4 @@ TEST_CASE("optimizer state: save/load continues bit-identically; bad state is re
   CHECK(same_bits(m1.emb.w, m3.emb.w));
 }
 
-}  // namespace test_optim
+}  // namespace test_optimizers

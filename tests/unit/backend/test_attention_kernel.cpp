@@ -8,7 +8,7 @@
 //   out, lse: elementwise |a - b| <= 1e-5 (1 + |b|);
 //   dq, dk, dv: normwise max|a - b| <= 1e-5 max|b| (per tensor; dS = P (dP - D) cancels, so tiny
 //   elements carry absolute, not relative, float error).
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <lrt/backend/cpu/attention.hpp>
 

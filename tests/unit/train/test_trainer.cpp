@@ -16,9 +16,9 @@
 #include <numbers>
 #include <random>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_train {
+namespace test_trainer {
 
 using lrt::index_t;
 using lrt::Shape;
@@ -576,4 +576,4 @@ TEST_CASE("time plan: over many made-up costs the parts never exceed the time le
   CHECK_THROWS_AS(lrt::plan_time_budget(lrt::TimePlanCosts{.budget = 10, .step = 0}), lrt::Error);
 }
 
-}  // namespace test_train
+}  // namespace test_trainer

@@ -1,6 +1,6 @@
 // GEMM: plain, transposed operands (views), alpha/beta, strided-batched, pointer lists, matmul.
 // Checked against a naive triple loop in double.
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace test_gemm {
 

@@ -13,7 +13,9 @@
 
 #include <lrt/model/checkpoint.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
+
+namespace test_checkpoint_file {
 
 namespace {
 
@@ -239,3 +241,5 @@ TEST_CASE("ModelConfig: upper bounds; schedule spellings") {
        {"", "interleaved", "interleaved:0", "interleaved:-1", "chunked:x", "multirefine:2a", "parallel"})
     CHECK_MESSAGE(!lrt::known_schedule_spec(bad), bad);
 }
+
+}  // namespace test_checkpoint_file

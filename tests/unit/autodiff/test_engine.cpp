@@ -1,11 +1,11 @@
 // The autodiff engine: recording, backward, gradient accumulation, no-grad, memory reuse,
-// freed activations, and errors. (Op gradients: test_autodiff_ops.cpp.)
+// freed activations, and errors. (Op gradients: test_ops.cpp.)
 #include <lrt/autodiff/grad_check.hpp>
 #include <lrt/autodiff/ops.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_autodiff_engine {
+namespace test_engine {
 
 using namespace lrt_test;
 using lrt::Shape;
@@ -164,4 +164,4 @@ TEST_CASE("a backward rule that produces a gradient of the wrong shape is a clea
                        "[backward] gradient of shape (3, 2) does not match the shape (2, 3) of 'param'", lrt::Error);
 }
 
-}  // namespace test_autodiff_engine
+}  // namespace test_engine

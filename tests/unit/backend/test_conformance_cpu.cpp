@@ -1,9 +1,9 @@
-// tests/unit/test_conformance_cpu.cpp: the device-generic conformance bodies on lrt::cpu::Device, so
+// tests/unit/backend/test_conformance_cpu.cpp: the device-generic conformance bodies on lrt::cpu::Device, so
 // the bodies (and their host references) are checked on every machine, GPU or not. Plain C++;
 // no main: link it into a doctest runner (e.g. lrt_tests).
 #include <lrt/lrt.hpp>
 
-#include "../cuda/conformance.hpp"
+#include "../../cuda/conformance.hpp"
 
 namespace test_conformance_cpu {
 

@@ -5,9 +5,9 @@
 #include <lrt/autodiff/ops.hpp>
 #include <lrt/backend/cpu/nn.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
-namespace test_autodiff_ops {
+namespace test_ops {
 
 using namespace lrt_test;
 using lrt::Shape;
@@ -169,4 +169,4 @@ TEST_CASE("reshape, slice, concat, gather and scatter of time rows") {
   expect_grad("scatter/fresh", fs, y);
 }
 
-}  // namespace test_autodiff_ops
+}  // namespace test_ops

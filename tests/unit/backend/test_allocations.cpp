@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 #include <lrt/autodiff.hpp>
 #include <lrt/decode.hpp>
 
@@ -57,7 +57,7 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
-namespace test_alloc {
+namespace test_allocations {
 
 using lrt::index_t;
 using lrt::Shape;
@@ -267,4 +267,4 @@ TEST_CASE("lean decoder: nothing is allocated after construction, first step and
   CHECK(run(vs::LrtRelease{}) == 0);
 }
 
-}  // namespace test_alloc
+}  // namespace test_allocations
