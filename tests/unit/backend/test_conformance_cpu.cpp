@@ -1,9 +1,10 @@
-// tests/unit/backend/test_conformance_cpu.cpp: the device-generic conformance bodies on lrt::cpu::Device, so
-// the bodies (and their host references) are checked on every machine, GPU or not. Plain C++;
-// no main: link it into a doctest runner (e.g. lrt_tests).
+// tests/unit/backend/test_conformance_cpu.cpp: the device-generic conformance bodies
+// (conformance.hpp, beside this file; tests/cuda/test_cuda.cu runs them on the GPU) on
+// lrt::cpu::Device, so the bodies (and their host references) are checked on every machine, GPU
+// or not. Plain C++; no main: link it into a doctest runner (e.g. lrt_tests).
 #include <lrt/lrt.hpp>
 
-#include "../../cuda/conformance.hpp"
+#include "conformance.hpp"
 
 namespace test_conformance_cpu {
 
