@@ -227,11 +227,11 @@ TEST_CASE("cuda optim: AdamW on the GPU matches the CPU") {
 
 TEST_CASE("cuda optim: polar_express on the GPU matches the CPU") {
   // Tolerance. Both sides run the same fp32 algorithm; they differ in the GEMMs (Eigen vs cuBLAS:
-  // summation order, FMAs) and in the order of the fp64 norm. The CPU's fp32 result is within
-  // 1e-4 relative + 1e-5 absolute of a double reference (test_optim), so two fp32 runs differ by
-  // about twice that. Square inputs may have tiny singular values, along which Polar Express
-  // amplifies perturbations by up to the product of the a coefficients (~990), so the bound is
-  // on the relative Frobenius error (1e-3: observed fp32 errors are ~1e-6) and the largest
+  // summation order, FMAs) and in the order of the fp64 norm. The CPU's fp32 result is within 1e-4
+  // relative + 1e-5 absolute of a double reference (tests/unit/optim/test_optimizers.cpp), so two
+  // fp32 runs differ by about twice that. Square inputs may have tiny singular values, along which
+  // Polar Express amplifies perturbations by up to the product of the a coefficients (~990), so the
+  // bound is on the relative Frobenius error (1e-3: observed fp32 errors are ~1e-6) and the largest
   // element error relative to the largest element (2e-3). A wrong transposition, coefficient or
   // normalisation gives O(1).
   struct Case {
@@ -280,12 +280,12 @@ TEST_CASE("cuda optim: polar_express on the GPU matches the CPU") {
 /// Follows one matrix through Muon steps on both devices and checks the GPU's W against the
 /// CPU's after each step.
 ///
-/// Tolerance. The update is lr_eff X; X is the fp32 Polar Express output, which on the two
-/// devices differs by the GEMMs' rounding (see the polar_express case). test_optim bounds the
-/// CPU's update error against a double reference by 1e-3 of the update's RMS (observed: ~1e-5),
-/// so each step may move the two W apart by 1e-3 x RMS(update) per element (accumulated over
-/// the steps: a difference, once made, is carried on; the gradients do not depend on W) plus a
-/// few ulps of |W| (1e-6 relative).
+/// Tolerance. The update is lr_eff X; X is the fp32 Polar Express output, which on the two devices
+/// differs by the GEMMs' rounding (see the polar_express case).
+/// tests/unit/optim/test_optimizers.cpp bounds the CPU's update error against a double reference by
+/// 1e-3 of the update's RMS (observed: ~1e-5), so each step may move the two W apart by 1e-3 x
+/// RMS(update) per element (accumulated over the steps: a difference, once made, is carried on; the
+/// gradients do not depend on W) plus a few ulps of |W| (1e-6 relative).
 /// One exception: cautious weight decay masks w where X (.) W >= 0, and where X is within
 /// rounding of 0 the two devices may decide differently; the element then differs by up to
 /// lr_eff wd |w| (and keeps that difference). Such elements are rare (probability ~ the relative

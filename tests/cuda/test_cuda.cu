@@ -1,6 +1,7 @@
 // tests/cuda/test_cuda.cu: the CUDA backend's tests, one nvcc translation unit with its own main.
-// Every conformance body (conformance.hpp) runs on lrt::cuda::Device against plain host loops,
-// plus the CUDA-only checks below (stream, cuBLAS handle, error messages, caching allocator).
+// Every conformance body (tests/unit/backend/conformance.hpp, which the CPU backend's tests run
+// too) runs on lrt::cuda::Device against plain host loops, plus the CUDA-only checks below
+// (stream, cuBLAS handle, error messages, caching allocator).
 // Without a GPU (or driver) it prints "CUDA: no GPU found, N CUDA tests compiled and skipped"
 // and exits 0; set LRT_REQUIRE_GPU=1 to make that a failure (for GPU CI machines).
 // Build: nvcc -std=c++20 -arch=sm_90 -DEIGEN_NO_CUDA --extended-lambda --expt-relaxed-constexpr
@@ -23,7 +24,7 @@
 
 #include <lrt/cuda.hpp>
 
-#include "conformance.hpp"
+#include "../unit/backend/conformance.hpp"
 
 using G = lrt::cuda::Device;
 using lrt::Shape;

@@ -17,7 +17,7 @@
 //                   start-up check of configuration, data and code, losses, and optimizer state for
 //                   checkpoints.
 // The float buffers live in the memory of the group's device: host memory for the CPU groups
-// (Solo, MpiGroup in dist/mpi.hpp), GPU memory for NcclGroup (dist/nccl.cuh); host_memory() says
+// (Solo, MpiGroup in dist/mpi.hpp), GPU memory for a NcclGroup (not written yet); host_memory() says
 // which. Every operation is collective: all ranks call it in the same order with the same counts.
 // `what` names the call in error messages ("reduce_scatter of the gradients at step 12").
 //
