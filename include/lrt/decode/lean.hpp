@@ -14,7 +14,7 @@
 // one token in the same order through the same kernels (lrt::gemm's single-row product, the
 // RMSNorm and RoPE kernels, the attention kernel's softmax row, the expressions of the elementwise
 // ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every variant
-// (tests/unit/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
+// (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
 // Decoder's too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity)
 // and moves the newest window to the front when it reaches the end, so rows run past the
 // training context. Attention sinks and several rows are the Decoder's alone.

@@ -2,7 +2,7 @@
 // checkpoint names (the release's layout, spec §9) and shapes, for code that has no model: the
 // checkpoint loader's checks (model/checkpoint_file.hpp) and the lean decoder's file views
 // (decode/lean_file.hpp). The structure is a runtime value, so that one loop serves every variant.
-// tests/unit/test_lean.cpp checks it against Model's parameters for every named variant.
+// tests/unit/model/test_checkpoint_file.cpp checks it against Model's parameters for every named variant.
 #pragma once
 
 #include <string>
