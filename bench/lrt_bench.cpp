@@ -418,9 +418,9 @@ struct GemmCounter {
 };
 constexpr bool kGemmTimer = true;
 
-/// rows per optimizer step of lrt-train for a preset (examples/runner.hpp preset_batch_rows).
+/// rows per optimizer step of lrt-train for a preset (examples/tools/runner.hpp preset_batch_rows).
 index_t train_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; }
-/// micro-batch rows of lrt-train for a preset (examples/runner.hpp preset_micro_rows; 0 = one).
+/// micro-batch rows of lrt-train for a preset (examples/tools/runner.hpp preset_micro_rows; 0 = one).
 index_t train_micro_rows(const std::string& p) { return p == "medium" ? 8 : 0; }
 
 template <class V, class Sched>

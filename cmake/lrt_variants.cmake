@@ -1,7 +1,7 @@
 # lrt_add_variant(NAME <name> VARIANT "<C++ type>" [SCHEDULE "<C++ type>"] [HEADERS <file>...])
 #
 # Adds a compile-time (variant, schedule) pair to lrt-train, lrt-eval and lrt-generate without
-# editing the library or examples/registry/:
+# editing the library or examples/tools/registry/:
 #
 #   lrt_add_variant(NAME kv-src2
 #                   VARIANT "lrt::Variant<lrt::Injection::KV, lrt::Projection::Shared, lrt::BlockSource<2>>"

@@ -1,4 +1,4 @@
-// What a pair file of examples/registry/ includes. A pair file defines
+// What a pair file of examples/tools/registry/ includes. A pair file defines
 //   struct NAME { using variant = ...; using schedule = ...; static constexpr const char* name = "..."; };
 //   LRT_TOOL_REGISTER(NAME);
 // in namespace tool::pairs. Compiled by the host compiler it registers the pair's CPU tool bodies

@@ -1,6 +1,6 @@
 // lrt-ablate's pieces that start no process: the grid file (parsing, the arms and runs it expands
 // to), the statistics over seeds, and the results it writes (results.csv, results.md and two SVG
-// plots, no plotting dependency). examples/ablate.cpp runs the grid with lrt-train and lrt-eval.
+// plots, no plotting dependency). examples/tools/ablate.cpp runs the grid with lrt-train and lrt-eval.
 #pragma once
 
 #include <algorithm>
@@ -156,7 +156,7 @@ inline bool has_flag(const std::vector<std::string>& flags, const std::string& n
                      [&](const std::string& f) { return f == "--" + name || f.rfind("--" + name + "=", 0) == 0; });
 }
 
-/// A grid file as written (grid.txt's format: examples/ablate.cpp's usage).
+/// A grid file as written (grid.txt's format: examples/tools/ablate.cpp's usage).
 struct Grid {
   std::string path;
   struct ArmLine {  // an `arm NAME FLAGS...` line
