@@ -1,6 +1,6 @@
-// Shared by lrt's programs: the command-line layer (cli/args.hpp: tool::Args, usage errors), a
-// progress line (refreshed in place on a terminal, plain lines otherwise), the CSV training log
-// and an SVG plot of it (no plotting dependency).
+// Shared by lrt's programs: the command-line layer (cli/args.hpp: tool::Args, usage errors;
+// cli/plot.hpp: tool::Plot), a progress line (refreshed in place on a terminal, plain lines
+// otherwise), the CSV training log and an SVG plot of it (tool::loss_svg, on tool::Plot).
 #pragma once
 
 #include <unistd.h>
@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "cli/args.hpp"
+#include "cli/plot.hpp"
 
 namespace tool {
 
@@ -96,55 +97,28 @@ inline std::vector<LogRow> read_log(const std::string& path) {
   return rows;
 }
 
-/// An SVG line plot of train loss (every step, light) and validation loss (markers) per step.
+/// An SVG line plot (tool::Plot) of train loss (every step, a line) and validation loss
+/// (markers) per step, with a legend.
 inline std::string loss_svg(const std::vector<LogRow>& rows, const std::string& title) {
-  const double W = 720, H = 420, l = 64, r = 16, t = 36, b = 48;
-  double xmax = 1, ymin = 1e300, ymax = -1e300;
+  double xmax = 1, ymin = INFINITY, ymax = -INFINITY;
+  std::vector<std::pair<double, double>> train, val;
   for (const LogRow& x : rows) {
     xmax = std::max(xmax, double(x.step));
+    if (!std::isnan(x.train_loss)) train.emplace_back(double(x.step), x.train_loss);
+    if (!std::isnan(x.val_loss)) val.emplace_back(double(x.step), x.val_loss);
     for (double v : {x.train_loss, x.val_loss})
       if (!std::isnan(v)) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
   }
-  if (ymin > ymax) ymin = 0, ymax = 1;
-  if (ymax - ymin < 1e-9) ymax = ymin + 1;
-  const double pad = 0.05 * (ymax - ymin);
-  ymin -= pad, ymax += pad;
-  auto X = [&](double s) { return l + (W - l - r) * s / xmax; };
-  auto Y = [&](double v) { return t + (H - t - b) * (ymax - v) / (ymax - ymin); };
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n",
-      W, H, W, H, l, title);
-  for (int i = 0; i <= 5; ++i) {  // grid and axis labels
-    const double v = ymin + (ymax - ymin) * i / 5, y = Y(v);
-    s += fmt::format(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
-        "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n",
-        l, W - r, y, y, l - 6, y + 4, v);
+  if (!(ymin <= ymax)) ymin = 0, ymax = 1;
+  const Plot p(0, xmax, ymin, ymax);
+  std::string s = p.begin(title, "step", "loss (nats/token)");
+  for (int i = 0; i <= 5; ++i) {
     const double st = xmax * i / 5;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.0f}</text>\n", X(st), H - b + 18, st);
+    s += p.x_tick(st, fmt::format("{:.0f}", st));
   }
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">step</text>\n", (l + W - r) / 2, H - 8);
-  s += fmt::format(
-      "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">loss "
-      "(nats/token)</text>\n",
-      (t + H - b) / 2, (t + H - b) / 2);
-  std::string train, val;
-  for (const LogRow& x : rows) {
-    if (!std::isnan(x.train_loss)) train += fmt::format("{:.1f},{:.1f} ", X(double(x.step)), Y(x.train_loss));
-    if (!std::isnan(x.val_loss))
-      val += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"#d62728\"/>", X(double(x.step)),
-                         Y(x.val_loss));
-  }
-  if (!train.empty())
-    s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\" points=\"" + train + "\"/>\n";
-  s += val + "\n";
-  s += fmt::format(
-      "<text x=\"{}\" y=\"{}\" fill=\"#1f77b4\">train loss</text>"
-      "<text x=\"{}\" y=\"{}\" fill=\"#d62728\">validation loss</text>\n</svg>\n",
-      W - r - 200, t + 14, W - r - 100, t + 14);
-  return s;
+  s += p.line(train, color(0), 1.2) + (val.empty() ? "" : p.markers(val, color(1)));
+  s += p.legend(0, "train loss", color(0)) + p.legend(1, "validation loss", color(1));
+  return s + "</svg>\n";
 }
 
 }  // namespace tool
