@@ -1,11 +1,4 @@
-// Registry entry: variant `baseline`, schedule Standard.
+// --variant baseline (its natural schedule: standard)
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct baseline {
-  using variant = lrt::variants::Baseline;
-  using schedule = lrt::Standard;
-  static constexpr const char* name = "baseline";
-};
-LRT_TOOL_REGISTER(baseline);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("baseline", lrt::variants::Baseline, lrt::Standard);

@@ -1,11 +1,4 @@
-// Registry entry: variant `lrt-release`, schedule Interleaved<2>.
+// --variant lrt-release (its natural schedule: interleaved:2)
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct lrt_release {
-  using variant = lrt::variants::LrtRelease;
-  using schedule = lrt::Interleaved<2>;
-  static constexpr const char* name = "lrt-release";
-};
-LRT_TOOL_REGISTER(lrt_release);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("lrt-release", lrt::variants::LrtRelease, lrt::Interleaved<2>);

@@ -1,11 +1,4 @@
-// Registry entry: variant `lrt`, schedule Chunked<2>.
+// --variant lrt --schedule chunked:2
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct lrt_chunked2 {
-  using variant = lrt::variants::Lrt;
-  using schedule = lrt::Chunked<2>;
-  static constexpr const char* name = "lrt";
-};
-LRT_TOOL_REGISTER(lrt_chunked2);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("lrt", lrt::variants::Lrt, lrt::Chunked<2>);

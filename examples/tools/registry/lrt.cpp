@@ -1,11 +1,4 @@
-// Registry entry: variant `lrt`, schedule Interleaved<2>.
+// --variant lrt (its natural schedule: interleaved:2)
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct lrt_interleaved2 {
-  using variant = lrt::variants::Lrt;
-  using schedule = lrt::Interleaved<2>;
-  static constexpr const char* name = "lrt";
-};
-LRT_TOOL_REGISTER(lrt_interleaved2);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("lrt", lrt::variants::Lrt, lrt::Interleaved<2>);

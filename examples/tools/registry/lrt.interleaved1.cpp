@@ -1,11 +1,4 @@
-// Registry entry: variant `lrt`, schedule Interleaved<1>.
+// --variant lrt --schedule interleaved:1
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct lrt_interleaved1 {
-  using variant = lrt::variants::Lrt;
-  using schedule = lrt::Interleaved<1>;
-  static constexpr const char* name = "lrt";
-};
-LRT_TOOL_REGISTER(lrt_interleaved1);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("lrt", lrt::variants::Lrt, lrt::Interleaved<1>);

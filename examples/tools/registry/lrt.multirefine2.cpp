@@ -1,11 +1,4 @@
-// Registry entry: variant `lrt`, schedule MultiRefine<2>.
+// --variant lrt --schedule multirefine:2
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct lrt_multirefine2 {
-  using variant = lrt::variants::Lrt;
-  using schedule = lrt::MultiRefine<2>;
-  static constexpr const char* name = "lrt";
-};
-LRT_TOOL_REGISTER(lrt_multirefine2);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("lrt", lrt::variants::Lrt, lrt::MultiRefine<2>);

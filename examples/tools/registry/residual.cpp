@@ -1,11 +1,4 @@
-// Registry entry: variant `residual`, schedule Interleaved<2>.
+// --variant residual (its natural schedule: interleaved:2)
 #include "../registry.hpp"
 
-namespace tool::pairs {
-struct residual {
-  using variant = lrt::variants::ResidualOnly;
-  using schedule = lrt::Interleaved<2>;
-  static constexpr const char* name = "residual";
-};
-LRT_TOOL_REGISTER(residual);
-}  // namespace tool::pairs
+LRT_TOOL_PAIR("residual", lrt::variants::ResidualOnly, lrt::Interleaved<2>);
