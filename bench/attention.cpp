@@ -2,10 +2,9 @@
 // GFLOP/s and peak extra memory for T = 128..1024 (B = 1, H = 4, Hkv = 4, Dh = 64, float),
 // plus the memory an explicit (T x T) score matrix per head would need, for comparison.
 // FLOPs counted for the causal half: forward 2 * 2 * H * Dh * T(T+1)/2, backward 2.5x that.
-// Usage: lrt-bench-attention [--reps N] [--quick] [--json] [--version]
+// Usage: lrt-bench-attention [--reps N] [--quick] [--json] [--version] [--help]
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <vector>
 
 #include <lrt/autodiff.hpp>
@@ -23,20 +22,16 @@ int main(int argc, char** argv) {
   int reps = 5;
   bool json = false;
   std::vector<index_t> Ts = {128, 256, 512, 1024};
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--json"))
-      json = true;
-    else if (!std::strcmp(argv[i], "--version"))
-      return lrt_print_version("lrt-bench-attention"), 0;
-    else if (!std::strcmp(argv[i], "--quick"))
-      Ts = {128, 256}, reps = 3;
-    else {
-      fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json] [--version]\n", argv[0]);
-      return 2;
-    }
-  }
+  tool::Args args("lrt-bench-attention", "fused causal attention forward and forward+backward on the CPU");
+  args.option("reps", "N", "timed samples per length (median reported; --quick: 3)", "5")
+      .flag("quick", "T = 128 and 256 only, 3 reps")
+      .flag("json", "one JSON object per line on stdout");
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    json = args.has("json");
+    if (args.has("quick")) Ts = {128, 256};
+    reps = args.has("quick") && !args.has("reps") ? 3 : static_cast<int>(args.integer("reps", 1, 1 << 30));
+  });
+  if (rc >= 0) return rc;
   const index_t B = 1, H = 4, Dh = 64;
   if (!json)
     fmt::print(

@@ -2,10 +2,9 @@
 // same three GEMMs called directly, measured in one run. Target: autodiff overhead < 10% at
 // d_model >= 256.
 //   y = x W^T (N, out); dx = dy W (N, in); dW = dy^T x (out, in)
-// Usage: lrt-bench-autodiff-linear [--reps N] [--json]
+// Usage: lrt-bench-autodiff-linear [--reps N] [--quick] [--json] [--version] [--help]
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -23,20 +22,16 @@ using lrt_bench::median_seconds;
 int main(int argc, char** argv) {
   int reps = 7;
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--json"))
-      json = true;
-    else if (!std::strcmp(argv[i], "--version"))
-      return lrt_print_version("lrt-bench-autodiff-linear"), 0;
-    else if (!std::strcmp(argv[i], "--quick"))
-      reps = 3;
-    else {
-      fmt::print(stderr, "usage: {} [--reps N] [--quick] [--json] [--version]\n", argv[0]);
-      return 2;
-    }
-  }
+  tool::Args args("lrt-bench-autodiff-linear",
+                  "a linear layer's forward + backward through autodiff against the same GEMMs called directly");
+  args.option("reps", "N", "timed samples per size (median reported; --quick: 3)", "7")
+      .flag("quick", "3 reps")
+      .flag("json", "one JSON object per line on stdout");
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    json = args.has("json");
+    reps = args.has("quick") && !args.has("reps") ? 3 : static_cast<int>(args.integer("reps", 1, 1 << 30));
+  });
+  if (rc >= 0) return rc;
   if (!json)
     fmt::print(
         "linear forward+backward: autodiff vs the same 3 GEMMs, {} thread(s), median of {}\n"

@@ -1,6 +1,6 @@
 // bench/bench_util.hpp: helpers shared by the benchmark programs (timing statistics and the
-// CPU load of other processes, so that a noisy machine shows in the tables), and their --version
-// (lrt_print_version).
+// CPU load of other processes, so that a noisy machine shows in the tables); their command lines
+// go through tool::Args (examples/tools/cli/args.hpp: options, --help, --version, usage errors).
 #pragma once
 
 #include <sys/resource.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lrt_version.h"
+#include "cli/args.hpp"
 
 namespace lrt_bench {
 

@@ -84,54 +84,25 @@ struct Options {
   double min_ms = 3.0;
 };
 
-[[noreturn]] void usage(int rc) {
-  std::fputs(
-      "usage: lrt-bench-gemm [--reps N] [--quick] [--json] [--threads N] [--min-ms X]\n"
-      "  --reps N     timed samples per shape and implementation (default 5, and 3 for shapes\n"
-      "               whose one run takes > 40 ms; median reported)\n"
-      "  --quick      fewer shapes (tokens 256 and 1024, d_model 128 and 512), 3 reps\n"
-      "  --json       one JSON object per line on stdout (the table goes to stderr)\n"
-      "  --threads N  lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)\n"
-      "  --min-ms X   least duration of one timed sample in ms (default 3)\n"
-      "  --version    the program's name and the git description it was built from\n",
-      rc ? stderr : stdout);
-  std::exit(rc);
-}
-
 Options parse(int argc, char** argv) {
+  tool::Args args("lrt-bench-gemm",
+                  "single-precision GEMM throughput of lrt::gemm on transformer shapes, beside Eigen's and OpenBLAS's");
+  args.option("reps", "N",
+              "timed samples per shape and implementation (3 for shapes whose one run takes > 40 ms; median reported)",
+              "5")
+      .flag("quick", "fewer shapes (tokens 256 and 1024, d_model 128 and 512), 3 reps")
+      .flag("json", "one JSON object per line on stdout (the table goes to stderr)")
+      .option("threads", "N", "lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)")
+      .option("min-ms", "X", "least duration of one timed sample in ms", "3");
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "lrt-bench-gemm: {} needs a value\n", a);
-        usage(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--reps") {
-      o.reps = std::atoi(value());
-      o.reps_given = true;
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--json") {
-      o.json = true;
-    } else if (a == "--threads") {
-      o.threads = std::atoi(value());
-    } else if (a == "--min-ms") {
-      o.min_ms = std::atof(value());
-    } else if (a == "--help" || a == "-h") {
-      usage(0);
-    } else if (a == "--version") {
-      lrt_print_version("lrt-bench-gemm");
-      std::exit(0);
-    } else {
-      fmt::print(stderr, "lrt-bench-gemm: unknown argument '{}'\n", a);
-      usage(2);
-    }
-  }
-  if (o.quick && !o.reps_given) o.reps = 3;
-  if (o.reps < 1 || o.min_ms < 0 || o.threads < 0) usage(2);
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    o.quick = args.has("quick"), o.json = args.has("json");
+    o.reps_given = args.has("reps");
+    o.reps = o.quick && !args.has("reps") ? 3 : static_cast<int>(args.integer("reps", 1, 1 << 30));
+    if (args.has("threads")) o.threads = static_cast<int>(args.integer("threads", 0, 1 << 20));
+    o.min_ms = args.number("min-ms", 0, 1e9);
+  });
+  if (rc >= 0) std::exit(rc);
   return o;
 }
 

@@ -15,7 +15,7 @@
 // One table on stdout. Usage: lrt-bench-gpu [--preset d12] [--batch 8] [--steps 4]
 //   [--decode-tokens 64] [--decode-batch 64] [--seq T] [--precision bf16[,fp32,tf32]]
 //   [--attention auto|warp|gemm] [--profile N] [--quick] [--no-optim] [--ref-n 8192] [--copy-mib 2048]
-//   [--version]
+//   [--version] [--help]
 //   --profile N: after each training row, one more step under lrt::cuda::Profiler; prints the N
 //   operations with the most device time (GEMMs with their TFLOP/s) and the time per category.
 #include <algorithm>
@@ -31,7 +31,7 @@
 #include <lrt/cuda.hpp>
 #include <lrt/train/trainer.hpp>
 
-#include "lrt_version.h"
+#include "cli/args.hpp"
 
 using lrt::index_t;
 namespace ad = lrt::ad;
@@ -52,87 +52,55 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
+  tool::Args args("lrt-bench-gpu", "training and decoding throughput of lrt on one NVIDIA GPU");
+  args.option("preset", "NAME", "the model preset", "d12")
+      .option("batch", "N", "training rows per step", "8")
+      .option("steps", "N", "timed training steps per row", "4")
+      .option("decode-tokens", "N", "decode steps per row (at least 3)", "64")
+      .option("decode-batch", "N", "the larger decode batch", "64")
+      .option("seq", "T", "sequence length (default: the preset's)")
+      .option("precision", "LIST", "matmul precisions of the training rows: bf16, fp32, tf32 (comma-separated)", "bf16")
+      .option("attention", "KIND", "auto, warp or gemm", "auto")
+      .option("profile", "N",
+              "after each training row, one more step under lrt::cuda::Profiler: its N costliest "
+              "operations and the time per category",
+              "0")
+      .flag("quick", "the baseline only (no lrt rows)")
+      .flag("no-optim", "training steps without the optimizer update")
+      .option("ref-n", "N", "the R_ref GEMM size", "8192")
+      .option("copy-mib", "N", "the copy-bandwidth buffer in MiB", "2048");
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "lrt-bench-gpu: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    auto num = [&](index_t least) -> index_t {  // an integer >= least, or exit 2 naming the option
-      const std::string v = next();
-      std::size_t used = 0;
-      long long x = 0;
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    constexpr long long most = 1LL << 40;
+    o.preset = args.str("preset");
+    o.batch = args.integer("batch", 1, most);
+    o.steps = args.integer("steps", 1, most);
+    o.decode_tokens = args.integer("decode-tokens", 3, most);
+    o.decode_batch = args.integer("decode-batch", 1, most);
+    if (args.has("seq")) o.seq = args.integer("seq", 1, most);
+    o.precisions.clear();
+    for (const std::string& p : args.items("precision")) {
       try {
-        x = std::stoll(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
+        o.precisions.push_back(lrt::cuda::parse_matmul_precision(p));
+      } catch (const lrt::Error& e) {
+        throw tool::UsageError(std::string("--precision: ") + e.what());
       }
-      if (used != v.size() || v.empty() || x < least) {
-        std::fprintf(stderr, "lrt-bench-gpu: %s takes an integer >= %lld, got '%s'\n", a.c_str(),
-                     static_cast<long long>(least), v.c_str());
-        std::exit(2);
-      }
-      return static_cast<index_t>(x);
-    };
-    if (a == "--preset")
-      o.preset = next();
-    else if (a == "--batch")
-      o.batch = num(1);
-    else if (a == "--steps")
-      o.steps = num(1);
-    else if (a == "--decode-tokens")
-      o.decode_tokens = num(3);
-    else if (a == "--decode-batch")
-      o.decode_batch = num(1);
-    else if (a == "--seq")
-      o.seq = num(1);
-    else if (a == "--precision") {
-      o.precisions.clear();
-      std::string list = next();
-      for (std::size_t at = 0; at <= list.size();) {
-        const std::size_t comma = std::min(list.find(',', at), list.size());
-        try {
-          o.precisions.push_back(lrt::cuda::parse_matmul_precision(list.substr(at, comma - at)));
-        } catch (const lrt::Error& e) {
-          std::fprintf(stderr, "lrt-bench-gpu: --precision: %s\n", e.what());
-          std::exit(2);
-        }
-        at = comma + 1;
-      }
-    } else if (a == "--attention") {
-      const std::string k = next();
-      if (k == "auto")
-        lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::automatic);
-      else if (k == "warp")
-        lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::warp);
-      else if (k == "gemm")
-        lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::gemm);
-      else {
-        std::fprintf(stderr, "lrt-bench-gpu: --attention takes auto, warp or gemm, got %s\n", k.c_str());
-        std::exit(2);
-      }
-    } else if (a == "--profile")
-      o.profile = num(0);
-    else if (a == "--ref-n")
-      o.ref_n = num(1);
-    else if (a == "--copy-mib")
-      o.copy_mib = num(1);
-    else if (a == "--quick")
-      o.quick = true;
-    else if (a == "--no-optim")
-      o.optim = false;
-    else if (a == "--version") {
-      lrt_print_version("lrt-bench-gpu");
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "lrt-bench-gpu: unknown option %s\n", a.c_str());
-      std::exit(2);
     }
-  }
+    const std::string k = args.str("attention");
+    if (k == "auto")
+      lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::automatic);
+    else if (k == "warp")
+      lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::warp);
+    else if (k == "gemm")
+      lrt::cuda::set_attention_kernel(lrt::cuda::AttentionKernel::gemm);
+    else
+      throw tool::UsageError("--attention takes auto, warp or gemm, got '" + k + "'");
+    o.profile = args.integer("profile", 0, most);
+    o.ref_n = args.integer("ref-n", 1, most);
+    o.copy_mib = args.integer("copy-mib", 1, most);
+    o.quick = args.has("quick"), o.optim = !args.has("no-optim");
+  });
+  if (rc >= 0) std::exit(rc);
   return o;
 }
 

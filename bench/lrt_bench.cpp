@@ -128,157 +128,83 @@ struct Options {
   double r_ref = 0, triad = 0;  // GFLOP/s, GB/s
 };
 
-[[noreturn]] void usage(int rc) {
-  std::fputs(
-      "usage: lrt-bench [--quick] [--json] [--presets LIST] [--variants LIST] [--threads LIST]\n"
-      "                 [--contexts LIST] [--decode-batches LIST] [--batch-tokens N] [--reps N]\n"
-      "                 [--config-budget-s X] [--no-train] [--no-decode]\n"
-      "  --quick             tiny only, 1 timed step, 1024 tokens per step (< 60 s)\n"
-      "  --json              one JSON object per line on stdout (the table goes to stderr)\n"
-      "  --presets LIST      comma-separated presets (default tiny,small,medium)\n"
-      "  --variants LIST     baseline (Standard) and/or lrt (Interleaved<2>) (default both)\n"
-      "  --threads LIST      LRT_NUM_THREADS of the runs (default 1,2)\n"
-      "  --contexts LIST     decode contexts (default 64,256,1024)\n"
-      "  --decode-batches L  decode batch sizes (default 1,8)\n"
-      "  --decoders LIST     graph (lrt::Decoder), lean (lrt::LeanDecoder, batch 1 only), lean-int8, lean-bf16\n"
-      "                      (the lean decoder on int8 weights in groups of 64, or on bf16 weights: the rows'\n"
-      "                      \"weights\" field) (default graph,lean,lean-int8)\n"
-      "  --batch-tokens N    training tokens per step, rows = N / T in one micro-batch (default:\n"
-      "                      lrt-train's batch: tiny 32 x 128, small 16 x 256, medium 32 x 256 in 4)\n"
-      "  --reps N            timed training steps per configuration (default 3, fewer when one\n"
-      "                      step would take the configuration past --config-budget-s, at least 2)\n"
-      "  --config-budget-s X seconds a training configuration should take (default 40)\n"
-      "  --no-train, --no-decode  skip the training or the decode part\n"
-      "  --version           the program's name and the git description it was built from\n",
-      rc ? stderr : stdout);
-  std::exit(rc);
-}
-
 template <class T>
-std::vector<T> parse_list(const std::string& s, const char* opt) {
-  std::vector<T> v;
-  std::size_t i = 0;
-  while (i <= s.size()) {
-    const std::size_t j = std::min(s.find(',', i), s.size());
-    const std::string item = s.substr(i, j - i);
-    if (!item.empty()) {
-      if constexpr (std::is_same_v<T, std::string>) {
-        v.push_back(item);
-      } else {
-        char* end = nullptr;
-        const long x = std::strtol(item.c_str(), &end, 10);
-        if (!end || *end || x < 1) {
-          fmt::print(stderr, "lrt-bench: {} expects positive integers, got '{}'\n", opt, item);
-          usage(2);
-        }
-        v.push_back(static_cast<T>(x));
-      }
-    }
-    i = j + 1;
-  }
-  if (v.empty()) {
-    fmt::print(stderr, "lrt-bench: {} needs a non-empty list\n", opt);
-    usage(2);
-  }
-  return v;
+std::vector<T> to(const std::vector<long long>& v) {
+  return std::vector<T>(v.begin(), v.end());
 }
 
 Options parse(int argc, char** argv) {
+  tool::Args args("lrt-bench",
+                  "CPU performance of lrt's models in one table: training tokens/s and MFU, decode tokens/s against "
+                  "the memory-bandwidth bound, at 1 and 2 threads");
+  args.flag("quick", "tiny only, 1 timed step, 1024 tokens per step (< 60 s)")
+      .flag("json", "one JSON object per line on stdout (the table goes to stderr)")
+      .option("presets", "LIST", "comma-separated presets", "tiny,small,medium")
+      .option("variants", "LIST", "baseline (Standard) and/or lrt (Interleaved<2>)", "baseline,lrt")
+      .option("threads", "LIST", "LRT_NUM_THREADS of the runs", "1,2")
+      .option("contexts", "LIST", "decode contexts", "64,256,1024")
+      .option("decode-batches", "LIST", "decode batch sizes", "1,8")
+      .option("decoders", "LIST",
+              "graph (lrt::Decoder), lean (lrt::LeanDecoder, batch 1 only), lean-int8, lean-bf16 (the lean "
+              "decoder on int8 weights in groups of 64, or on bf16 weights: the rows' \"weights\" field)",
+              "graph,lean,lean-int8")
+      .option("batch-tokens", "N",
+              "training tokens per step, rows = N / T in one micro-batch (default: lrt-train's batch: tiny 32 x "
+              "128, small 16 x 256, medium 32 x 256 in 4)")
+      .option("reps", "N",
+              "timed training steps per configuration (fewer when one step would take the configuration past "
+              "--config-budget-s, at least 2; --quick: 1)",
+              "3")
+      .option("config-budget-s", "X", "seconds a training configuration should take", "40")
+      .flag("no-train", "skip the training part")
+      .flag("no-decode", "skip the decode part")
+      // The child processes' options (one configuration each, re-executed from /proc/self/exe).
+      .hidden("worker")
+      .hidden("preset")
+      .hidden("variant")
+      .hidden("batch")
+      .hidden("decoder")
+      .hidden("r-ref")
+      .hidden("triad");
   Options o;
-  bool reps_given = false, presets_given = false, tokens_given = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "lrt-bench: {} needs a value\n", a);
-        usage(2);
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    constexpr double positive = std::numeric_limits<double>::min();
+    constexpr long long most = std::numeric_limits<int>::max();
+    o.quick = args.has("quick"), o.json = args.has("json");
+    o.train = !args.has("no-train"), o.decode = !args.has("no-decode");
+    o.presets = args.items("presets");
+    o.variants = args.items("variants");
+    o.threads = to<int>(args.integers("threads", 1, most));
+    o.contexts = to<index_t>(args.integers("contexts", 1, most));
+    o.batches = to<index_t>(args.integers("decode-batches", 1, most));
+    o.decoders = args.items("decoders");
+    if (args.has("batch-tokens")) o.batch_tokens = args.integer("batch-tokens", 1, most);
+    o.reps = static_cast<int>(args.integer("reps", 1, most));
+    o.config_budget_s = args.number("config-budget-s", positive, 1e12);
+    o.worker = args.str("worker"), o.preset = args.str("preset"), o.variant = args.str("variant");
+    if (args.has("batch")) o.batch = args.integer("batch", 1, most);
+    if (args.has("decoder")) o.decoder = args.str("decoder");
+    if (args.has("r-ref")) o.r_ref = args.number("r-ref", positive, 1e300);
+    if (args.has("triad")) o.triad = args.number("triad", positive, 1e300);
+    if (o.quick) {
+      if (!args.has("presets")) o.presets = {"tiny"};
+      if (!args.has("reps")) o.reps = 1;
+      if (!args.has("batch-tokens")) o.batch_tokens = 1024;
+    }
+    for (const auto& v : o.variants)
+      if (v != "baseline" && v != "lrt") throw tool::UsageError("unknown variant '" + v + "' (known: baseline, lrt)");
+    for (const auto& d : o.decoders)
+      if (d != "graph" && d != "lean" && d != "lean-int8" && d != "lean-bf16")
+        throw tool::UsageError("unknown decoder '" + d + "' (known: graph, lean, lean-int8, lean-bf16)");
+    for (const auto& p : o.presets) {
+      try {
+        (void)lrt::preset(p);
+      } catch (const std::exception& e) {
+        throw tool::UsageError(e.what());
       }
-      return argv[++i];
-    };
-    auto number = [&]() {
-      const std::string s = value();
-      char* end = nullptr;
-      const double x = std::strtod(s.c_str(), &end);
-      if (!end || *end || !(x > 0)) {
-        fmt::print(stderr, "lrt-bench: {} expects a positive number, got '{}'\n", a, s);
-        usage(2);
-      }
-      return x;
-    };
-    if (a == "--quick")
-      o.quick = true;
-    else if (a == "--json")
-      o.json = true;
-    else if (a == "--no-train")
-      o.train = false;
-    else if (a == "--no-decode")
-      o.decode = false;
-    else if (a == "--presets")
-      o.presets = parse_list<std::string>(value(), "--presets"), presets_given = true;
-    else if (a == "--variants")
-      o.variants = parse_list<std::string>(value(), "--variants");
-    else if (a == "--threads")
-      o.threads = parse_list<int>(value(), "--threads");
-    else if (a == "--contexts")
-      o.contexts = parse_list<index_t>(value(), "--contexts");
-    else if (a == "--decode-batches")
-      o.batches = parse_list<index_t>(value(), "--decode-batches");
-    else if (a == "--decoders")
-      o.decoders = parse_list<std::string>(value(), "--decoders");
-    else if (a == "--decoder")
-      o.decoder = value();
-    else if (a == "--batch-tokens")
-      o.batch_tokens = static_cast<index_t>(number()), tokens_given = true;
-    else if (a == "--reps")
-      o.reps = static_cast<int>(number()), reps_given = true;
-    else if (a == "--config-budget-s")
-      o.config_budget_s = number();
-    else if (a == "--worker")
-      o.worker = value();
-    else if (a == "--preset")
-      o.preset = value();
-    else if (a == "--variant")
-      o.variant = value();
-    else if (a == "--batch")
-      o.batch = static_cast<index_t>(number());
-    else if (a == "--r-ref")
-      o.r_ref = number();
-    else if (a == "--triad")
-      o.triad = number();
-    else if (a == "--help" || a == "-h")
-      usage(0);
-    else if (a == "--version") {
-      lrt_print_version("lrt-bench");
-      std::exit(0);
-    } else {
-      fmt::print(stderr, "lrt-bench: unknown argument '{}'\n", a);
-      usage(2);
     }
-  }
-  if (o.quick) {
-    if (!presets_given) o.presets = {"tiny"};
-    if (!reps_given) o.reps = 1;
-    if (!tokens_given) o.batch_tokens = 1024;
-  }
-  for (const auto& v : o.variants)
-    if (v != "baseline" && v != "lrt") {
-      fmt::print(stderr, "lrt-bench: unknown variant '{}' (known: baseline, lrt)\n", v);
-      usage(2);
-    }
-  for (const auto& d : o.decoders)
-    if (d != "graph" && d != "lean" && d != "lean-int8" && d != "lean-bf16") {
-      fmt::print(stderr, "lrt-bench: unknown decoder '{}' (known: graph, lean, lean-int8, lean-bf16)\n", d);
-      usage(2);
-    }
-  for (const auto& p : o.presets) {
-    try {
-      (void)lrt::preset(p);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "lrt-bench: {}\n", e.what());
-      usage(2);
-    }
-  }
-  if (o.reps < 1 || o.batch_tokens < 0) usage(2);
+  });
+  if (rc >= 0) std::exit(rc);
   std::sort(o.contexts.begin(), o.contexts.end());
   return o;
 }
@@ -418,9 +344,9 @@ struct GemmCounter {
 };
 constexpr bool kGemmTimer = true;
 
-/// rows per optimizer step of lrt-train for a preset (examples/runner.hpp preset_batch_rows).
+/// rows per optimizer step of lrt-train for a preset (examples/tools/runner.hpp preset_batch_rows).
 index_t train_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; }
-/// micro-batch rows of lrt-train for a preset (examples/runner.hpp preset_micro_rows; 0 = one).
+/// micro-batch rows of lrt-train for a preset (examples/tools/runner.hpp preset_micro_rows; 0 = one).
 index_t train_micro_rows(const std::string& p) { return p == "medium" ? 8 : 0; }
 
 template <class V, class Sched>

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,25 +120,21 @@ int main(int argc, char** argv) {
   index_t batch = 16, tokens = 128;
   bool json = false;
   std::string preset_name = "small";
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
-      batch = std::max<index_t>(1, std::atol(argv[++i]));
-    else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc)
-      tokens = std::max<index_t>(1, std::atol(argv[++i]));
-    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc)
-      preset_name = argv[++i];
-    else if (!std::strcmp(argv[i], "--json"))
-      json = true;
-    else if (!std::strcmp(argv[i], "--version"))
-      return lrt_print_version("lrt-bench-lrt-cost"), 0;
-    else {
-      fmt::print(stderr, "usage: {} [--reps N] [--batch B] [--preset NAME] [--tokens N] [--json] [--version]\n",
-                 argv[0]);
-      return 2;
-    }
-  }
+  tool::Args args("lrt-bench-lrt-cost",
+                  "what the LRT additions cost against the baseline GPT on the CPU, training and decode");
+  args.option("reps", "N", "interleaved timed rounds (median reported)", "5")
+      .option("batch", "B", "training rows", "16")
+      .option("preset", "NAME", "the model preset", "small")
+      .option("tokens", "N", "decode tokens (at most the preset's sequence length)", "128")
+      .flag("json", "one JSON object per line on stdout");
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    reps = static_cast<int>(args.integer("reps", 1, 1 << 30));
+    batch = args.integer("batch", 1, 1LL << 40);
+    tokens = args.integer("tokens", 1, 1LL << 40);
+    preset_name = args.str("preset");
+    json = args.has("json");
+  });
+  if (rc >= 0) return rc;
   try {
     const lrt::ModelConfig cfg = lrt::preset(preset_name);
     const index_t T = cfg.sequence_len, V = cfg.vocab_size;

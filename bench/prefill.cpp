@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -26,28 +27,6 @@ using lrt::index_t;
 using Clock = std::chrono::steady_clock;
 using V = lrt::variants::Lrt;
 
-template <class X>
-std::vector<X> parse_list(const std::string& s, const char* what) {
-  std::vector<X> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    const std::string item = s.substr(at, comma - at);
-    std::size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || !std::isfinite(x) || x <= 0)
-      throw lrt::Error("lrt-bench-prefill", std::string(what) + " expects a list of positive numbers, got '" + s + "'");
-    out.push_back(static_cast<X>(x));
-    at = comma + 1;
-  }
-  return out;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -58,46 +37,32 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::string ckpt, data;
-  std::vector<index_t> lengths{16, 32, 64, 128, 256};
-  std::vector<double> tols{1e-2, 1e-3, 1e-4};
+  std::vector<index_t> lengths;
+  std::vector<double> tols;
   index_t prompts = 8;
   int reps = 3;
   bool json = false;
+  tool::Args args("lrt-bench-prefill",
+                  "The lean decoder's fixed-point and approximate prefill against exact (token-by-token) prefill\n"
+                  "on prompts from DIR's validation split; FILE: a byte-tokenizer lrt checkpoint (lrt-train --variant "
+                  "lrt).");
+  args.option("checkpoint", "FILE", "the checkpoint", "", true)
+      .option("data", "DIR", "the corpus (its validation split)", "", true)
+      .option("lengths", "LIST", "prompt lengths", "16,32,64,128,256")
+      .option("prompts", "N", "prompts per length", "8")
+      .option("tolerances", "LIST", "the approximate modes' tolerances", "1e-2,1e-3,1e-4")
+      .option("reps", "N", "timings per prompt and mode (median reported)", "3")
+      .flag("json", "one JSON object per line on stdout (the table goes to stderr)");
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    ckpt = args.str("checkpoint"), data = args.str("data");
+    for (long long n : args.integers("lengths", 1, 1LL << 40)) lengths.push_back(n);
+    tols = args.numbers("tolerances", std::numeric_limits<double>::min(), 1e300);
+    prompts = args.integer("prompts", 1, 1LL << 40);
+    reps = static_cast<int>(args.integer("reps", 1, 1 << 30));
+    json = args.has("json");
+  });
+  if (rc >= 0) return rc;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw lrt::Error("lrt-bench-prefill", a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--checkpoint")
-        ckpt = value();
-      else if (a == "--data")
-        data = value();
-      else if (a == "--lengths")
-        lengths = parse_list<index_t>(value(), "--lengths");
-      else if (a == "--tolerances")
-        tols = parse_list<double>(value(), "--tolerances");
-      else if (a == "--prompts")
-        prompts = parse_list<index_t>(value(), "--prompts").at(0);
-      else if (a == "--reps")
-        reps = parse_list<int>(value(), "--reps").at(0);
-      else if (a == "--json")
-        json = true;
-      else if (a == "--version")
-        return lrt_print_version("lrt-bench-prefill"), 0;
-      else if (a == "--help" || a == "-h") {
-        std::puts(
-            "usage: lrt-bench-prefill --checkpoint FILE --data DIR [--lengths 16,32,64,128,256] [--prompts 8]\n"
-            "                         [--tolerances 1e-2,1e-3,1e-4] [--reps 3] [--json] [--version]\n"
-            "The lean decoder's fixed-point and approximate prefill against exact (token-by-token) prefill\n"
-            "on prompts from DIR's validation split; FILE: a byte-tokenizer lrt checkpoint (lrt-train --variant lrt).");
-        return 0;
-      } else
-        throw lrt::Error("lrt-bench-prefill", "unknown argument '" + a + "' (see --help)");
-    }
-    if (ckpt.empty() || data.empty())
-      throw lrt::Error("lrt-bench-prefill", "give --checkpoint and --data (see --help)");
     const auto r = lrt::st::Reader::open(ckpt);
     const lrt::CheckpointInfo info = lrt::read_checkpoint(r);  // the one loader's checks
     lrt::check(info.run.structure == lrt::structure_of<V>(), "lrt-bench-prefill", "the checkpoint holds variant ",

@@ -5,7 +5,7 @@
 //                                                          DIR/mixed.txt (many scripts, code, numbers)
 //   lrt-bench-tokenizer --ranks FILE --pattern NAME --text FILE [--runs 3]
 //   lrt-bench-tokenizer --tokenizer FILE --text FILE [--threads N]
-//   lrt-bench-tokenizer --version
+//   lrt-bench-tokenizer --version | --help
 // Prints one JSON line: {"impl":"lrt","text":...,"bytes":...,"ids":...,"hash":...,"mb_per_s":...}
 // (hash: 32-bit FNV-1a over the ids, the same function as tiktoken_bench.mjs's; mb_per_s: the
 // best of --runs encodings of the whole text, one encode call). --threads N > 1 encodes the text's
@@ -22,15 +22,9 @@
 #include <lrt/tokenizer.hpp>
 #include <lrt/tokenizer/rank_file.hpp>
 
-#include "lrt_version.h"
+#include "cli/args.hpp"
 
 namespace {
-
-std::string arg(int argc, char** argv, const std::string& name, const std::string& def = "") {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return def;
-}
 
 /// DIR/brown.txt: the Brown Corpus without its tags, documents joined by newlines; DIR/mixed.txt:
 /// the curated texts of tests/data/tokenizer/vectors.tsv (English, code, numbers, whitespace,
@@ -66,27 +60,44 @@ int write_texts(const std::string& dir, const std::string& brown, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "--version") return lrt_print_version("lrt-bench-tokenizer"), 0;
+  tool::Args args("lrt-bench-tokenizer",
+                  "encode throughput of lrt's BPE tokenizer on one thread: one JSON line\n"
+                  "  lrt-bench-tokenizer --write-texts DIR [--brown PATH]\n"
+                  "  lrt-bench-tokenizer (--ranks FILE --pattern NAME | --tokenizer FILE) --text FILE [--runs N] "
+                  "[--threads N]");
+  args.option("write-texts", "DIR", "write DIR/brown.txt (Brown, tags stripped) and DIR/mixed.txt, and stop")
+      .option("brown", "PATH", "the Brown corpus of --write-texts (default: ~/.cache/lrt-data/brown)")
+      .option("vectors", "FILE", "the curated texts of --write-texts",
+              LRT_SOURCE_DIR "/tests/data/tokenizer/vectors.tsv")
+      .option("text", "FILE", "the text to encode")
+      .option("ranks", "FILE", "a tiktoken rank file")
+      .option("pattern", "NAME", "the pre-tokenizer pattern of --ranks", "nanochat")
+      .option("tokenizer", "FILE", "an lrt tokenizer file (instead of --ranks)")
+      .option("runs", "N", "encodings of the whole text (the best is reported)", "3")
+      .option("threads", "N", "encode the text's lines as documents on N threads", "1");
+  int runs = 3, threads = 1;
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    runs = static_cast<int>(args.integer("runs", 1, 1 << 30));
+    threads = static_cast<int>(args.integer("threads", 1, 1 << 20));
+    if (!args.has("write-texts") && !args.has("text"))
+      throw tool::UsageError("give --text FILE (or --write-texts DIR)");
+  });
+  if (rc >= 0) return rc;
   try {
-    if (const std::string dir = arg(argc, argv, "write-texts"); !dir.empty()) {
+    if (args.has("write-texts")) {
       const char* home = std::getenv("HOME");
-      return write_texts(dir, arg(argc, argv, "brown", std::string(home ? home : "") + "/.cache/lrt-data/brown"),
-                         arg(argc, argv, "vectors", LRT_SOURCE_DIR "/tests/data/tokenizer/vectors.tsv"));
+      return write_texts(
+          args.str("write-texts"),
+          args.has("brown") ? args.str("brown") : std::string(home ? home : "") + "/.cache/lrt-data/brown",
+          args.str("vectors"));
     }
-    const std::string text_path = arg(argc, argv, "text");
-    lrt::check(!text_path.empty(), "bench",
-               "usage: lrt-bench-tokenizer (--ranks FILE --pattern NAME | --tokenizer FILE) --text FILE [--runs N] "
-               "[--threads N]");
+    const std::string text_path = args.str("text");
     const std::string text = lrt::read_file(text_path, "text");
-    const lrt::tok::Tokenizer tok =
-        !arg(argc, argv, "tokenizer").empty() ? lrt::tok::Tokenizer::load(arg(argc, argv, "tokenizer")) : [&] {
-          auto ranks =
-              lrt::tok::read_ranks(lrt::read_file(arg(argc, argv, "ranks"), "ranks"), arg(argc, argv, "ranks"));
-          const auto n = static_cast<lrt::tok::token_t>(ranks.size());
-          return lrt::tok::Tokenizer(std::move(ranks), arg(argc, argv, "pattern", "nanochat"), {{"<|bos|>", n}}, n);
-        }();
-    const int runs = std::max(1, std::stoi(arg(argc, argv, "runs", "3")));
-    const int threads = std::max(1, std::stoi(arg(argc, argv, "threads", "1")));
+    const lrt::tok::Tokenizer tok = args.has("tokenizer") ? lrt::tok::Tokenizer::load(args.str("tokenizer")) : [&] {
+      auto ranks = lrt::tok::read_ranks(lrt::read_file(args.str("ranks"), "ranks"), args.str("ranks"));
+      const auto n = static_cast<lrt::tok::token_t>(ranks.size());
+      return lrt::tok::Tokenizer(std::move(ranks), args.str("pattern"), {{"<|bos|>", n}}, n);
+    }();
     std::vector<std::string_view> lines;  // for --threads: the text's lines as documents
     for (std::size_t at = 0; at < text.size();) {
       const std::size_t nl = std::min(text.find('\n', at), text.size() - 1);

@@ -1,7 +1,7 @@
 # lrt_add_variant(NAME <name> VARIANT "<C++ type>" [SCHEDULE "<C++ type>"] [HEADERS <file>...])
 #
 # Adds a compile-time (variant, schedule) pair to lrt-train, lrt-eval and lrt-generate without
-# editing the library or examples/registry/:
+# editing the library or examples/tools/registry/:
 #
 #   lrt_add_variant(NAME kv-src2
 #                   VARIANT "lrt::Variant<lrt::Injection::KV, lrt::Projection::Shared, lrt::BlockSource<2>>"
@@ -51,9 +51,8 @@ function(lrt_add_variant)
     get_filename_component(_h "${_h}" ABSOLUTE)
     string(APPEND _text "#include \"${_h}\"\n")
   endforeach()
-  string(APPEND _text "#include <type_traits>\n\n#include \"registry.hpp\"\n\nnamespace tool::pairs {\nstruct ${_id} {\n"
-         "  using variant = ${arg_VARIANT};\n  using schedule = ${arg_SCHEDULE};\n"
-         "  static constexpr const char* name = \"${arg_NAME}\";\n};\nLRT_TOOL_REGISTER(${_id});\n}  // namespace tool::pairs\n")
+  string(APPEND _text "#include <type_traits>\n\n#include \"registry.hpp\"\n\n"
+         "LRT_TOOL_PAIR(\"${arg_NAME}\", ${arg_VARIANT}, ${arg_SCHEDULE});\n")
   set(_file "${LRT_VARIANTS_GENERATED_DIR}/${_id}.cpp")
   file(CONFIGURE OUTPUT "${_file}" CONTENT "${_text}" @ONLY)
   set_property(GLOBAL APPEND PROPERTY LRT_USER_VARIANT_NAMES "${arg_NAME}")

@@ -33,8 +33,8 @@ export CUDACXX=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/lrt-ccache}"
 cd "$root"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLRT_USE_OPENBLAS=OFF -DLRT_ENABLE_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="${LRT_CUDA_ARCH:-90}" -DLRT_TOOL_PAIRS="baseline;lrt_interleaved2" \
-  -DLRT_TOOLS_CUDA=ON -DLRT_TOOLS_CUDA_PAIRS="baseline;lrt_interleaved2" -DLRT_PACKAGE_TESTS=OFF >/dev/null
+  -DCMAKE_CUDA_ARCHITECTURES="${LRT_CUDA_ARCH:-90}" -DLRT_TOOL_PAIRS="baseline;lrt" \
+  -DLRT_TOOLS_CUDA=ON -DLRT_TOOLS_CUDA_PAIRS="baseline;lrt" -DLRT_PACKAGE_TESTS=OFF >/dev/null
 cmake --build build-gpu -j "${LRT_JOBS:-2}" --target lrt_cuda_tests lrt_cuda_model_tests lrt-bench-gpu \
   lrt-train lrt-eval lrt-generate lrt-tokenizer
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/data"

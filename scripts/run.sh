@@ -5,7 +5,7 @@
 # sequential mode (the exact recurrence, as deployed), and sample a paragraph from the LRT.
 #   LRT_BUDGET_FORWARDS  compute per model in token-forwards (default 2e6: 3-6 min each on the reference machine)
 #   LRT_RUN_DIR          output folder (default runs): runs/lrt, runs/baseline
-#   LRT_TOOL_PAIRS       registry pairs to build (default "baseline;lrt_interleaved2"; "all": every one)
+#   LRT_TOOL_PAIRS       registry pairs to build (default "baseline;lrt"; "all": every one)
 #   LRT_TOOLS_CUDA       ON: also the CUDA sessions (--device cuda; needs nvcc), default OFF
 # Extra arguments go to both lrt-train runs (e.g. --preset small).
 set -euo pipefail
@@ -24,7 +24,7 @@ brown="$(bash "$root/scripts/get_corpus.sh" </dev/null | tail -n 1)"
 # takes about 2 minutes (all twelve: about 3). -DLRT_TOOL_PAIRS=all builds every pair.
 # The CPU programs only (LRT_TOOLS_CUDA=OFF): on a machine with nvcc the CUDA sessions would add
 # minutes of nvcc to the first build; LRT_TOOLS_CUDA=ON builds them (README, "On a GPU").
-cmake --preset release -DLRT_TOOL_PAIRS="${LRT_TOOL_PAIRS:-baseline;lrt_interleaved2}" \
+cmake --preset release -DLRT_TOOL_PAIRS="${LRT_TOOL_PAIRS:-baseline;lrt}" \
   -DLRT_TOOLS_CUDA="${LRT_TOOLS_CUDA:-OFF}" </dev/null
 cmake --build build-release --target lrt-train lrt-eval lrt-generate lrt-quantize lrt-embedded-generate lrt_c -j "${LRT_JOBS:-2}" </dev/null
 bin=build-release/bin

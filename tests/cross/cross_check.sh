@@ -2,7 +2,7 @@
 # cross.aarch64: the decode path cross-built for aarch64 and run under qemu-user.
 #   tests/cross/cross_check.sh SOURCE_DIR HOST_BIN_DIR WORK_DIR [COMPILER_LAUNCHER]
 # 1. tests/cross configures with cmake/toolchains/aarch64-linux-gnu.cmake and builds: the C API
-#    (examples/capi/lrt_c.cpp over the lean decoder) with lrt-c-generate, the embedded build's
+#    (examples/tools/capi/lrt_c.cpp over the lean decoder) with lrt-c-generate, the embedded build's
 #    lrt-embedded-generate (no exceptions, RTTI, fmt or threads; static), and packed_check.
 # 2. packed_check runs under qemu (ctest, through CMAKE_CROSSCOMPILING_EMULATOR): the NEON int8
 #    and bf16 products against double products.

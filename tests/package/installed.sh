@@ -4,8 +4,9 @@
 # what install lists (lrt-quantize, lrt-embedded-generate and the C API library lrt_c; not
 # lrt-train, lrt-eval, lrt-generate or lrt-c-generate, to keep the test short); `cmake --install`
 # to a prefix must succeed and install what was built. Then, against that prefix only: a CMake
-# project (tests/package/installed) builds the README's C++ quickstart on lrt::lrt, a decode-only
-# program on lrt::embedded and a C program on lrt::c; the same C program is built with pkg-config
+# project (tests/package/installed) builds the host project of examples/ (examples/host_project:
+# the README's C++ quickstart on lrt::lrt, the decode-only examples/embedded_decode.cpp on
+# lrt::embedded) and a C program on lrt::c; the same C program is built with pkg-config
 # (lrt-c.pc), and a C++ program with lrt.pc. All run, and the decoders print the same greedy text.
 # The installed C API library must be compiled without -march (its compile command) and hold no
 # AVX instruction (objdump: no ymm/zmm register), so that it runs on any x86-64.
@@ -44,14 +45,14 @@ echo "installed: $(cd "$P" && find . -maxdepth 2 -not -path './include/*' | sort
 
 ck=$src/tests/data/pre_roster/baseline_standard.safetensors
 cmake -G Ninja -S "$src/tests/package/installed" -B consumer -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$P" -DLRT_EXPECTED_PREFIX="$P" -DQUICKSTART="$src/examples/quickstart.cpp" \
+  -DCMAKE_PREFIX_PATH="$P" -DLRT_EXPECTED_PREFIX="$P" -DLRT_EXAMPLES="$src/examples" \
   -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON "${extra[@]}" > consumer-configure.log 2>&1 ||
   { tail -20 consumer-configure.log; fail "configure the consumer"; }
 cmake --build consumer -j 2 > consumer-build.log 2>&1 || { tail -30 consumer-build.log; fail "build the consumer"; }
-consumer/quickstart > quickstart.out 2>&1 || fail "quickstart: $(tail -5 quickstart.out)"
+consumer/host_project/quickstart > quickstart.out 2>&1 || fail "quickstart: $(tail -5 quickstart.out)"
 grep -Eq 'step 30 loss [0-9.]+' quickstart.out || fail "quickstart printed: $(cat quickstart.out)"
 echo "quickstart (lrt::lrt): $(grep -E 'step 30 loss' quickstart.out)"
-consumer/embedded_decode "$ck" "The q" 40 > embedded.out 2>&1 || fail "embedded_decode: $(cat embedded.out)"
+consumer/host_project/embedded_decode "$ck" "The q" 40 > embedded.out 2>&1 || fail "embedded_decode: $(cat embedded.out)"
 consumer/c_decode "$ck" "The q" 40 > c.out 2>&1 || fail "c_decode: $(cat c.out)"
 cmp -s embedded.out c.out || fail "lrt::embedded printed '$(cat embedded.out)', lrt::c '$(cat c.out)'"
 [ "$(wc -c < c.out)" -gt 40 ] || fail "c_decode printed too little: $(cat c.out)"

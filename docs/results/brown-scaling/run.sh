@@ -4,8 +4,8 @@
 # (results.csv, results.md, bpb_vs_compute.svg, passes.svg) into this folder and commits them, so
 # that an interruption loses nothing: the same command resumes.
 #   bash docs/results/brown-scaling/run.sh [BIN_DIR] [OUT_DIR]
-#   BIN_DIR  lrt-train, lrt-eval and lrt-ablate built with the pairs baseline, lrt_interleaved2,
-#            lrt_src2, kv, residual and lrt_chunked2 (default: build-release/bin)
+#   BIN_DIR  lrt-train, lrt-eval and lrt-ablate built with the pairs baseline, lrt,
+#            lrt-src2, kv, residual and lrt:chunked:2 (default: build-release/bin)
 #   OUT_DIR  run outputs (default: ~/lrt-runs/brown-scaling)
 #   LRT_STUDY_COMMIT=0  copy the results here without committing them
 set -euo pipefail

@@ -1,4 +1,4 @@
-/* examples/lrt_version.h: what lrt's programs print for --version (C and C++). The definitions are
+/* examples/tools/cli/lrt_version.h: what lrt's programs print for --version (C and C++). The definitions are
  * generated at build time by cmake/version.cmake (the library lrt_version, which every program
  * links); the library's own headers never include this one. */
 #ifndef LRT_VERSION_H

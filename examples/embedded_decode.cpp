@@ -1,6 +1,8 @@
 // A decode-only program on the installed lrt::embedded (no exceptions, RTTI, fmt or threads):
 // the checkpoint mapped and read by the one loader, greedy text after a prompt.
 //   embedded_decode CHECKPOINT PROMPT N
+// Built by examples/host_project (find_package(lrt)); lrt-embedded-generate (tools/embedded) is
+// the full program (BPE prompts, --help, --version, allocation counting).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -40,14 +40,13 @@ std::unique_ptr<Session> make_cuda_session(const lrt::ModelConfig& cfg, std::uin
   return std::make_unique<SessionOf<V, Sched, lrt::cuda::Device>>(cfg, seed, DeviceKind::cuda, cuda_device_name());
 }
 
-/// Registers the CUDA session of a registry pair P (P::variant, P::schedule) at static
-/// initialisation.
-template <class P>
+/// Registers the CUDA session of a registry pair (V, Sched) at static initialisation
+/// (LRT_TOOL_PAIR, registry.hpp).
+template <class V, class Sched>
 struct CudaRegistration {
   CudaRegistration() {
-    device_registry().push_back({DeviceKind::cuda, lrt::structure_of<typename P::variant>(),
-                                 lrt::schedule_spec<typename P::schedule>(),
-                                 &make_cuda_session<typename P::variant, typename P::schedule>, &cuda_unavailable});
+    device_registry().push_back({DeviceKind::cuda, lrt::structure_of<V>(), lrt::schedule_spec<Sched>(),
+                                 &make_cuda_session<V, Sched>, &cuda_unavailable});
   }
 };
 

@@ -1,6 +1,6 @@
 // The bodies of lrt-train, lrt-eval and lrt-generate, templated on the variant V and the
 // schedule Sched, and the registry of the (variant, schedule) pairs the programs are built with:
-// examples/registry/*.cpp, one translation unit per pair (an OBJECT library linked into the
+// examples/tools/registry/*.cpp, one translation unit per pair (an OBJECT library linked into the
 // three programs). A library user instantiates any other pair in their own code.
 #pragma once
 
@@ -71,7 +71,7 @@ namespace detail {
   for (const Entry& e : registry()) list += "\n  --variant " + e.variant + " --schedule " + e.schedule;
   throw UsageError(
       fmt::format("no build of variant {} with schedule '{}'; this build has:{}\n(a pair is one "
-                  "file in examples/registry/; a build configured with -DLRT_TOOL_PAIRS=<stems>, as "
+                  "line in examples/tools/registry/; a build configured with -DLRT_TOOL_PAIRS=<names>, as "
                   "scripts/run.sh does, holds only those: configure with -DLRT_TOOL_PAIRS=all for "
                   "every pair)",
                   what, schedule.empty() ? "(any)" : schedule, list));
@@ -273,7 +273,7 @@ std::unique_ptr<Session> make_session(const DeviceChoice& d, const lrt::ModelCon
       return e.make(cfg, seed, d.precision);
   throw UsageError(fmt::format(
       "--device cuda: this build has no CUDA session of variant {} with schedule '{}'; its CUDA pairs:{}\n(the "
-      "CUDA pairs are -DLRT_TOOLS_CUDA_PAIRS=<stems of examples/registry>)",
+      "CUDA pairs are -DLRT_TOOLS_CUDA_PAIRS=<names such as baseline;lrt>)",
       display_name<V>(), lrt::schedule_spec<Sched>(), cuda_pairs_text()));
 }
 
@@ -1190,7 +1190,8 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   return 0;
 }
 
-/// Registers the pair (V, Sched) under its names (static initialisation in a registry TU).
+/// Registers the pair (V, Sched) under its --variant name (static initialisation in a registry
+/// TU: LRT_TOOL_PAIR, registry.hpp).
 template <class V, class Sched>
 struct Register {
   explicit Register(std::string variant) {

@@ -5,7 +5,7 @@
 // <lrt/lrt.hpp> (host compiler) or <lrt/cuda.hpp> (nvcc, or the emulator of the tests) first.
 //
 // The CPU session of a pair is made directly (make_cpu_session); the CUDA sessions register
-// themselves in device_registry() from the CUDA registry units (examples/registry.hpp with
+// themselves in device_registry() from the CUDA registry units (examples/tools/registry.hpp with
 // LRT_TOOL_CUDA), which a build links only when it has them (LRT_TOOLS_CUDA, or the emulator
 // programs of the tests).
 #pragma once

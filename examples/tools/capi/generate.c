@@ -1,4 +1,4 @@
-/* examples/capi/generate.c: greedy continuation of a prompt through lrt's C API (include/lrt.h),
+/* examples/tools/capi/generate.c: greedy continuation of a prompt through lrt's C API (include/lrt.h),
  * compiled as C. The prompt goes through the checkpoint's tokenizer (bytes or its BPE, lrt_encode);
  * prints the prompt, then each new token's text (lrt_token_text; a BOS as two newlines), then a
  * newline, as lrt-generate --temp 0 does.

@@ -2,7 +2,7 @@
 // as subprocesses, N at a time; resumable (a run with a result.json is done, one with a
 // checkpoint resumes); writes results.csv, results.md, bpb_vs_compute.svg and passes.svg.
 //   lrt-ablate grid.txt --jobs 2            (grid.txt: "variants baseline lrt", "budgets 1e5 2e5", "seeds 0")
-// The grid format and the expansion are in examples/ablate_util.hpp and the usage below.
+// The grid format and the expansion are in examples/tools/ablate_util.hpp and the usage below.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>

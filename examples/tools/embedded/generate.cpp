@@ -1,4 +1,4 @@
-// examples/embedded/generate.cpp: lrt-embedded-generate, greedy decoding for small deployments
+// examples/tools/embedded/generate.cpp: lrt-embedded-generate, greedy decoding for small deployments
 // built from lrt's decode-only headers with -fno-exceptions -fno-rtti, without fmt and without
 // threads (LRT_SINGLE_THREAD): the checkpoint is mapped, not read (its weights are used where
 // they lie), the decoder's state is one arena laid out before the first token, and no call after

@@ -1,0 +1,26 @@
+// What a pair file of examples/tools/registry/ includes. A pair file holds one line,
+//   LRT_TOOL_PAIR("lrt-src1", lrt::Variant<...>, lrt::Interleaved<2>);
+// the pair's --variant name, its variant type and its schedule type. Compiled by the host
+// compiler it registers the pair's CPU tool bodies (runner.hpp: lrt-train, lrt-eval,
+// lrt-generate); compiled with LRT_TOOL_CUDA defined (by nvcc, or against the CUDA emulator of the
+// tests) it registers the pair's CUDA session (cuda_session.hpp), which --device cuda uses.
+// examples/CMakeLists.txt reads the name and the schedule from the line (LRT_TOOL_PAIRS selects
+// pairs by them) and builds the CUDA units as a target of their own.
+//
+// The registration is a static object named from __COUNTER__: the pair files are compiled together
+// as one unity unit (LRT_REGISTRY_BATCH), where every pair's object needs a name of its own, and
+// no person has to write one.
+#pragma once
+
+#define LRT_TOOL_CAT_(a, b) a##b
+#define LRT_TOOL_CAT(a, b) LRT_TOOL_CAT_(a, b)
+
+#if defined(LRT_TOOL_CUDA)
+#include "cuda_session.hpp"
+#define LRT_TOOL_PAIR(NAME, ...) \
+  static const ::tool::CudaRegistration<__VA_ARGS__> LRT_TOOL_CAT(lrt_tool_pair_cuda_, __COUNTER__) {}
+#else
+#include "runner.hpp"
+#define LRT_TOOL_PAIR(NAME, ...) \
+  static const ::tool::Register<__VA_ARGS__> LRT_TOOL_CAT(lrt_tool_pair_, __COUNTER__) { NAME }
+#endif
