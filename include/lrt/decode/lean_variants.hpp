@@ -3,7 +3,7 @@
 // lrt-embedded-generate): LeanVariants lists the variant types they compile; with_variant calls a
 // generic function with the one whose structure a checkpoint records (read_checkpoint's
 // CheckpointInfo::run.structure). The tools (lrt-train, lrt-eval, lrt-generate) find theirs in
-// their registry of (variant, schedule) pairs, examples/registry/.
+// their registry of (variant, schedule) pairs, examples/tools/registry/.
 //
 //   lrt::CheckpointInfo info;  // from lrt::read_checkpoint
 //   const bool known = lrt::with_variant(lrt::LeanVariants{}, info.run.structure, [&](auto v) {

@@ -6,7 +6,7 @@
 // asked through (schedule_spec, pass_factor, check_schedule_options, schedule_loss) and the
 // natural schedule of a variant. The interleaved prefill of a prompt lives with Interleaved<S>
 // (training_schedules/interleaved.hpp). Adding a schedule: one new type in one file of
-// training_schedules/ plus its include below (and, for the tools, one line in examples/registry/).
+// training_schedules/ plus its include below (and, for the tools, one line in examples/tools/registry/).
 // Not here: the learning-rate schedules of training (optim/lr_schedule.hpp).
 #pragma once
 
