@@ -4,10 +4,12 @@
 # bit for bit where an uninterrupted run ends (model, optimizer state, and log.csv but its
 # seconds column).
 #   tests/tools/kill_resume.sh BIN_DIR WORK_DIR [KILLS [SEED]]
-# One uninterrupted reference run (60 steps, a checkpoint after every step), then up to KILLS
-# (default 40) tries that start the run (or resume it in place when a checkpoint exists) and
-# SIGKILL it after a delay drawn from bash's $RANDOM seeded with SEED (default 2024): the delays
-# are reproducible, the moments they land on are not. A last try runs to the end. Checks: every
+# One uninterrupted reference run (60 steps, a checkpoint after every step), timed, then up to
+# KILLS (default 40) tries that start the run (or resume it in place when a checkpoint exists) and
+# SIGKILL it after a delay drawn from bash's $RANDOM seeded with SEED (default 2024): the time
+# the reference took to its first checkpoint plus up to three of its steps (each with its save),
+# so that a try is killed while it trains and saves: the draws are reproducible, the moments they
+# land on are not. At least 5 tries must resume (kills after a checkpoint). A last try runs to the end. Checks: every
 # resume prints "resumed from DIR/checkpoints/step-N at step N" with N the step DIR/latest named
 # before the try (so N never decreases) and no fallback warning; the final files equal the
 # reference's byte for byte. (Only without a DIR/latest, after a kill between the first step
@@ -26,7 +28,23 @@ steps=60
 args=(--data corpus.txt --sequence-len 32 --batch-rows 1 --steps $steps --eval-every 1 --eval-tokens 64)
 start=$SECONDS
 
-"$bin/lrt-train" "${args[@]}" --out ref > ref.out 2> ref.err || fail "the reference run failed: $(tail -3 ref.err)"
+# The reference run, timed from outside: when its first checkpoint appears (the process's start,
+# MPI_Init, the data and step 0: about 1 s, most of it before train_run's own clock starts) and
+# when it ends. The kills below are drawn from that window, so that they land while a try trains
+# and saves rather than before its first checkpoint.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+t0=$(now_ms) first_ms=""
+"$bin/lrt-train" "${args[@]}" --out ref > ref.out 2> ref.err &
+ref_pid=$!
+while kill -0 "$ref_pid" 2> /dev/null; do
+  [ -z "$first_ms" ] && [ -e ref/latest ] && first_ms=$(($(now_ms) - t0))
+  sleep 0.01
+done
+wait "$ref_pid" || fail "the reference run failed: $(tail -3 ref.err)"
+total_ms=$(($(now_ms) - t0))
+[ -n "$first_ms" ] || first_ms=$((total_ms / 10))
+step_ms=$(((total_ms - first_ms) / (steps - 1) + 1))  # a step and its save
+span_ms=$((3 * step_ms))  # a kill within the first three steps a try takes
 ref_s=$((SECONDS - start))
 
 inode() { stat -c %i "$1" 2>/dev/null; }
@@ -67,7 +85,7 @@ while [ "$finished" = 0 ]; do
     mode=(--force)  # a try killed before its first checkpoint left its log: start again over it
   fi
   before=$(state)
-  delay_ms=$((150 + RANDOM % 250))  # startup ~0.2 s, a step and its save ~0.05 s (2 vCPUs)
+  delay_ms=$((first_ms + RANDOM % span_ms))
   "$bin/lrt-train" "${args[@]}" "${mode[@]}" --out run > "try$tries.out" 2> "try$tries.err" &
   pid=$!
   if [ "$kills" -lt "$max_kills" ]; then
@@ -113,8 +131,12 @@ for log in log.csv $last/log.csv; do  # their seconds differ
     fail "run/$log differs from ref/$log (columns step..lr_multiplier)"
 done
 grep -q "^done: $steps steps" "try$tries.out" || fail "the last try did not print 'done: $steps steps'"
+# The kills must have landed during training: a test whose kills all come before the first
+# checkpoint checks nothing.
+nres=$(wc -w <<< "$resumes")
+[ "$nres" -ge 5 ] || fail "only $nres of $tries tries resumed: the kills landed before the first checkpoint"
 
 detail=""
 for k in "${!where[@]}"; do detail="$detail $k=${where[$k]}"; done
-echo "reference run: ${ref_s}s; $tries tries, $kills SIGKILLs, $mid of them inside a save (${detail# }); resumed at steps:$resumes"
+echo "reference run: ${ref_s}s (first checkpoint at ${first_ms} ms, then ${step_ms} ms a step); $tries tries, $kills SIGKILLs, $mid of them inside a save (${detail# }); resumed at steps:$resumes"
 echo "the final model, optimizer state and log equal the uninterrupted run's bit for bit; total $((SECONDS - start))s"
