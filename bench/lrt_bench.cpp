@@ -463,7 +463,7 @@ int decode_worker(const Options& o) {
   double emb_row = 0;  // floats gathered per row: the roster's embedding tables (wte + value embeddings)
   model.for_each_param_role([&](auto& p, lrt::ParamRole r) {
     if constexpr (std::remove_cvref_t<decltype(p.shape())>::rank == 2)
-      if (r == lrt::ParamRole::Embedding) emb_row += double(p.shape()[1]);
+      if (r == lrt::ParamRole::Embedding || r == lrt::ParamRole::ValueEmbedding) emb_row += double(p.shape()[1]);
   });
   double packed_values = 0;  // the matrices read packed, and the bytes they take
   for (const auto& [name, m] : packed.matrices) packed_values += double(m.rows * m.cols);

@@ -36,9 +36,12 @@ int main(int argc, char** argv) {
       throw tool::UsageError(
           fmt::format("--out '{}' is the checkpoint itself: write the quantized copy elsewhere", out));
     const auto r = lrt::st::Reader::open(in);
-    lrt::read_checkpoint(r);  // the one loader's checks: a damaged file is refused, not quantized
+    // The one loader's checks (a damaged file is refused, not quantized); its parameter table says
+    // which matrices are packed.
+    const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
     lrt::QuantizeReport rep;
-    const lrt::st::Writer w = lrt::quantize_checkpoint(r, format, group, &rep);
+    const lrt::st::Writer w =
+        lrt::quantize_checkpoint(r, format, group, lrt::packable_names(lrt::weight_table(info)), &rep);
     w.write(out);
     const std::string how = format == lrt::WeightFormat::Int8 ? fmt::format("int8 in groups of {}", group) : "bf16";
     fmt::print("read {}: {} tensors, {} bytes of data\n", in, rep.packed + rep.kept, rep.bytes_in);

@@ -111,7 +111,8 @@ class SessionOf final : public Session {
   /// file are kept too, for the lean decoder to read them packed.
   void load(const lrt::st::Reader& r) override {
     lrt::load_weights(model_, r);
-    if constexpr (std::is_same_v<D, lrt::cpu::Device>) packed_ = lrt::PackedWeights::read(r);
+    if constexpr (std::is_same_v<D, lrt::cpu::Device>)
+      packed_ = lrt::PackedWeights::read(r, lrt::packable_names(model_.weight_table()));
   }
 
   Scores evaluate_parallel(const std::vector<lrt::data::Batch>& batches, const lrt::TokenBytes& token_bytes,

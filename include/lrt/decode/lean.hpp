@@ -66,6 +66,7 @@
 #include "../model/config.hpp"
 #include "../model/logits.hpp"
 #include "../model/variant.hpp"
+#include "../model/weight_table.hpp"
 #include "prefill_mode.hpp"
 
 namespace lrt {
@@ -110,6 +111,13 @@ struct LeanWeights {
   const T* x0_lambdas = nullptr;
   const T* gamma = nullptr;  // Residual/Both: (L)
   std::vector<LeanLayerWeights<T>> layers;
+  /// Tensors of the parameter table outside these fields (a variant's own, WeightSlot::other):
+  /// checked, not read by the decoder. A vector of n values is an (n, 1) matrix.
+  struct Other {
+    std::string name;
+    LeanMatrix<T> m;
+  };
+  std::vector<Other> other;
 };
 
 /// What the last prefill did: passes over the prompt (exact: 0) and positions computed in them.
@@ -300,9 +308,9 @@ class LeanDecoder {
            fails(s, m.q == nullptr || (m.scales != nullptr && m.group >= 1), "int8 weight ", what,
                  " needs its scales and a group >= 1 (group ", m.group, ")");
   }
-  static bool given(Status& s, const LeanMatrix<T>& m, const std::string& what) {
-    return fails(s, m.empty(), "weight ", what, " is given but this variant has none");
-  }
+  /// The weights checked against the parameter table of a V model of their config
+  /// (model/weight_table.hpp): every tensor it lists present with its shape (packed only where
+  /// the table says packable), every field it does not list empty.
   static Status weights_status(const LeanWeights<T>& w, const Options& o) {
     Status s = options_status(o);
     if (!s.ok()) return s;
@@ -311,41 +319,46 @@ class LeanDecoder {
     if (fails(s, V::source_layer < c.n_layer, "source layer ", V::source_layer, " is beyond the last block (",
               c.n_layer, " layers)") ||
         fails(s, !V::kv || c.ve_layout == VELayout::Every,
-              "KV/Both variants have value embeddings on every layer (config.ve_layout = every)"))
+              "KV/Both variants have value embeddings on every layer (config.ve_layout = every)") ||
+        fails(s, static_cast<index_t>(w.layers.size()) == c.n_layer, "weights of ", w.layers.size(),
+              " layers for a config of ", c.n_layer))
       return s;
-    const index_t L = c.n_layer, d = c.n_embd, Vp = c.padded_vocab(), D = c.kv_dim();
-    const index_t hd = c.n_head * c.head_dim(), gc = c.gate_channels();
-    if (fails(s, static_cast<index_t>(w.layers.size()) == L, "weights of ", w.layers.size(), " layers for a config of ",
-              L) ||
-        bad(s, w.wte, Vp, d, "wte", false) || bad(s, w.lm_head, Vp, d, "lm_head") ||
-        fails(s, w.resid_lambdas && w.x0_lambdas, "resid_lambdas and x0_lambdas are missing") ||
-        fails(s, !V::residual || w.gamma, "gamma (interleaved_lambdas) is missing"))
-      return s;
-    constexpr bool shared = V::kv && V::projection == Projection::Shared;
-    if (shared ? bad(s, w.proj_k, D, d, "proj_k") || bad(s, w.proj_v, D, d, "proj_v")
-               : given(s, w.proj_k, "proj_k (shared)") || given(s, w.proj_v, "proj_v (shared)"))
-      return s;
-    for (index_t l = 0; l < L; ++l) {
-      const auto& b = w.layers[static_cast<std::size_t>(l)];
-      const std::string p = "h." + std::to_string(l) + ".";
-      if (bad(s, b.c_q, hd, d, p + "c_q") || bad(s, b.c_k, D, d, p + "c_k") || bad(s, b.c_v, D, d, p + "c_v") ||
-          bad(s, b.c_proj, d, hd, p + "c_proj") || bad(s, b.c_fc, 4 * d, d, p + "c_fc") ||
-          bad(s, b.mlp_proj, d, 4 * d, p + "mlp_proj"))
-        return s;
-      const bool ve_bad =
-          V::kv ? bad(s, b.triple_gate, 3 * c.n_kv_head, gc, p + "triple_gate", false) ||
-                      given(s, b.ve_gate, p + "ve_gate") || bad(s, b.value_embed, Vp, D, p + "value_embed", false)
-          : c.has_ve(l)
-              ? bad(s, b.ve_gate, c.n_kv_head, gc, p + "ve_gate", false) ||
-                    bad(s, b.value_embed, Vp, D, p + "value_embed", false) || given(s, b.triple_gate, p + "triple_gate")
-              : given(s, b.ve_gate, p + "ve_gate") || given(s, b.value_embed, p + "value_embed") ||
-                    given(s, b.triple_gate, p + "triple_gate");
-      if (ve_bad) return s;
-      if (V::kv && V::projection == Projection::Layerwise
-              ? bad(s, b.proj_k, D, d, p + "proj_k") || bad(s, b.proj_v, D, d, p + "proj_v")
-              : given(s, b.proj_k, p + "proj_k") || given(s, b.proj_v, p + "proj_v"))
-        return s;
+    const WeightTable table = weight_table<V>(c);
+    std::vector<char> listed;  // by field: (layer + 1) * slots + slot
+    constexpr std::size_t slots = static_cast<std::size_t>(WeightSlot::other);
+    listed.assign(static_cast<std::size_t>(c.n_layer + 1) * slots, 0);
+    const auto at = [&](WeightSlot slot, index_t layer) {
+      return static_cast<std::size_t>(layer + 1) * slots + static_cast<std::size_t>(slot);
+    };
+    for (const WeightSpec& t : table) {
+      bool wrong = false;
+      const bool field = visit_field(
+          w, t, [&](const LeanMatrix<T>& m) { wrong = bad(s, m, t.rows, t.cols, t.name, t.packable); },
+          [&](const T* v) { wrong = fails(s, v != nullptr, "weight ", t.name, " is missing"); });
+      if (field) {
+        listed[at(t.slot, t.layer)] = 1;
+      } else {
+        const auto it = std::find_if(w.other.begin(), w.other.end(), [&](const auto& x) { return x.name == t.name; });
+        wrong = fails(s, it != w.other.end(), "weight ", t.name, " is missing") ||
+                bad(s, it->m, t.rows, t.is_vector() ? 1 : t.cols, t.name, t.packable);
+      }
+      if (wrong) return s;
     }
+    for (const auto& x : w.other)
+      if (fails(s, std::any_of(table.begin(), table.end(), [&](const WeightSpec& t) { return t.name == x.name; }),
+                "weight ", x.name, " is given but a ", variant_name<V>(), " model has none"))
+        return s;
+    for_each_field(c.n_layer, [&](WeightSlot slot, index_t layer) {
+      if (!s.ok() || listed[at(slot, layer)]) return;
+      const WeightSpec t{std::string(), layer, slot};
+      const std::string what =
+          (layer < 0 ? "" : "layers[" + std::to_string(layer) + "].") + std::string(to_string(slot));
+      const auto none = [&](bool empty) {
+        fails(s, empty, "weight ", what, " is given but a ", variant_name<V>(), " model of this config has none");
+      };
+      visit_field(
+          w, t, [&](const LeanMatrix<T>& m) { none(m.empty()); }, [&](const T* v) { none(v == nullptr); });
+    });
     return s;
   }
 

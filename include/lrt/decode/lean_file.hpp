@@ -9,6 +9,7 @@
 // it fills.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -27,50 +28,24 @@ inline namespace v0 {
 
 /// Calls mat(name, rows, cols, LeanMatrix<T>& view, packable) for every matrix of a V model of
 /// config c and vec(name, count, const T*& values) for every vector, w's view of it as the last
-/// argument (the tensors of for_each_weight, model/weight_table.hpp); w.layers is sized to the
-/// config's layers first. packable: a product's matrix (what lrt-quantize packs).
+/// argument (the tensors of its parameter table, model/weight_table.hpp); w.layers is sized to the
+/// config's layers first, and a tensor outside w's fields (a variant's own) gets an entry of
+/// w.other (cols 0 there: a vector of `rows` values, which w.other views as (rows, 1)). packable:
+/// what lrt-quantize packs.
 template <class V, class T, class Mat, class Vec>
 void for_each_lean_weight(const ModelConfig& c, LeanWeights<T>& w, Mat&& mat, Vec&& vec) {
   w.config = c;
   w.layers.assign(static_cast<std::size_t>(c.n_layer), {});
-  for_each_weight(c, structure_of<V>(), [&](const WeightSpec& s) {
-    LeanLayerWeights<T>* b = s.layer >= 0 ? &w.layers[static_cast<std::size_t>(s.layer)] : nullptr;
-    const auto m = [&](LeanMatrix<T>& view) { mat(s.name, s.rows, s.cols, view, s.packable); };
-    switch (s.slot) {
-      case WeightSlot::wte:
-        return m(w.wte);
-      case WeightSlot::lm_head:
-        return m(w.lm_head);
-      case WeightSlot::c_q:
-        return m(b->c_q);
-      case WeightSlot::c_k:
-        return m(b->c_k);
-      case WeightSlot::c_v:
-        return m(b->c_v);
-      case WeightSlot::c_proj:
-        return m(b->c_proj);
-      case WeightSlot::c_fc:
-        return m(b->c_fc);
-      case WeightSlot::mlp_proj:
-        return m(b->mlp_proj);
-      case WeightSlot::triple_gate:
-        return m(b->triple_gate);
-      case WeightSlot::ve_gate:
-        return m(b->ve_gate);
-      case WeightSlot::value_embed:
-        return m(b->value_embed);
-      case WeightSlot::proj_v:
-        return m(b ? b->proj_v : w.proj_v);
-      case WeightSlot::proj_k:
-        return m(b ? b->proj_k : w.proj_k);
-      case WeightSlot::gamma:
-        return vec(s.name, s.rows, w.gamma);
-      case WeightSlot::resid_lambdas:
-        return vec(s.name, s.rows, w.resid_lambdas);
-      case WeightSlot::x0_lambdas:
-        return vec(s.name, s.rows, w.x0_lambdas);
+  w.other.clear();
+  for (const WeightSpec& s : weight_table<V>(c)) {
+    const bool field = visit_field(
+        w, s, [&](LeanMatrix<T>& view) { mat(s.name, s.rows, s.cols, view, s.packable); },
+        [&](const T*& values) { vec(s.name, s.rows, values); });
+    if (!field) {
+      w.other.push_back({s.name, {}});
+      mat(s.name, s.rows, s.cols, w.other.back().m, s.packable);
     }
-  });
+  }
 }
 
 /// Views of the weights of a V model of config c in the file r (see the top of this file): every
@@ -127,16 +102,18 @@ Status lean_file_weights(const st::Reader& r, const ModelConfig& c, LeanWeights<
         [&](const std::string& name, index_t rows, index_t cols, LeanMatrix<float>& m, bool packable) {
           const st::DType dt = mat_type(name, packable);
           m = LeanMatrix<float>{};
-          m.rows = rows, m.cols = cols;
+          m.rows = rows, m.cols = std::max<index_t>(cols, 1);  // cols 0: a vector of w.other
+          const std::vector<std::int64_t> shape =
+              cols > 0 ? std::vector<std::int64_t>{rows, cols} : std::vector<std::int64_t>{rows};
           if (dt == st::DType::I8) {
             m.group = group;
-            take(name, dt, {rows, cols}, [&m](const void* q) { m.q = static_cast<const std::int8_t*>(q); });
+            take(name, dt, shape, [&m](const void* q) { m.q = static_cast<const std::int8_t*>(q); });
             take(name + std::string(quant_scales_suffix), st::DType::F32, {rows, quant_groups(cols, group)},
                  [&m](const void* q) { m.scales = static_cast<const float*>(q); });
           } else if (dt == st::DType::BF16) {
-            take(name, dt, {rows, cols}, [&m](const void* q) { m.bf16 = static_cast<const std::uint16_t*>(q); });
+            take(name, dt, shape, [&m](const void* q) { m.bf16 = static_cast<const std::uint16_t*>(q); });
           } else {
-            take(name, dt, {rows, cols}, [&m](const void* q) { m.data = static_cast<const float*>(q); });
+            take(name, dt, shape, [&m](const void* q) { m.data = static_cast<const float*>(q); });
           }
         },
         [&](const std::string& name, index_t n, const float*& v) {

@@ -33,31 +33,31 @@ LeanWeights<T> lean_weights(const Model<V, T, cpu::Device>& m, const PackedWeigh
   };
   LeanWeights<T> w;
   w.config = m.config();
-  w.wte = view(&m.wte()), w.lm_head = view(&m.lm_head());
-  w.proj_k = view(m.proj_k()), w.proj_v = view(m.proj_v());
-  w.resid_lambdas = m.resid_lambdas().value().data(), w.x0_lambdas = m.x0_lambdas().value().data();
-  w.gamma = m.gamma() ? m.gamma()->value().data() : nullptr;
-  for (const auto& b : m.blocks()) {
-    LeanLayerWeights<T> l;
-    l.c_q = view(b.c_q.get()), l.c_k = view(b.c_k.get()), l.c_v = view(b.c_v.get());
-    l.c_proj = view(b.c_proj.get()), l.c_fc = view(b.c_fc.get()), l.mlp_proj = view(b.mlp_proj.get());
-    l.ve_gate = view(b.ve_gate.get()), l.triple_gate = view(b.triple_gate.get());
-    l.value_embed = view(b.value_embed.get());
-    l.proj_k = view(b.proj_k.get()), l.proj_v = view(b.proj_v.get());
-    w.layers.push_back(l);
-  }
+  w.layers.resize(m.blocks().size());
+  m.for_each_param_spec([&](auto& p, const WeightSpec& s) {
+    if constexpr (std::remove_cvref_t<decltype(p.shape())>::rank == 2) {
+      if (!visit_field(
+              w, s, [&](LeanMatrix<T>& f) { f = view(&p); }, [](const T*&) {}))
+        w.other.push_back({s.name, view(&p)});
+    } else if (!visit_field(
+                   w, s, [](LeanMatrix<T>&) {}, [&](const T*& f) { f = p.value().data(); })) {
+      w.other.push_back({s.name, LeanMatrix<T>{p.value().data(), s.rows, 1}});
+    }
+  });
   return w;
 }
 
-/// The model's matrices packed in memory (what lrt-quantize would write for it, io/quantize.hpp).
+/// The model's packable matrices (its parameter table's) packed in memory (what lrt-quantize would
+/// write for it, io/quantize.hpp).
 template <class V>
 PackedWeights pack_weights(const Model<V, float, cpu::Device>& m, WeightFormat format, std::int64_t group = 64) {
   return PackedWeights::pack(format, group, [&](auto&& add) {
-    m.for_each_param([&](auto& p) {
+    m.for_each_param_spec([&](auto& p, const WeightSpec& s) {
       const auto& v = p.value();
       if constexpr (std::remove_cvref_t<decltype(v.shape())>::rank == 2)
-        add(p.name(), std::span<const float>(v.data(), static_cast<std::size_t>(v.numel())), v.shape()[0],
-            v.shape()[1]);
+        if (s.packable)
+          add(p.name(), std::span<const float>(v.data(), static_cast<std::size_t>(v.numel())), v.shape()[0],
+              v.shape()[1]);
     });
   });
 }

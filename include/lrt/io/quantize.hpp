@@ -8,9 +8,10 @@
 // In a file (safetensors, the checkpoint's names): the matrix `name` stored I8 (rows, cols) beside
 // `name.scales` F32 (rows, ceil(cols / group)); metadata "weights" = "int8" and "quant_group" =
 // the group. bf16: the matrix stored BF16 (rounded to nearest even), "weights" = "bf16".
-// Which matrices: those the decoder multiplies by (quantized_by_default: attention and MLP
-// projections, the LRT memory projections, lm_head). Embedding tables (one row read per token),
-// gates and scalars stay as they were.
+// Which matrices: those the decoder multiplies by, the parameter table's packable entries
+// (model/weight_table.hpp; here a set of names, PackableNames): attention and MLP projections,
+// the LRT memory projections, lm_head. Embedding tables (one row read per token), gates and
+// scalars stay as they were.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -107,19 +109,9 @@ inline void dequantize_int8(std::span<const std::int8_t> q, std::span<const floa
                                                   static_cast<float>(q[static_cast<std::size_t>(r * cols + i)]);
 }
 
-/// Whether lrt-quantize stores the tensor `name` in the quantized format: the matrices the decoder
-/// multiplies by (the checkpoint's names, spec §9).
-inline bool quantized_by_default(std::string_view name) {
-  const auto ends = [&](std::string_view s) {
-    return name.size() >= s.size() && name.substr(name.size() - s.size()) == s;
-  };
-  const auto starts = [&](std::string_view s) { return name.substr(0, s.size()) == s; };
-  if (name == "lm_head.weight") return true;
-  if (starts("transformer.h."))
-    return ends(".attn.c_q.weight") || ends(".attn.c_k.weight") || ends(".attn.c_v.weight") ||
-           ends(".attn.c_proj.weight") || ends(".mlp.c_fc.weight") || ends(".mlp.c_proj.weight");
-  return (starts("interleaved_projections.") || starts("interleaved_key_projections.")) && ends(".W_v.weight");
-}
+/// The names of the matrices a quantized file packs: the packable entries of the model's parameter
+/// table (model/weight_table.hpp, packable_names), the matrices the decoder multiplies by.
+using PackableNames = std::set<std::string, std::less<>>;
 
 /// The suffix of an int8 matrix's scales tensor.
 inline constexpr std::string_view quant_scales_suffix = ".scales";
@@ -210,8 +202,8 @@ struct PackedWeights {
   }
 
   /// The packed matrices of a file: its I8 matrices (with scales) in an int8 file, its BF16
-  /// matrices of quantized_by_default names in a bf16 one; none in an f32 file.
-  static PackedWeights read(const st::Reader& r) {
+  /// matrices named in `packable` in a bf16 one; none in an f32 file.
+  static PackedWeights read(const st::Reader& r, const PackableNames& packable) {
     PackedWeights p;
     const WeightInfo info = weight_info(r);
     p.format = info.format, p.group = info.group;
@@ -226,7 +218,7 @@ struct PackedWeights {
         m.q = r.read_i8(name, shape);
         m.scales.resize(static_cast<std::size_t>(m.rows * quant_groups(m.cols, info.group)));
         r.read_f32(name + std::string(quant_scales_suffix), m.scales, {m.rows, quant_groups(m.cols, info.group)});
-      } else if (info.format == WeightFormat::BF16 && dt == st::DType::BF16 && quantized_by_default(name)) {
+      } else if (info.format == WeightFormat::BF16 && dt == st::DType::BF16 && packable.contains(name)) {
         const std::string_view raw = r.raw(name);
         m.bf16.resize(raw.size() / 2);
         std::memcpy(m.bf16.data(), raw.data(), raw.size());
@@ -239,7 +231,7 @@ struct PackedWeights {
   }
 
   /// Packs float matrices in memory (what a file of `format` would hold): f(name, data, rows,
-  /// cols) is called by `each` for every candidate; those quantized_by_default are packed.
+  /// cols) is called by `each` for every matrix to pack (the packable ones, see PackableNames).
   template <class Each>
   static PackedWeights pack(WeightFormat format, std::int64_t group, Each&& each) {
     check(format != WeightFormat::Int8 || group >= 1, "quantize", "int8 needs a group >= 1, got ", group);
@@ -247,7 +239,6 @@ struct PackedWeights {
     p.format = format, p.group = format == WeightFormat::Int8 ? group : 0;
     if (format == WeightFormat::F32) return p;
     each([&](const std::string& name, std::span<const float> w, std::int64_t rows, std::int64_t cols) {
-      if (!quantized_by_default(name)) return;
       Matrix m;
       m.rows = rows, m.cols = cols;
       if (format == WeightFormat::Int8) {
@@ -270,11 +261,11 @@ struct QuantizeReport {
   double max_abs_error = 0;                 // over the packed values
 };
 
-/// The checkpoint r with its quantized_by_default matrices in `format` (bf16 or int8 in groups of
+/// The checkpoint r with its matrices named in `packable` in `format` (bf16 or int8 in groups of
 /// `group`); every other tensor and all metadata as they were, plus "weights" (and "quant_group").
 /// r must hold f32 weights (re-quantizing quantized values is refused).
 inline st::Writer quantize_checkpoint(const st::Reader& r, WeightFormat format, std::int64_t group,
-                                      QuantizeReport* report = nullptr) {
+                                      const PackableNames& packable, QuantizeReport* report = nullptr) {
   check(format != WeightFormat::F32, "quantize", "the target format is bf16 or int8");
   check(format != WeightFormat::Int8 || group >= 1, "quantize", "int8 needs a group >= 1, got ", group);
   const WeightInfo info = weight_info(r);
@@ -292,7 +283,7 @@ inline st::Writer quantize_checkpoint(const st::Reader& r, WeightFormat format, 
     rep.bytes_in += r.raw(name).size();
     std::int64_t numel = 1;
     for (auto d : shape) numel *= d;
-    if (shape.size() == 2 && st::is_floating(dt) && quantized_by_default(name)) {
+    if (shape.size() == 2 && st::is_floating(dt) && packable.contains(name)) {
       std::vector<float> v(static_cast<std::size_t>(numel)), back(v.size());
       r.read_f32(name, v, shape);
       if (format == WeightFormat::Int8) {

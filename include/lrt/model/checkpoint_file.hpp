@@ -277,15 +277,14 @@ inline std::vector<std::int64_t> spec_shape(const WeightSpec& w) {
 }
 }  // namespace ckpt_detail
 
-/// Checks the tensors of r against the weight table of a model of structure s and config c
-/// (model/weight_table.hpp): each present with its shape, stored as a float type (F32, BF16, F16,
-/// F64), or where the file's format packs it (info: int8) as I8 with NAME.scales; no tensor the
-/// table does not list; every stored float finite. Errors name the file and the tensor.
-inline Status check_weights(const st::Reader& r, const ModelConfig& c, const VariantStructure& s,
-                            const WeightInfo& info) {
+/// Checks the tensors of r against `table`, the parameter table of a `variant` model of config c
+/// (model/weight_table.hpp; `variant` names it in messages): each present with its shape, stored as a float type (F32,
+/// BF16, F16, F64), or where the file's format packs it (info: int8) as I8 with NAME.scales; no tensor the table does
+/// not list; every stored float finite. Errors name the file and the tensor.
+inline Status check_weights(const st::Reader& r, const ModelConfig& c, const WeightTable& table,
+                            const std::string& variant, const WeightInfo& info) {
   constexpr const char* op = "checkpoint";
   const std::string file = "'" + r.label() + "'";
-  const std::string variant = variant_name(s);
   Status status;
   std::vector<std::string> listed;
   const auto finite = [&](const std::string& name) {
@@ -299,14 +298,14 @@ inline Status check_weights(const st::Reader& r, const ModelConfig& c, const Var
                            "infinity) at index ", at, ": the weights are damaged or training diverged");
     return false;
   };
-  for_each_weight(c, s, [&](const WeightSpec& w) {
-    if (!status.ok()) return;
+  for (const WeightSpec& w : table) {
+    if (!status.ok()) break;
     listed.push_back(w.name);
     const std::vector<std::int64_t> shape = ckpt_detail::spec_shape(w);
     if (!r.contains(w.name)) {
       status = Status::error(StatusCode::bad_file, op, file, ": no tensor '", w.name, "', which a ", variant,
                              " model of this config has (the file is damaged or of another variant)");
-      return;
+      continue;
     }
     const st::DType t = r.dtype(w.name);
     const bool int8 = t == st::DType::I8 && w.packable && info.format == WeightFormat::Int8;
@@ -314,14 +313,14 @@ inline Status check_weights(const st::Reader& r, const ModelConfig& c, const Var
       status = Status::error(StatusCode::bad_file, op, file, ": tensor '", w.name, "' is stored as ", st::dtype_name(t),
                              "; a ", to_string(info.format), " checkpoint stores it as F32, BF16, F16 or F64",
                              w.packable && info.format == WeightFormat::Int8 ? " or I8" : "");
-      return;
+      continue;
     }
     if (r.shape(w.name) != shape) {
       status = Status::error(StatusCode::bad_file, op, file, ": tensor '", w.name, "' has shape ",
                              st::shape_string(r.shape(w.name)), ", but the model_config (n_layer ", c.n_layer,
                              ", n_embd ", c.n_embd, ", n_head ", c.n_head, ", n_kv_head ", c.n_kv_head, ", vocab_size ",
                              c.vocab_size, ") needs ", st::shape_string(shape));
-      return;
+      continue;
     }
     if (int8) {
       const std::string scales = w.name + std::string(quant_scales_suffix);
@@ -330,13 +329,13 @@ inline Status check_weights(const st::Reader& r, const ModelConfig& c, const Var
       if (!r.contains(scales) || r.dtype(scales) != st::DType::F32 || r.shape(scales) != sshape) {
         status = Status::error(StatusCode::bad_file, op, file, ": int8 tensor '", w.name, "' needs '", scales,
                                "' stored as F32 ", st::shape_string(sshape), " (quant_group ", info.group, ")");
-        return;
+        continue;
       }
       finite(scales);
-      return;
+      continue;
     }
     finite(w.name);
-  });
+  }
   if (!status.ok()) return status;
   const std::vector<std::string> names = r.names();
   if (names.size() != listed.size()) {
@@ -354,6 +353,15 @@ inline Status check_weights(const st::Reader& r, const ModelConfig& c, const Var
   }
   return status;
 }
+
+/// check_weights against the table of the library's variant of structure s.
+inline Status check_weights(const st::Reader& r, const ModelConfig& c, const VariantStructure& s,
+                            const WeightInfo& info) {
+  return check_weights(r, c, weight_table(c, s), variant_name(s), info);
+}
+
+/// The parameter table of the model a checkpoint holds (read_checkpoint's config and structure).
+inline WeightTable weight_table(const CheckpointInfo& info) { return weight_table(info.config, info.run.structure); }
 
 /// read_checkpoint's metadata half (throws; see the top of this file).
 inline CheckpointInfo read_checkpoint_metadata(const st::Reader& r, const json::Value* config = nullptr) {

@@ -6,6 +6,7 @@
 // head dim, D = Hkv*Dh, Vp padded vocab.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "config.hpp"
 #include "logits.hpp"
 #include "variant.hpp"
+#include "weight_table.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -99,35 +101,6 @@ ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m
 }
 }  // namespace model_detail
 
-/// What a parameter is, for the optimizer split of spec §8 and the counts of §10.
-enum class ParamRole {
-  Embedding,    // token and value-embedding tables (wte, E_l): AdamW at the embedding lr, no matmul
-  Unembedding,  // lm_head: AdamW at the unembedding lr, a matmul
-  Matrix,       // block matrices, gates and memory projections: Muon, matmuls
-  ResidLambda,  // resid_lambdas (alpha_l): AdamW at the residual-lambda lr
-  X0Lambda,     // x0_lambdas (beta_l): AdamW at the scalar lr, beta1 0.96
-  MemoryGain,   // interleaved_lambdas (gamma_l, Residual/Both): AdamW at the scalar lr
-};
-inline std::string_view to_string(ParamRole r) {
-  switch (r) {
-    case ParamRole::Embedding:
-      return "embedding";
-    case ParamRole::Unembedding:
-      return "unembedding";
-    case ParamRole::Matrix:
-      return "matrix";
-    case ParamRole::ResidLambda:
-      return "resid_lambda";
-    case ParamRole::X0Lambda:
-      return "x0_lambda";
-    case ParamRole::MemoryGain:
-      return "memory_gain";
-  }
-  return "?";
-}
-/// Whether a parameter of role r is a weight of a matrix multiply (counts in N_mm).
-constexpr bool in_matmul(ParamRole r) { return r == ParamRole::Unembedding || r == ParamRole::Matrix; }
-
 /// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
 /// device D. variants::Baseline is the plain GPT (GPT<T, D> below).
 template <class V = variants::Baseline, class T = float, Device D = cpu::Device>
@@ -141,87 +114,68 @@ class Model {
   using Var4 = ad::Var<T, 4, D>;
   using Ids = Tensor<index_t, 2, D>;
 
+  /// One block's parameters (null where the variant or layer has none); fields as WeightSlot names them.
   struct Block {
-    std::unique_ptr<P2> c_q, c_k, c_v, c_proj, c_fc, mlp_proj;
-    std::unique_ptr<P2> ve_gate, value_embed;  // None/Residual: VE layers only
-    std::unique_ptr<P2> triple_gate;           // KV/Both: G_l (3 Hkv, c), rows local, rec, ve
-    std::unique_ptr<P2> proj_k, proj_v;        // KV/Both, Layerwise: P_k, P_v (D, d)
+    P2 *c_q = nullptr, *c_k = nullptr, *c_v = nullptr, *c_proj = nullptr, *c_fc = nullptr, *mlp_proj = nullptr;
+    P2* ve_gate = nullptr;                    // None/Residual: VE layers only
+    P2* value_embed = nullptr;                // VE layers (every layer for KV/Both)
+    P2* triple_gate = nullptr;                // KV/Both: G_l (3 Hkv, c), rows local, rec, ve
+    P2 *proj_k = nullptr, *proj_v = nullptr;  // KV/Both, Layerwise: P_k, P_v (D, d)
   };
 
-  /// A model with the release's initialisation drawn from lrt's Philox stream `seed`.
+  /// A model with the release's initialisation drawn from lrt's Philox stream `seed`: every tensor
+  /// of the parameter table (model/weight_table.hpp), drawn in its declaration order.
   explicit Model(ModelConfig cfg, std::uint64_t seed = 0) : cfg_(std::move(cfg)) {
     if constexpr (V::kv) cfg_.ve_layout = VELayout::Every;  // KV/Both: value embeddings on every layer
     cfg_.validate();
     check(V::source_layer < cfg_.n_layer, "model", "source layer ", V::source_layer, " is beyond the last block (",
           cfg_.n_layer, " layers)");
     check(cfg_.mem_offset >= 1, "model", "the memory offset k must be >= 1, got ", cfg_.mem_offset);
-    const index_t L = cfg_.n_layer, d = cfg_.n_embd, Vp = cfg_.padded_vocab(), Dk = cfg_.kv_dim();
-    const index_t hd = cfg_.n_head * cfg_.head_dim(), c = cfg_.gate_channels();
-    const T s = static_cast<T>(std::sqrt(3.0 / static_cast<double>(d)));
     Generator g(seed);
-    auto normal = [&](Shape<2> sh, T std) { return Tensor<T, 2, D>(g.normal<T>(sh, T(0), std)); };
-    auto unif = [&](Shape<2> sh) { return Tensor<T, 2, D>(g.uniform<T>(sh, -s, s)); };
-    auto zeros = [&](Shape<2> sh) { return Tensor<T, 2, D>(sh); };
-    wte_ = std::make_unique<P2>(normal({Vp, d}, T(1)), "transformer.wte.weight");
-    blocks_.resize(static_cast<std::size_t>(L));
-    for (index_t l = 0; l < L; ++l) {
-      Block& b = blocks_[static_cast<std::size_t>(l)];
-      const std::string p = "transformer.h." + std::to_string(l) + ".";
-      b.c_q = std::make_unique<P2>(unif({hd, d}), p + "attn.c_q.weight");
-      b.c_k = std::make_unique<P2>(unif({Dk, d}), p + "attn.c_k.weight");
-      b.c_v = std::make_unique<P2>(unif({Dk, d}), p + "attn.c_v.weight");
-      b.c_proj = std::make_unique<P2>(zeros({d, hd}), p + "attn.c_proj.weight");
-      b.c_fc = std::make_unique<P2>(unif({4 * d, d}), p + "mlp.c_fc.weight");
-      b.mlp_proj = std::make_unique<P2>(zeros({d, 4 * d}), p + "mlp.c_proj.weight");
-      if constexpr (V::kv) {
-        b.triple_gate = std::make_unique<P2>(zeros({3 * cfg_.n_kv_head, c}), p + "attn.triple_gate.weight");
-        b.value_embed =
-            std::make_unique<P2>(unif({Vp, Dk}), "interleaved_init_value_embeds." + std::to_string(l) + ".weight");
-        if constexpr (V::projection == Projection::Layerwise) {
-          b.proj_v =
-              std::make_unique<P2>(unif({Dk, d}), "interleaved_projections." + std::to_string(l) + ".W_v.weight");
-          b.proj_k =
-              std::make_unique<P2>(unif({Dk, d}), "interleaved_key_projections." + std::to_string(l) + ".W_v.weight");
-        }
-      } else if (cfg_.has_ve(l)) {
-        b.ve_gate = std::make_unique<P2>(zeros({cfg_.n_kv_head, c}), p + "attn.ve_gate.weight");
-        b.value_embed = std::make_unique<P2>(unif({Vp, Dk}), "value_embeds." + std::to_string(l) + ".weight");
-      }
+    w_.layers.resize(static_cast<std::size_t>(cfg_.n_layer));
+    for (WeightSpec& s : lrt::weight_table<V>(cfg_, WeightOrder::Init)) {
+      Param p{std::move(s), nullptr, nullptr};
+      if (p.spec.is_vector())
+        p.p1 = std::make_unique<P1>(initial<1>(g, p.spec, Shape<1>{p.spec.rows}), p.spec.name);
+      else
+        p.p2 = std::make_unique<P2>(initial<2>(g, p.spec, Shape<2>{p.spec.rows, p.spec.cols}), p.spec.name);
+      visit_field(
+          w_, p.spec, [&](P2*& f) { f = p.p2.get(); }, [&](P1*& f) { f = p.p1.get(); });
+      params_.push_back(std::move(p));
     }
-    if constexpr (V::kv && V::projection == Projection::Shared) {
-      proj_v_ = std::make_unique<P2>(unif({Dk, d}), "interleaved_projections.shared.W_v.weight");
-      proj_k_ = std::make_unique<P2>(unif({Dk, d}), "interleaved_key_projections.shared.W_v.weight");
-    }
-    if constexpr (V::residual)
-      gamma_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(0.1)), "interleaved_lambdas");
-    lm_head_ = std::make_unique<P2>(normal({Vp, d}, T(0.001)), "lm_head.weight");
-    resid_lambdas_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(1)), "resid_lambdas");
-    x0_lambdas_ = std::make_unique<P1>(Tensor<T, 1, D>::full(Shape<1>{L}, T(0.1)), "x0_lambdas");
+    std::stable_sort(params_.begin(), params_.end(),
+                     [](const Param& a, const Param& b) { return before_in_file(a.spec, b.spec); });
   }
 
   const ModelConfig& config() const noexcept { return cfg_; }
 
-  /// The parameter roster: every parameter once, in a fixed order (the checkpoint's), with what it
-  /// is. f(p, role) with p a P1& or P2& (name via p.name()). Counts, the FLOP count, the
-  /// optimizer groups (train/optimizer_groups.hpp) and checkpoints all read this one list.
+  /// The parameter roster: every tensor of the parameter table once, in file order (the
+  /// checkpoint's), with its role. f(p, role) with p a P1& or P2& (name via p.name()). Counts, the
+  /// FLOP count, the optimizer groups (train/optimizer_groups.hpp) and checkpoints all read it.
   template <class F>
   void for_each_param_role(F&& f) const {
-    using R = ParamRole;
-    f(*wte_, R::Embedding);
-    for (const Block& b : blocks_) {
-      f(*b.c_q, R::Matrix), f(*b.c_k, R::Matrix), f(*b.c_v, R::Matrix), f(*b.c_proj, R::Matrix);
-      if (b.ve_gate) f(*b.ve_gate, R::Matrix);
-      if (b.triple_gate) f(*b.triple_gate, R::Matrix);
-      f(*b.c_fc, R::Matrix), f(*b.mlp_proj, R::Matrix);
+    for (const Param& p : params_) {
+      if (p.p1)
+        f(*p.p1, p.spec.role);
+      else
+        f(*p.p2, p.spec.role);
     }
-    f(*lm_head_, R::Unembedding);
-    f(*resid_lambdas_, R::ResidLambda), f(*x0_lambdas_, R::X0Lambda);
-    if (gamma_) f(*gamma_, R::MemoryGain);
-    for (const Block& b : blocks_)
-      if (b.value_embed) f(*b.value_embed, R::Embedding);
-    for (const Block& b : blocks_)
-      if (b.proj_v) f(*b.proj_v, R::Matrix), f(*b.proj_k, R::Matrix);
-    if (proj_v_) f(*proj_v_, R::Matrix), f(*proj_k_, R::Matrix);
+  }
+  /// The same with each tensor's entry of the table: f(p, const WeightSpec&).
+  template <class F>
+  void for_each_param_spec(F&& f) const {
+    for (const Param& p : params_) {
+      if (p.p1)
+        f(*p.p1, p.spec);
+      else
+        f(*p.p2, p.spec);
+    }
+  }
+  /// The model's parameter table (file order).
+  WeightTable weight_table() const {
+    WeightTable t;
+    for (const Param& p : params_) t.push_back(p.spec);
+    return t;
   }
   /// Every parameter in the roster's order: f(P1&) or f(P2&).
   template <class F>
@@ -254,16 +208,16 @@ class Model {
     for_each_param([](auto& p) { p.zero_grad(); });
   }
 
-  P2& wte() const { return *wte_; }
-  P2& lm_head() const { return *lm_head_; }
-  P1& resid_lambdas() const { return *resid_lambdas_; }
-  P1& x0_lambdas() const { return *x0_lambdas_; }
+  P2& wte() const { return *w_.wte; }
+  P2& lm_head() const { return *w_.lm_head; }
+  P1& resid_lambdas() const { return *w_.resid_lambdas; }
+  P1& x0_lambdas() const { return *w_.x0_lambdas; }
   /// gamma (Residual/Both; nullptr otherwise).
-  P1* gamma() const { return gamma_.get(); }
+  P1* gamma() const { return w_.gamma; }
   /// Shared P_k, P_v (KV/Both with Shared projections; nullptr otherwise).
-  P2* proj_k() const { return proj_k_.get(); }
-  P2* proj_v() const { return proj_v_.get(); }
-  const std::vector<Block>& blocks() const { return blocks_; }
+  P2* proj_k() const { return w_.proj_k; }
+  P2* proj_v() const { return w_.proj_v; }
+  const std::vector<Block>& blocks() const { return w_.layers; }
 
   /// How a layer attends: (layer, q (B,Tq,H,Dh), k, v (B,Tq,Hkv,Dh)) -> (B,Tq,H,Dh).
   using Attend = std::function<Var4(index_t, const Var4&, const Var4&, const Var4&)>;
@@ -290,15 +244,15 @@ class Model {
   Pass forward(const ad::TokenIds<D>& tok, const ad::RopeTable<T, D>& rope, const Attend& attend,
                const Var3* memory = nullptr, const Observe* observe = nullptr) const {
     const Ids& ids = tok.ids();
-    Var3 x = ad::rmsnorm(ad::embedding(tok, wte_->var()));  // norm after the embedding
+    Var3 x = ad::rmsnorm(ad::embedding(tok, w_.wte->var()));  // norm after the embedding
     const Var3 x0 = x;
     const index_t B = ids.shape()[0], Tq = ids.shape()[1];
     Var4 krec, vrec;  // Shared projections of the memory: computed once per pass
     if constexpr (V::kv && V::projection == Projection::Shared) {
       if (memory) {
         const Shape<4> s4{B, Tq, cfg_.n_kv_head, cfg_.head_dim()};
-        krec = ad::reshape(ad::linear(*memory, proj_k_->var()), s4);
-        vrec = ad::reshape(ad::linear(*memory, proj_v_->var()), s4);
+        krec = ad::reshape(ad::linear(*memory, w_.proj_k->var()), s4);
+        vrec = ad::reshape(ad::linear(*memory, w_.proj_v->var()), s4);
       }
     }
     Pass out;
@@ -329,7 +283,7 @@ class Model {
   }
 
   /// Raw (uncapped) logits z = lm_head h: (B, Tq, d) -> (B, Tq, Vp).
-  Var3 head(const Var3& h) const { return ad::linear(h, lm_head_->var()); }
+  Var3 head(const Var3& h) const { return ad::linear(h, w_.lm_head->var()); }
 
   /// The Standard forward and loss of inputs/targets (B, T): mean cross-entropy of the soft-capped
   /// logits over non-ignored targets (-1), plus per-token nats (for bits per byte).
@@ -350,13 +304,13 @@ class Model {
   Var3 block(index_t l, const Var3& xin, const Var3& x0, const ad::TokenIds<D>& tok, const ad::RopeTable<T, D>& rope,
              const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared,
              const Observe* observe) const {
-    const Block& b = blocks_[static_cast<std::size_t>(l)];
+    const Block& b = w_.layers[static_cast<std::size_t>(l)];
     const index_t B = tok.ids().shape()[0], Tq = tok.ids().shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
                   Dh = cfg_.head_dim(), d = cfg_.n_embd;
-    Var3 x = model_detail::lambda_mix(xin, x0, resid_lambdas_->var(), x0_lambdas_->var(), l, cfg_.use_resid_lambdas,
+    Var3 x = model_detail::lambda_mix(xin, x0, w_.resid_lambdas->var(), w_.x0_lambdas->var(), l, cfg_.use_resid_lambdas,
                                       cfg_.use_x0_residual);
     if constexpr (V::residual) {  // x = x + gamma_l m
-      if (memory) x = model_detail::scaled_add(x, *memory, gamma_->var(), l);
+      if (memory) x = model_detail::scaled_add(x, *memory, w_.gamma->var(), l);
     }
     const Var3 u = ad::rmsnorm(x);
     Var4 q = ad::reshape(ad::linear(u, b.c_q->var()), Shape<4>{B, Tq, H, Dh});
@@ -399,11 +353,39 @@ class Model {
     return x;
   }
 
+  /// A tensor of the table with its parameter (p1 for a vector, p2 for a matrix).
+  struct Param {
+    WeightSpec spec;
+    std::unique_ptr<P1> p1;
+    std::unique_ptr<P2> p2;
+  };
+  /// The fields a WeightSlot names (visit_field, model/weight_table.hpp), pointing into params_.
+  struct Weights {
+    P2 *wte = nullptr, *lm_head = nullptr;
+    P2 *proj_k = nullptr, *proj_v = nullptr;  // KV/Both with Shared projections
+    P1 *resid_lambdas = nullptr, *x0_lambdas = nullptr, *gamma = nullptr;
+    std::vector<Block> layers;
+  };
+  /// The initial values of tensor s (shape sh) from the stream g.
+  template <int R>
+  static Tensor<T, R, D> initial(Generator& g, const WeightSpec& s, Shape<R> sh) {
+    const T v = static_cast<T>(s.init.value);
+    switch (s.init.kind) {
+      case WeightInit::Kind::Normal:
+        return Tensor<T, R, D>(g.normal<T>(sh, T(0), v));
+      case WeightInit::Kind::Uniform:
+        return Tensor<T, R, D>(g.uniform<T>(sh, -v, v));
+      case WeightInit::Kind::Full:
+        return Tensor<T, R, D>::full(sh, v);
+      case WeightInit::Kind::Zeros:
+        break;
+    }
+    return Tensor<T, R, D>(sh);
+  }
+
   ModelConfig cfg_;
-  std::unique_ptr<P2> wte_, lm_head_;
-  std::unique_ptr<P1> resid_lambdas_, x0_lambdas_, gamma_;
-  std::unique_ptr<P2> proj_k_, proj_v_;
-  std::vector<Block> blocks_;
+  std::vector<Param> params_;  // file order
+  Weights w_;
 };
 
 /// The baseline GPT (Injection::None).

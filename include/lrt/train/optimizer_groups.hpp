@@ -49,8 +49,8 @@ struct TrainOptions {
   }
 };
 
-/// The optimizers of one model: AdamW (groups lm_head, embeddings, resid_lambdas, x0_lambdas and,
-/// with gamma, interleaved_lambdas) and Muon (every Matrix of the roster).
+/// The optimizers of one model: AdamW (groups head, embeddings, resid_scalars, x0_scalars and, with
+/// gamma, memory_gains) and Muon (every matrix, gate and memory projection of the roster).
 struct Optimizers {
   optim::AdamW adamw;
   optim::Muon muon;
@@ -68,6 +68,7 @@ constexpr OptimizerGroup optimizer_group(ParamRole r) noexcept {
     case ParamRole::Unembedding:
       return OptimizerGroup::Head;
     case ParamRole::Embedding:
+    case ParamRole::ValueEmbedding:
       return OptimizerGroup::Embeddings;
     case ParamRole::ResidLambda:
       return OptimizerGroup::ResidLambdas;
@@ -76,6 +77,8 @@ constexpr OptimizerGroup optimizer_group(ParamRole r) noexcept {
     case ParamRole::MemoryGain:
       return OptimizerGroup::MemoryGains;
     case ParamRole::Matrix:
+    case ParamRole::Gate:
+    case ParamRole::Projection:
       break;
   }
   return OptimizerGroup::Muon;
@@ -100,11 +103,11 @@ std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const Train
   auto opt = std::make_unique<Optimizers>(optim::MuonOptions{o.matrix_lr * bls, 0.95f, 5});
   // AdamW's groups, indexed by OptimizerGroup.
   std::array<optim::AdamWGroup, 5> adamw{{
-      {"lm_head", o.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"head", o.unembedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
       {"embeddings", o.embedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
-      {"resid_lambdas", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
-      {"x0_lambdas", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}},
-      {"interleaved_lambdas", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"resid_scalars", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"x0_scalars", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}},
+      {"memory_gains", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
   }};
   std::size_t index = 0;
   m.for_each_param_role([&](auto& p, ParamRole r) {

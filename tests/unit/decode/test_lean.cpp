@@ -196,11 +196,12 @@ TEST_CASE("lean decoder: errors name the operation; modes parse and print") {
   small.prefill(std::vector<index_t>(5, 1));  // exact prefill takes any length
   auto w = lrt::lean_weights(m);
   w.layers[1].c_fc.rows = 8;
-  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w); }(), doctest::Contains("weight h.1.c_fc has shape"),
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w); }(),
+                       doctest::Contains("weight transformer.h.1.mlp.c_fc.weight has shape"), lrt::Error);
   auto w2 = lrt::lean_weights(m);
   w2.proj_k = {};
-  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w2); }(), doctest::Contains("weight proj_k is missing"),
+  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w2); }(),
+                       doctest::Contains("weight interleaved_key_projections.shared.W_v.weight is missing"),
                        lrt::Error);
   for (const char* s : {"exact", "zero", "interleaved:3", "fixed-point", "approximate:0.001"})
     CHECK(Mode::parse(s).name() == s);
@@ -327,17 +328,18 @@ TEST_CASE("lean decoder on packed matrices: embedding tables and gates stay floa
   const lrt::PackedWeights pw = lrt::pack_weights(m, lrt::WeightFormat::Int8, 8);
   auto w = lrt::lean_weights(m, &pw);
   w.wte.q = w.layers[0].c_q.q, w.wte.scales = w.layers[0].c_q.scales, w.wte.group = 8, w.wte.data = nullptr;
-  CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w); }(),
-                       doctest::Contains("weight wte is int8: embedding tables and gates are read as floats"),
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(
+      [&] { lrt::LeanDecoder<vs::Lrt> d(w); }(),
+      doctest::Contains("weight transformer.wte.weight is int8: embedding tables and gates are read as floats"),
+      lrt::Error);
   auto w2 = lrt::lean_weights(m, &pw);
   w2.layers[1].c_fc.data = w2.wte.data;
   CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w2); }(),
-                       doctest::Contains("weight h.1.c_fc has values in 2 formats"), lrt::Error);
+                       doctest::Contains("weight transformer.h.1.mlp.c_fc.weight has values in 2 formats"), lrt::Error);
   auto w3 = lrt::lean_weights(m, &pw);
   w3.layers[2].mlp_proj.scales = nullptr;
   CHECK_THROWS_WITH_AS([&] { lrt::LeanDecoder<vs::Lrt> d(w3); }(),
-                       doctest::Contains("int8 weight h.2.mlp_proj needs its scales"), lrt::Error);
+                       doctest::Contains("int8 weight transformer.h.2.mlp.c_proj.weight needs its scales"), lrt::Error);
   lrt::ModelConfig wide = cfg();
   wide.n_embd = 32;
   lrt::Model<vs::Lrt> big(wide, 1);
@@ -356,11 +358,12 @@ TEST_CASE("an int8 checkpoint: load_weights gives the values it stands for; its 
   lrt::save_model(m, path, 5);
   const lrt::st::Reader f32 = lrt::st::Reader::open(path);
   std::filesystem::remove(path);
-  const lrt::st::Reader q =
-      lrt::st::Reader::from_bytes(lrt::quantize_checkpoint(f32, lrt::WeightFormat::Int8, 8).serialize(), "int8");
+  const lrt::st::Reader q = lrt::st::Reader::from_bytes(
+      lrt::quantize_checkpoint(f32, lrt::WeightFormat::Int8, 8, lrt::packable_names(m.weight_table())).serialize(),
+      "int8");
   lrt::Model<vs::Lrt> loaded(cfg(), 99);
   lrt::load_weights(loaded, q);
-  const lrt::PackedWeights from_file = lrt::PackedWeights::read(q),
+  const lrt::PackedWeights from_file = lrt::PackedWeights::read(q, lrt::packable_names(m.weight_table())),
                            in_memory = lrt::pack_weights(m, lrt::WeightFormat::Int8, 8);
   CHECK(from_file.matrices.size() == in_memory.matrices.size());
   for (const auto& [name, pm] : in_memory.matrices) {
@@ -482,7 +485,7 @@ TEST_CASE("lean decoder: the state in one arena (the caller's or one allocation)
   w.layers[1].c_fc.rows = 8;
   s = Dec::validate(w, o);
   CHECK(s.code() == lrt::StatusCode::invalid_argument);
-  CHECK(std::string(s.what()).find("weight h.1.c_fc has shape (8, 16), expected (64, 16)") == 0);
+  CHECK(std::string(s.what()).find("weight transformer.h.1.mlp.c_fc.weight has shape (8, 16), expected (64, 16)") == 0);
   CHECK(std::string(s.op()) == "lean decoder");
   lrt::ModelConfig bad = m.config();
   bad.n_head = 3;
@@ -537,10 +540,11 @@ TEST_CASE("lean decoder: int8 and bf16 files viewed packed; tensors the file lea
   for (const lrt::WeightFormat fmt : {lrt::WeightFormat::Int8, lrt::WeightFormat::BF16}) {
     const std::string format(to_string(fmt));
     CAPTURE(format);
-    const lrt::st::Reader q = lrt::st::Reader::from_bytes(lrt::quantize_checkpoint(f32, fmt, 8).serialize(), format);
+    const lrt::st::Reader q = lrt::st::Reader::from_bytes(
+        lrt::quantize_checkpoint(f32, fmt, 8, lrt::packable_names(m.weight_table())).serialize(), format);
     lrt::Model<vs::Lrt> loaded(cfg(), 99);
     lrt::load_weights(loaded, q);
-    const lrt::PackedWeights pw = lrt::PackedWeights::read(q);
+    const lrt::PackedWeights pw = lrt::PackedWeights::read(q, lrt::packable_names(m.weight_table()));
     lrt::LeanDecoder<vs::Lrt> ref(lrt::lean_weights(loaded, &pw));
     lrt::LeanWeights<float> w;
     std::vector<std::byte> spill;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -95,19 +96,20 @@ void refused(const lrt::st::Reader& r, const std::string& cause) {
 
 }  // namespace
 
-TEST_CASE("weight table: exactly Model's parameters and shapes, for every structure") {
+TEST_CASE("weight table: Model's parameters, shapes and roles in file order, for every structure") {
   const auto same = [](auto v, lrt::ModelConfig c) {
     using V = decltype(v);
     CAPTURE(lrt::spell(lrt::structure_of<V>()));
     lrt::Model<V> m(c, 1);
-    std::set<std::pair<std::string, std::vector<index_t>>> table, params;
-    lrt::for_each_weight(c, lrt::structure_of<V>(), [&](const lrt::WeightSpec& w) {
-      table.insert({w.name, w.is_vector() ? std::vector<index_t>{w.rows} : std::vector<index_t>{w.rows, w.cols}});
-    });
-    m.for_each_param([&](auto& p) {
+    // The runtime structure's table (what the loader checks files against) is the model's.
+    std::vector<std::tuple<std::string, std::vector<index_t>, lrt::ParamRole>> table, params;
+    for (const lrt::WeightSpec& w : lrt::weight_table(m.config(), lrt::structure_of<V>()))
+      table.emplace_back(w.name, w.is_vector() ? std::vector<index_t>{w.rows} : std::vector<index_t>{w.rows, w.cols},
+                         w.role);
+    m.for_each_param_role([&](auto& p, lrt::ParamRole r) {
       std::vector<index_t> shape;
       for (int i = 0; i < std::remove_cvref_t<decltype(p.shape())>::rank; ++i) shape.push_back(p.shape()[i]);
-      params.insert({p.name(), shape});
+      params.emplace_back(p.name(), shape, r);
     });
     CHECK(table == params);
   };
@@ -206,7 +208,10 @@ TEST_CASE("read_checkpoint: each damage refused, naming its cause, in both forms
   SUBCASE("an int8 tensor without its scales") {
     const lrt::st::Reader r = lrt::st::Reader::from_bytes(bytes, "ck.safetensors");
     const lrt::st::Reader q8 = lrt::st::Reader::from_bytes(
-        lrt::quantize_checkpoint(r, lrt::WeightFormat::Int8, 8).serialize(), "ck.safetensors");
+        lrt::quantize_checkpoint(r, lrt::WeightFormat::Int8, 8,
+                                 lrt::packable_names(lrt::weight_table(lrt::read_checkpoint(r))))
+            .serialize(),
+        "ck.safetensors");
     lrt::CheckpointInfo info;
     const lrt::Status ok = lrt::read_checkpoint(q8, info);
     REQUIRE_MESSAGE(ok.ok(), ok.message());

@@ -65,14 +65,23 @@ void check_roster() {
   std::set<std::string> names;
   auto n = role_counts(m, names);
   CHECK(m.num_matmul_params() == matmul_params_by_hand<V>(c));
-  CHECK(n[lrt::ParamRole::Matrix] + n[lrt::ParamRole::Unembedding] == m.num_matmul_params());
+  CHECK(n[lrt::ParamRole::Matrix] + n[lrt::ParamRole::Gate] + n[lrt::ParamRole::Projection] +
+            n[lrt::ParamRole::Unembedding] ==
+        m.num_matmul_params());
+  // Gates: ve_gate on VE layers (None/Residual), the triple gate on every layer (KV/Both).
+  const index_t gate_rows = V::kv ? 3 * c.n_kv_head * c.n_layer : c.n_kv_head * c.num_ve_layers();
+  CHECK(n[lrt::ParamRole::Gate] == gate_rows * c.gate_channels());
+  // Memory projections: P_k and P_v, shared or per layer (KV/Both).
+  const index_t proj_sets = !V::kv ? 0 : V::projection == lrt::Projection::Layerwise ? c.n_layer : 1;
+  CHECK(n[lrt::ParamRole::Projection] == proj_sets * 2 * c.kv_dim() * c.n_embd);
   CHECK(n[lrt::ParamRole::Unembedding] == c.padded_vocab() * c.n_embd);
   CHECK(n[lrt::ParamRole::ResidLambda] == c.n_layer);
   CHECK(n[lrt::ParamRole::X0Lambda] == c.n_layer);
   CHECK(n[lrt::ParamRole::MemoryGain] == (V::residual ? c.n_layer : 0));
-  // Embeddings: wte plus one value table per VE layer (every layer for KV/Both).
+  // Embeddings: wte; one value table per VE layer (every layer for KV/Both).
   const index_t ve_layers = V::kv ? c.n_layer : c.num_ve_layers();
-  CHECK(n[lrt::ParamRole::Embedding] == c.padded_vocab() * (c.n_embd + ve_layers * c.kv_dim()));
+  CHECK(n[lrt::ParamRole::Embedding] == c.padded_vocab() * c.n_embd);
+  CHECK(n[lrt::ParamRole::ValueEmbedding] == c.padded_vocab() * ve_layers * c.kv_dim());
   index_t total = 0;
   for (const auto& [r, k] : n) total += k;
   CHECK(total == m.num_params());
@@ -90,11 +99,11 @@ void check_roster() {
     }
   CHECK(where.size() == names.size());
   CHECK(where["transformer.wte.weight"] == "embeddings");
-  CHECK(where["lm_head.weight"] == "lm_head");
-  CHECK(where["resid_lambdas"] == "resid_lambdas");
-  CHECK(where["x0_lambdas"] == "x0_lambdas");
+  CHECK(where["lm_head.weight"] == "head");
+  CHECK(where["resid_lambdas"] == "resid_scalars");
+  CHECK(where["x0_lambdas"] == "x0_scalars");
   CHECK(where["transformer.h.1.mlp.c_fc.weight"] == "muon");
-  if constexpr (V::residual) CHECK(where["interleaved_lambdas"] == "interleaved_lambdas");
+  if constexpr (V::residual) CHECK(where["interleaved_lambdas"] == "memory_gains");
   if constexpr (V::kv) {
     CHECK(where["transformer.h.0.attn.triple_gate.weight"] == "muon");
     CHECK(where["interleaved_init_value_embeds.2.weight"] == "embeddings");
@@ -102,9 +111,9 @@ void check_roster() {
   // Group rates (spec §8): dls = (d/768)^-0.5 on the head and embeddings.
   const float dls = static_cast<float>(std::pow(16.0 / 768.0, -0.5));
   for (const auto& g : opt->adamw.groups()) {
-    if (g.name == "lm_head") CHECK(g.lr == doctest::Approx(o.unembedding_lr * dls));
+    if (g.name == "head") CHECK(g.lr == doctest::Approx(o.unembedding_lr * dls));
     if (g.name == "embeddings") CHECK(g.lr == doctest::Approx(o.embedding_lr * dls));
-    if (g.name == "x0_lambdas") CHECK(g.beta1 == doctest::Approx(0.96f));
+    if (g.name == "x0_scalars") CHECK(g.beta1 == doctest::Approx(0.96f));
   }
 }
 }  // namespace
