@@ -36,22 +36,17 @@ lrt::ModelConfig small() {
 struct Probe : vs::Lrt {
   static void add_weights(const lrt::ModelConfig& c, lrt::WeightTable& t) {
     using K = lrt::WeightInit::Kind;
-    t.push_back({"probe_scalars",
-                 -1,
-                 lrt::WeightSlot::other,
-                 lrt::ParamRole::MemoryGain,
-                 c.n_layer,
-                 0,
-                 {K::Full, 0.25},
-                 false});
-    t.push_back({"probe.proj.weight",
-                 -1,
-                 lrt::WeightSlot::other,
-                 lrt::ParamRole::Matrix,
-                 c.n_embd,
-                 c.n_embd,
-                 {K::Uniform, 0.5},
-                 true});
+    using R = lrt::ParamRole;
+    const auto other = lrt::WeightSlot::other;
+    t.push_back(
+        {.name = "probe_scalars", .slot = other, .role = R::MemoryGain, .rows = c.n_layer, .init = {K::Full, 0.25}});
+    t.push_back({.name = "probe.proj.weight",
+                 .slot = other,
+                 .role = R::Matrix,
+                 .rows = c.n_embd,
+                 .cols = c.n_embd,
+                 .init = {K::Uniform, 0.5},
+                 .packable = true});
   }
 };
 
