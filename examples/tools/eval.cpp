@@ -19,7 +19,10 @@ int main(int argc, char** argv) {
               "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
               "for release weights with --config)")
       .option("mode", "MODE", "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes)")
-      .option("split", "SPLIT", "val (the validation split lrt-train holds out) or all (every byte of PATH)", "val")
+      .option("split", "SPLIT",
+              "val (the validation split lrt-train holds out), tune (the tuning slice lrt-train --tune-split holds "
+              "out of its training split) or all (every byte of PATH)",
+              "val")
       .flag("json",
             "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "
             "instead of the text lines")

@@ -443,7 +443,8 @@ struct TrainSettings {
   lrt::TrainOptions o;
   lrt::ScheduleOptions sched_opts;
   long long vocab_arg = 0, eval_tokens = 0, eval_every_arg = 0, seq_every = 0, steps_arg = 0;
-  int modes = 0;  // how many of --steps, --time and --budget-forwards were given
+  bool tune_split = false;  // --tune-split (or the resumed run's): the tuning slice is held out
+  int modes = 0;            // how many of --steps, --time and --budget-forwards were given
   double time_arg = 0, tpp = 0, budget_forwards = 0;
   DeviceChoice device;
 };
@@ -453,6 +454,7 @@ TrainSettings train_settings(const Args& a) {
   TrainSettings st;
   st.preset = a.str("preset"), st.out = a.str("out"), st.data_path = a.str("data");
   st.resume = a.has("resume");
+  st.tune_split = a.has("tune-split");
   const std::string& preset = st.preset;
   const bool resume = st.resume;
   lrt::CheckpointLocation& from = st.from;
@@ -478,6 +480,12 @@ TrainSettings train_settings(const Args& a) {
           a.str("resume"), lrt::variant_label(resumed->run.structure), resumed->run.schedule,
           lrt::variant_label(lrt::structure_of<V>()), resumed->run.variant));
     cfg = resumed->config;
+    // A run that held out the tuning slice keeps holding it out; one that trained on it cannot.
+    const bool held = lrt::st::Reader::open(from.model_path()).meta("held_out") == std::optional<std::string>("tune");
+    if (a.has("tune-split") && !held)
+      throw UsageError(
+          fmt::format("--tune-split on --resume '{}': that run trains on the tuning slice already", a.str("resume")));
+    st.tune_split = held;
   } else {
     try {
       cfg = lrt::preset(preset);
@@ -516,6 +524,7 @@ TrainSettings train_settings(const Args& a) {
   o.embedding_lr = static_cast<float>(a.number("embedding-lr", 0, 100));
   o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
   o.scalar_lr = static_cast<float>(a.number("scalar-lr", 0, 10));
+  if (a.has("gamma-lr")) o.gamma_lr = static_cast<float>(a.number("gamma-lr", 0, 10));
   o.muon_weight_decay = static_cast<float>(a.number("weight-decay", 0, 100));
   const std::string lr_rule = a.str("batch-lr-rule");
   if (lr_rule != "lrt" && lr_rule != "release")
@@ -540,6 +549,7 @@ TrainSettings train_settings(const Args& a) {
       if (!a.has("weight-decay")) o.muon_weight_decay = static_cast<float>(num("muon_weight_decay", 0.1));
       if (!a.has("batch-lr-rule") && t.find("release_batch_scaling"))
         o.release_batch_scaling = t.at("release_batch_scaling").as_bool();
+      if (!a.has("gamma-lr")) o.gamma_lr = static_cast<float>(num("gamma_lr", -1));
       if (!a.has("warmup-frac")) o.warmup_frac = num("warmup_frac", 0);
       if (!a.has("warmdown-frac")) o.warmdown_frac = num("warmdown_frac", 0.5);
       if (!a.has("final-lr-frac")) o.final_lr_frac = num("final_lr_frac", 0);
@@ -553,6 +563,7 @@ TrainSettings train_settings(const Args& a) {
     const double f = a.number("lr-scale", 1e-6, 1e6);
     o.matrix_lr = static_cast<float>(o.matrix_lr * f), o.embedding_lr = static_cast<float>(o.embedding_lr * f);
     o.unembedding_lr = static_cast<float>(o.unembedding_lr * f), o.scalar_lr = static_cast<float>(o.scalar_lr * f);
+    if (o.gamma_lr >= 0) o.gamma_lr = static_cast<float>(o.gamma_lr * f);
   }
   if (o.warmup_frac + o.warmdown_frac > 1)
     throw UsageError(fmt::format("--warmup-frac {} plus --warmdown-frac {} exceed the run (their sum must be <= 1)",
@@ -605,7 +616,12 @@ TrainData train_data(const Args& a, TrainSettings& st, const Now& now) {
   long long& eval_bytes = d.eval_bytes;
   int& val_rows_per_batch = d.val_rows_per_batch;
   std::vector<lrt::data::Batch>& val = d.val;
-  const auto corpus = lrt::data::load_corpus(data_path);
+  auto corpus = lrt::data::load_corpus(data_path);
+  if (st.tune_split) {
+    lrt::data::hold_out_tuning(corpus);
+    fmt::print("tuning slice: {} docs, {} bytes of the training split held out (lrt-eval --split tune)\n",
+               corpus.tune.size(), lrt::data::text_bytes(corpus.tune));
+  }
   check_stop();
   // The tokenizer: the checkpoint's when resuming (--tokenizer, if given, must be the same), a
   // tokenizer file, one trained here on the training split (--vocab-size), or bytes.
@@ -988,6 +1004,7 @@ int train_run(const tool::Args& a) {
   fmt::print("lrt-train: device {}\n", describe(st.device, tr));
   tr.start_training(d.train_rows, o, d.tok, sched_opts);
   tr.set_stop_source(&stop_signal());
+  if (st.tune_split) tr.set_metadata("held_out", "tune");  // lrt-eval --split tune checks it
   if (group != nullptr) {
     tr.set_group(group, {{"arguments", program_arguments()}});
     fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),
@@ -1024,7 +1041,13 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const std::string mode = a.str("mode"), split = a.str("split");
   if (!mode.empty() && mode != "sequential" && mode != "parallel")
     throw UsageError(fmt::format("--mode must be sequential or parallel, got '{}'", mode));
-  if (split != "val" && split != "all") throw UsageError(fmt::format("--split must be val or all, got '{}'", split));
+  if (split != "val" && split != "all" && split != "tune")
+    throw UsageError(fmt::format("--split must be val, tune or all, got '{}'", split));
+  if (split == "tune" && r.meta("held_out") != std::optional<std::string>("tune"))
+    throw UsageError(
+        fmt::format("--split tune: '{}' was trained on the tuning slice (lrt-train --tune-split holds "
+                    "it out); score it on val or all",
+                    a.str("checkpoint")));
   const bool json = a.has("json");
   const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
   const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
@@ -1038,25 +1061,28 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const int T = static_cast<int>(ctx > 0 ? ctx : cfg.sequence_len);
   const lrt::index_t sinks = a.integer("sinks", 0, 1LL << 20);
   const bool bands = T > cfg.sequence_len || sinks > 0;
-  // val: the validation split's packed rows (as lrt-train evaluates); all: every byte of the
-  // text, each document cut into rows of T targets, the last one padded (padding not scored).
-  const auto corpus = split == "all" ? lrt::data::load_documents(a.str("data")) : lrt::data::load_corpus(a.str("data"));
+  // val (tune): the validation split's (the tuning slice's) packed rows, as lrt-train evaluates;
+  // all: every byte of the text, each document cut into rows of T targets, the last one padded
+  // (padding not scored).
+  auto corpus = split == "all" ? lrt::data::load_documents(a.str("data")) : lrt::data::load_corpus(a.str("data"));
+  if (split == "tune") lrt::data::hold_out_tuning(corpus);
+  const std::vector<lrt::data::Document>& docs = split == "tune" ? corpus.tune : corpus.val;
+  const char* label = split == "all" ? "all of it" : split == "tune" ? "tuning slice" : "validation";
   std::vector<lrt::data::Batch> batches;
   std::string available;
   if (eval_bytes > 0) {  // the first N bytes of the split's text, every token scored: the same bytes for any tokenizer
-    batches = lrt::data::scoring_batches(corpus.val, T, B, std::numeric_limits<lrt::index_t>::max(), tok,
+    batches = lrt::data::scoring_batches(docs, T, B, std::numeric_limits<lrt::index_t>::max(), tok,
                                          static_cast<std::size_t>(eval_bytes));
-    available =
-        fmt::format("{}: the first {} of {} bytes", split == "all" ? "all of it" : "validation",
-                    std::min<std::size_t>(static_cast<std::size_t>(eval_bytes), lrt::data::text_bytes(corpus.val)),
-                    lrt::data::text_bytes(corpus.val));
+    available = fmt::format("{}: the first {} of {} bytes", label,
+                            std::min<std::size_t>(static_cast<std::size_t>(eval_bytes), lrt::data::text_bytes(docs)),
+                            lrt::data::text_bytes(docs));
   } else if (split == "all") {
-    batches = lrt::data::scoring_batches(corpus.val, T, B, eval_tokens, tok);
-    available = fmt::format("all of it: {} docs, {} bytes", corpus.val.size(), lrt::data::text_bytes(corpus.val));
+    batches = lrt::data::scoring_batches(docs, T, B, eval_tokens, tok);
+    available = fmt::format("{}: {} docs, {} bytes", label, docs.size(), lrt::data::text_bytes(docs));
   } else {
-    const auto rows = lrt::data::TokenRows::build(corpus.val, T, tok);
+    const auto rows = lrt::data::TokenRows::build(docs, T, tok);
     batches = lrt::data::validation_batches(rows, B, eval_tokens);
-    available = fmt::format("validation: {} docs, {} rows available", corpus.val.size(), rows.rows());
+    available = fmt::format("{}: {} docs, {} rows available", label, docs.size(), rows.rows());
   }
   const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
   if (!json)

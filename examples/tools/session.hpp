@@ -70,7 +70,8 @@ class Session {
                               const lrt::data::TextTokenizer& tok, const lrt::ScheduleOptions& so) = 0;
   // Data-parallel training (lrt::Trainer::set_group): before resume() and the first step.
   virtual void set_group(lrt::dist::Group* g, const std::vector<std::pair<std::string, std::string>>& extra) = 0;
-  virtual void set_stop_source(const volatile std::sig_atomic_t* flag) = 0;  // lrt::Trainer::set_stop_source
+  virtual void set_stop_source(const volatile std::sig_atomic_t* flag) = 0;         // lrt::Trainer::set_stop_source
+  virtual void set_metadata(const std::string& key, const std::string& value) = 0;  // lrt::Trainer::set_metadata
   virtual lrt::StepStats train_step() = 0;
   virtual double time_step_without_update() = 0;
   virtual std::int64_t step() const = 0;
@@ -143,6 +144,7 @@ class SessionOf final : public Session {
     tr().set_group(g, extra);
   }
   void set_stop_source(const volatile std::sig_atomic_t* flag) override { tr().set_stop_source(flag); }
+  void set_metadata(const std::string& key, const std::string& value) override { tr().set_metadata(key, value); }
   lrt::StepStats train_step() override { return tr().train_step(); }
   double time_step_without_update() override { return tr().time_step_without_update(); }
   std::int64_t step() const override { return tr().step(); }

@@ -52,8 +52,12 @@ int main(int argc, char** argv) {
       .option("embedding-lr", "LR", "AdamW lr of wte and value embeddings (times (d/768)^-0.5)", "0.3")
       .option("unembedding-lr", "LR", "AdamW lr of lm_head (times (d/768)^-0.5)", "0.004")
       .option("scalar-lr", "LR", "AdamW lr of the x0 lambdas and gamma", "0.5")
+      .option("gamma-lr", "LR", "AdamW lr of gamma alone (the LRT's memory gains; default: --scalar-lr's)")
       .option("eval-every", "N", "steps between validation evaluations and checkpoints (0: N/10)", "0")
       .option("eval-tokens", "N", "validation target tokens per evaluation", "65536")
+      .flag("tune-split",
+            "hold out a tuning slice of the training split (every 20th training document, or the last 5% of "
+            "each), not trained on, for choosing rates: lrt-eval --split tune scores it")
       .option("eval-bytes", "N",
               "validation rows per evaluation up to N bytes of text instead (compares vocabularies; 0: off)", "0")
       .option("tokenizer", "FILE",
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
       .option("gate-channels", "C", "channels the value-embedding and memory gates read (0: all)", "0")
       .option("mem-offset", "K", "LRT memory offset: position t reads the source state of t - K", "1")
       .flag("reset-at-bos", "LRT: zero the memory when a BOS lies between the source and the reader")
-      .option("lr-scale", "F", "multiply the four learning rates by F (learning-rate sweeps)", "1")
+      .option("lr-scale", "F", "multiply the four learning rates (and --gamma-lr) by F (learning-rate sweeps)", "1")
       .option("weight-decay", "W", "Muon weight decay at step 0 (decays linearly to 0)", "0.1")
       .option("batch-lr-rule", "RULE",
               "lrt (rates as given) or release (every rate times sqrt(tokens per step / 2^19))", "lrt")

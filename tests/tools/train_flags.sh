@@ -11,6 +11,9 @@
 # 3. Refusals (exit 2, naming the flag): a bad --ve-layout, --ve-layout on a K/V variant, an LRT
 #    flag on the baseline, warm-up + warm-down > 1, a model flag on --resume that differs from
 #    the checkpoint, --lr-scale on --resume.
+# 4. --tune-split: the run says what it holds out and records it; lrt-eval --split tune scores it
+#    (and refuses a checkpoint that trained on it); a resume keeps holding it out, and one of a run
+#    that trained on it cannot start holding it out.
 set -u -o pipefail
 src=$1 bin=$2 work=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -22,7 +25,7 @@ train=$bin/lrt-train
 common="--data corpus.txt --sequence-len 32 --batch-rows 4 --eval-every 4 --eval-tokens 512"
 flags="--n-layer 2 --n-embd 32 --n-head 2 --n-kv-head 1 --window-pattern SL --gate-channels 16 --mem-offset 2
        --reset-at-bos --weight-decay 0.05 --batch-lr-rule release --warmup-frac 0.25 --warmdown-frac 0.5
-       --final-lr-frac 0.2 --lr-scale 2 --seq-eval-every 4"
+       --final-lr-frac 0.2 --lr-scale 2 --gamma-lr 0.05 --seq-eval-every 4"
 # shellcheck disable=SC2086
 "$train" $common $flags --steps 8 --out a > a.out 2>&1 || fail "the run exited with $?: $(tail -5 a.out)"
 grep -q '^model: lrt with interleaved:2: L=2 d=32 H=2 T=32 ' a.out || fail "model line: $(grep '^model:' a.out)"
@@ -32,7 +35,7 @@ s=a/summary.json
 [ -f $s ] || fail "no summary.json"
 for kv in '"n_layer":2' '"n_embd":32' '"n_kv_head":1' '"window_pattern":"SL"' '"ve_gate_channels":16' \
           '"mem_offset":2' '"reset_at_bos":true' '"release_batch_scaling":true' '"warmup_frac":0.25' \
-          '"final_lr_frac":0.2' '"matrix_lr":0.0399999' '"steps":8'; do
+          '"final_lr_frac":0.2' '"matrix_lr":0.0399999' '"gamma_lr":0.1' '"steps":8'; do
   grep -q "$kv" $s || fail "summary.json lacks $kv: $(cat $s)"
 done
 grep -q '"muon_weight_decay":0.0500000' $s || fail "summary.json: weight decay"
@@ -88,3 +91,22 @@ refuse "drop or correct --n-embd 64 (the checkpoint has 32)" --data corpus.txt -
 refuse "--lr-scale on --resume" --data corpus.txt --resume a --out r --lr-scale 2
 refuse "the horizon N = 4 (--steps) is below the checkpoint's step 8" --data corpus.txt --resume a --out r --steps 4
 pass "bad flags are refused with exit 2"
+
+# 4. The tuning slice.
+"$train" --data corpus.txt --sequence-len 32 --batch-rows 4 --eval-every 2 --eval-tokens 512 --steps 4 --tune-split \
+  --out t > t.out 2>&1 || fail "--tune-split exited with $?: $(tail -3 t.out)"
+grep -q '^tuning slice: 1 docs, [0-9]* bytes of the training split held out (lrt-eval --split tune)$' t.out ||
+  fail "no tuning-slice line: $(grep -i tun t.out)"
+meta t/model.safetensors | grep -q '"held_out":"tune"' || fail "model.safetensors does not record held_out tune"
+"$bin/lrt-eval" --checkpoint t --data corpus.txt --split tune --eval-tokens 256 > te.out 2>&1 ||
+  fail "lrt-eval --split tune exited with $?: $(tail -3 te.out)"
+grep -q '; tuning slice: 1 docs, [0-9]* rows available' te.out || fail "lrt-eval --split tune: $(head -1 te.out)"
+"$bin/lrt-eval" --checkpoint a --data corpus.txt --split tune > r.out 2>&1
+[ $? = 2 ] && grep -q "was trained on the tuning slice" r.out || fail "lrt-eval --split tune on a: $(head -2 r.out)"
+"$train" --data corpus.txt --eval-tokens 512 --resume t/checkpoints/step-000002 --out t2 > t2.out 2>&1 ||
+  fail "resuming the tuning run exited with $?: $(tail -3 t2.out)"
+grep -q '^tuning slice: ' t2.out || fail "the resumed run does not hold out the tuning slice"
+cmp -s t/model.safetensors t2/model.safetensors || fail "the resumed tuning run's model differs"
+refuse "--tune-split on --resume 'a': that run trains on the tuning slice already" --data corpus.txt --resume a --out r \
+  --tune-split
+pass "--tune-split holds out a tuning slice that lrt-eval --split tune scores"

@@ -25,6 +25,7 @@
 //   after the next '\n' if there is one that leaves a non-empty tail) become one validation
 //   document named "<file>@<offset>", the rest one training document named "<file>". Files under
 //   200 bytes are an error ("too small to hold out validation text"), so are files with NUL bytes.
+// - A tuning slice (hold_out_tuning, optional): the same rule once more, on the training documents.
 // - Errors (lrt::Error, op "data", message naming the path): the path does not exist or cannot be
 //   read, a folder without usable files, an empty corpus, no validation text.
 #pragma once
@@ -50,9 +51,10 @@ struct Document {
   std::string text;
 };
 
-/// Train and validation documents, and where they came from: "brown", "folder" or "file".
+/// Train and validation documents, and where they came from: "brown", "folder" or "file". `tune`
+/// is empty unless hold_out_tuning moved a tuning slice out of train.
 struct Corpus {
-  std::vector<Document> train, val;
+  std::vector<Document> train, val, tune;
   std::string kind;
 };
 
@@ -279,6 +281,35 @@ inline Corpus load_corpus(const std::string& path) {
     return detail::split_documents(detail::folder_documents(p), "folder", p);
   }
   return detail::load_file(p);
+}
+
+/// Moves a tuning slice out of c.train into c.tune, by the validation split's rule applied to the
+/// training documents in their order: with >= 20 of them, training document j is tuning iff
+/// j % 20 == 19 (Brown: 23 of 475); with fewer, the last 5% of each one of >= 200 bytes. For
+/// choosing hyperparameters on text that is neither trained on nor reported (lrt-train
+/// --tune-split, lrt-eval --split tune). Errors when either side would be empty.
+inline void hold_out_tuning(Corpus& c) {
+  check(c.tune.empty(), "data", "the tuning slice is already held out");
+  std::vector<Document> train = std::move(c.train);
+  c.train.clear();
+  if (train.size() >= detail::split_period) {
+    for (std::size_t j = 0; j < train.size(); ++j)
+      (j % detail::split_period == detail::split_period - 1 ? c.tune : c.train).push_back(std::move(train[j]));
+  } else {
+    for (Document& d : train) {
+      if (d.text.size() < detail::min_split_bytes) {
+        c.train.push_back(std::move(d));
+        continue;
+      }
+      const std::size_t cut = detail::tail_cut(d.text);
+      c.tune.push_back({d.name + "@" + std::to_string(cut), d.text.substr(cut)});
+      d.text.resize(cut);
+      c.train.push_back(std::move(d));
+    }
+  }
+  check(text_bytes(c.tune) > 0, "data",
+        "too little training text to hold out a tuning slice (fewer than 20 documents need one of >= 200 bytes)");
+  check(text_bytes(c.train) > 0, "data", "no training text is left after holding out the tuning slice");
 }
 
 }  // namespace data

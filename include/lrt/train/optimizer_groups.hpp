@@ -26,11 +26,15 @@ struct TrainOptions {
   std::uint64_t seed = 0;   // data order (the model's init seed is separate)
   // Learning rates before scaling (spec §8); dls = (d/768)^-0.5 scales the embedding and head.
   float matrix_lr = 0.02f, embedding_lr = 0.3f, unembedding_lr = 0.004f, scalar_lr = 0.5f, resid_lr = 0.005f;
-  bool release_batch_scaling = false;                      // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
+  float gamma_lr = -1;                 // the memory gains gamma_l alone; < 0: scalar_lr (the release: gamma shares it)
+  bool release_batch_scaling = false;  // bls = sqrt(B_tok / 2^19) (release) or 1 (CPU presets)
   float muon_weight_decay = optim::cpu_muon_weight_decay;  // base of wd = base (1 - it/N)
   double warmdown_frac = 0.5;
   double warmup_frac = 0;    // linear warm-up over round(warmup_frac N) steps (release: 0)
   double final_lr_frac = 0;  // the LR multiplier at the end of the warm-down (release: 0)
+
+  /// The learning rate of the memory gains before scaling: gamma_lr, or scalar_lr when unset.
+  float memory_gain_lr() const { return gamma_lr < 0 ? scalar_lr : gamma_lr; }
 
   /// The LR multiplier at step it of the horizon `steps` (spec §8, optim::lr_multiplier).
   float lr_multiplier(std::int64_t it) const {
@@ -43,6 +47,7 @@ struct TrainOptions {
     j["seed"] = static_cast<std::int64_t>(seed);
     j["matrix_lr"] = matrix_lr, j["embedding_lr"] = embedding_lr, j["unembedding_lr"] = unembedding_lr;
     j["scalar_lr"] = scalar_lr, j["resid_lr"] = resid_lr, j["release_batch_scaling"] = release_batch_scaling;
+    j["gamma_lr"] = gamma_lr;
     j["muon_weight_decay"] = muon_weight_decay, j["warmdown_frac"] = warmdown_frac;
     j["warmup_frac"] = warmup_frac, j["final_lr_frac"] = final_lr_frac;
     return j;
@@ -107,7 +112,7 @@ std::unique_ptr<Optimizers> make_optimizers(const Model<V, T, D>& m, const Train
       {"embeddings", o.embedding_lr * dls * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
       {"resid_scalars", o.resid_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
       {"x0_scalars", o.scalar_lr * bls, 0.96f, 0.95f, 1e-10f, 0.f, {}},
-      {"memory_gains", o.scalar_lr * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
+      {"memory_gains", o.memory_gain_lr() * bls, 0.8f, 0.95f, 1e-10f, 0.f, {}},
   }};
   std::size_t index = 0;
   m.for_each_param_role([&](auto& p, ParamRole r) {

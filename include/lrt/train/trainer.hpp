@@ -108,6 +108,13 @@ class Trainer {
 
   /// The tokenizer the trainer's rows were made with.
   const data::TextTokenizer& tokenizer() const noexcept { return tok_; }
+  /// A metadata string the checkpoints' model.safetensors record besides the model's own (for
+  /// example, what data the run held out); set again, it replaces the value.
+  void set_metadata(const std::string& key, const std::string& value) {
+    for (auto& [k, v] : metadata_)
+      if (k == key) return void(v = value);
+    metadata_.emplace_back(key, value);
+  }
 
   const TrainOptions& options() const noexcept { return o_; }
   std::int64_t step() const noexcept { return step_; }
@@ -258,6 +265,7 @@ class Trainer {
       write_optimizer_state(tmp + "/optim.safetensors", os, o_.to_json());
       auto meta = tok_.metadata();
       meta.emplace_back("schedule", schedule_spec<Sched>());
+      meta.insert(meta.end(), metadata_.begin(), metadata_.end());
       save_model(*m_, tmp + "/model.safetensors", step_, meta, st::DType::F32, sched_opts_);
     };
     return commit_checkpoint(dir, step_, keep_, write, extra_files);
@@ -414,8 +422,9 @@ class Trainer {
   bool micro_default_ = false;
   dist::Group* group_ = nullptr;
   const volatile std::sig_atomic_t* stop_source_ = nullptr;
-  std::vector<dist::ShardedParam> params_;  // the roster, as dist::Zero1 sees it
-  std::vector<ParamRole> roles_;            // and each parameter's role
+  std::vector<dist::ShardedParam> params_;                     // the roster, as dist::Zero1 sees it
+  std::vector<std::pair<std::string, std::string>> metadata_;  // set_metadata's
+  std::vector<ParamRole> roles_;                               // and each parameter's role
   dist::Zero1<D> shards_;
   TrainOptions o_;
   ScheduleOptions sched_opts_;

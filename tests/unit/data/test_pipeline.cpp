@@ -258,6 +258,45 @@ TEST_CASE("Single file: the last 5% (moved to a line start) is validation") {
   }
 }
 
+TEST_CASE("hold_out_tuning: training document j is tuning iff j % 20 == 19; small corpora lose each tail") {
+  TempDir dir;
+  SUBCASE("Brown, 60 files: 57 train before, 54 after, 3 tuning; validation untouched") {
+    for (int i = 0; i < 60; ++i) write_file(dir.path / brown_name(i), "\tword/nn " + std::to_string(i) + "/cd\n");
+    Corpus c = load_corpus(dir.str());
+    const std::vector<std::string> val = names(c.val), train = names(c.train);
+    REQUIRE(train.size() == 57);
+    hold_out_tuning(c);
+    CHECK(names(c.val) == val);
+    CHECK(names(c.tune) == std::vector<std::string>{train[19], train[39]});
+    std::vector<std::string> rest = train;
+    rest.erase(rest.begin() + 39), rest.erase(rest.begin() + 19);
+    CHECK(names(c.train) == rest);
+    // Nothing is lost or shared: train, tune and val together are the 60 files.
+    std::vector<std::string> all = names(c.train);
+    for (const auto& v : {names(c.tune), names(c.val)}) all.insert(all.end(), v.begin(), v.end());
+    std::sort(all.begin(), all.end());
+    CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+    CHECK(all.size() == 60);
+    CHECK(contains(error_of([&] { hold_out_tuning(c); }), "already held out"));
+  }
+  SUBCASE("one file: the training part's last 5% (moved to a line start)") {
+    const std::string t = make_text(4000, 3);
+    write_file(dir.path / "book.txt", t);
+    Corpus c = load_corpus((dir.path / "book.txt").string());
+    const std::string train = c.train[0].text;
+    hold_out_tuning(c);
+    REQUIRE(c.tune.size() == 1);
+    CHECK(c.train[0].text == train.substr(0, expected_cut(train)));
+    CHECK(c.tune[0].text == train.substr(expected_cut(train)));
+    CHECK(c.tune[0].name == "book.txt@" + std::to_string(expected_cut(train)));
+  }
+  SUBCASE("too little training text is an error") {
+    write_file(dir.path / "b.txt", make_text(205, 4));  // train keeps ~195 bytes: under 200
+    Corpus c = load_corpus((dir.path / "b.txt").string());
+    CHECK(contains(error_of([&] { hold_out_tuning(c); }), "too little training text to hold out a tuning slice"));
+  }
+}
+
 TEST_CASE("load_corpus errors name the path") {
   TempDir dir;
   auto err = [](const std::string& p) { return error_of([&] { (void)load_corpus(p); }); };

@@ -118,6 +118,28 @@ void check_roster() {
 }
 }  // namespace
 
+TEST_CASE("optimizer groups: gamma's rate is scalar_lr's unless gamma_lr is given") {
+  const lrt::ModelConfig c = small_config();
+  lrt::Model<lrt::variants::Lrt, float> m(c, 1);
+  const auto rate = [&](const lrt::TrainOptions& o, const std::string& group) {
+    const auto opt = lrt::make_optimizers(m, o, 4 * c.sequence_len);
+    for (const auto& g : opt->adamw.groups())
+      if (g.name == group) return g.lr;
+    FAIL("no group ", group);
+    return -1.f;
+  };
+  lrt::TrainOptions o;
+  o.scalar_lr = 0.4f;
+  CHECK(rate(o, "memory_gains") == 0.4f);
+  CHECK(rate(o, "x0_scalars") == 0.4f);
+  o.gamma_lr = 0.05f;
+  CHECK(rate(o, "memory_gains") == 0.05f);
+  CHECK(rate(o, "x0_scalars") == 0.4f);
+  o.gamma_lr = 0.f;  // zero is a rate (gamma held fixed), not "unset"
+  CHECK(rate(o, "memory_gains") == 0.f);
+  CHECK(o.to_json().at("gamma_lr").as_number() == 0.0);
+}
+
 TEST_CASE("roster: roles, counts and optimizer groups of every variant") {
   SUBCASE("baseline") { check_roster<lrt::variants::Baseline>(); }
   SUBCASE("lrt") { check_roster<lrt::variants::Lrt>(); }
