@@ -43,11 +43,13 @@ const char* summary_text =
     "  train --preset tiny                 flags of every lrt-train run\n"
     "  eval --eval-tokens 65536            flags of every lrt-eval run\n"
     "  lr-sweep 0.5 1 2                    each arm at lrt-train --lr-scale F; reported at its best F\n"
+    "  pair lrt baseline 0.5               also run baseline at 0.5 x each budget, same seeds; results.md splits\n"
+    "                                      lrt's gap to baseline into matched tokens (g) and data (delta), pairs.svg\n"
     "  baseline baseline                   the arm differences are taken to (default: 'baseline', else the first)\n"
     "  data PATH                           the text (relative: to the grid file's folder)\n"
     "Runs (smallest budget first, then seed, arm) go to OUT/runs/<arm>/f<budget>/s<seed>[/lr<F>]: one with a\n"
     "result.json is done, one with a checkpoint resumes. The results go to OUT/results.csv, results.md,\n"
-    "bpb_vs_compute.svg and passes.svg, rewritten after every finished run.";
+    "bpb_vs_compute.svg, passes.svg (and pairs.svg), rewritten after every finished run.";
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -341,14 +343,21 @@ class Ablation {
     return s;
   }
 
+  /// The runs the pair lines add (the base arms' at the pairs' budgets that no grid budget gives).
+  std::size_t paired_runs() const {
+    return runs.size() -
+           arms.size() * grid.budgets.size() * grid.seeds.size() * std::max<std::size_t>(1, grid.lr_scales.size());
+  }
+
   /// The first line: how many runs, and how many are done, to resume and to start.
   void print_counts(const std::vector<State>& states) const {
     const auto count = [&](State s) { return std::count(states.begin(), states.end(), s); };
     fmt::print(
-        "lrt-ablate: {} runs ({} arms x {} budgets x {} seeds{}): {} done, {} to resume, {} to start; {} at a "
+        "lrt-ablate: {} runs ({} arms x {} budgets x {} seeds{}{}): {} done, {} to resume, {} to start; {} at a "
         "time{}\n",
         runs.size(), arms.size(), grid.budgets.size(), grid.seeds.size(),
-        grid.lr_scales.empty() ? "" : fmt::format(" x {} lr scales", grid.lr_scales.size()), count(State::done),
+        grid.lr_scales.empty() ? "" : fmt::format(" x {} lr scales", grid.lr_scales.size()),
+        paired_runs() == 0 ? "" : fmt::format(", + {} for the pairs", paired_runs()), count(State::done),
         count(State::resume), count(State::start), jobs, threads_note());
   }
 
@@ -368,9 +377,10 @@ class Ablation {
     lrt::ensure_directory(out);
     lrt::write_file_atomic(out + "/results.csv", ablate::results_csv(res));
     lrt::write_file_atomic(out + "/results.md",
-                           ablate::results_md(res, title, grid_path, data, runs.size(), grid.seeds.size()));
+                           ablate::results_md(res, title, grid_path, data, runs.size(), grid.seeds.size(), grid.pairs));
     lrt::write_file_atomic(out + "/bpb_vs_compute.svg", ablate::bpb_svg(res, title));
     lrt::write_file_atomic(out + "/passes.svg", ablate::passes_svg(res, title));
+    if (!grid.pairs.empty()) lrt::write_file_atomic(out + "/pairs.svg", ablate::pairs_svg(res, grid.pairs, title));
   }
 
   /// Runs the runs that are not done, `jobs` at a time. Returns the exit status.

@@ -169,6 +169,12 @@ struct Grid {
   std::vector<int> variant_lines;        // the line of each variant
   std::vector<std::string> option_sets;  // "" = none
   std::vector<ArmLine> arms;
+  struct PairLine {  // a `pair ARM BASE [FACTOR]` line: BASE also runs at FACTOR x each budget
+    std::string arm, base;
+    double factor = 0.5;
+    int line = 0;
+  };
+  std::vector<PairLine> pairs;
   std::vector<double> budgets, lr_scales;
   std::vector<long long> seeds;
   std::vector<std::string> train_flags, eval_flags;
@@ -254,6 +260,18 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
                                     where, a.name));
       check_reserved(a.flags, reserved_train_flags(), where, "an arm");
       g.arms.push_back(std::move(a));
+    } else if (key == "pair") {
+      if (t.size() < 2 || t.size() > 3)
+        throw GridError(
+            fmt::format("{}: 'pair' takes an arm, the arm it is matched to and a budget factor "
+                        "(default 0.5), e.g. 'pair lrt baseline 0.5'; got {} values",
+                        where, t.size()));
+      Grid::PairLine pl{t[0], t[1], 0.5, line_no};
+      if (t.size() == 3) pl.factor = detail::parse_number(t[2], where, "pair's factor");
+      if (!(pl.factor > 0 && pl.factor < 1e6))
+        throw GridError(fmt::format("{}: a pair's budget factor must be > 0, got '{}'", where, t[2]));
+      if (pl.arm == pl.base) throw GridError(fmt::format("{}: arm '{}' is paired with itself", where, pl.arm));
+      g.pairs.push_back(std::move(pl));
     } else if (key == "budgets") {
       for (const std::string& s : t) {
         const double b = detail::parse_number(s, where, "budgets");
@@ -290,8 +308,8 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
       (key == "baseline" ? g.baseline : g.data) = t[0];
     } else {
       throw GridError(fmt::format(
-          "{}: unknown key '{}' (known: variants, schedules, options, arm, budgets, seeds, train, eval, lr-sweep, "
-          "baseline, data)",
+          "{}: unknown key '{}' (known: variants, schedules, options, arm, pair, budgets, seeds, train, eval, "
+          "lr-sweep, baseline, data)",
           where, key));
     }
   }
@@ -395,6 +413,13 @@ inline std::vector<Arm> expand_arms(const Grid& g, const std::vector<Pair>& buil
       throw GridError(
           fmt::format("{}: arm '{}' is named twice (also on line {})", g.where(a.line), a.name, it->second));
   if (arms.empty()) throw GridError(g.path + ": no arms left to run");
+  for (const Grid::PairLine& p : g.pairs)
+    for (const std::string& n : {p.arm, p.base})
+      if (seen.count(n) == 0) {
+        std::string list;
+        for (const Arm& a : arms) list += (list.empty() ? "" : ", ") + a.name;
+        throw GridError(fmt::format("{}: pair: '{}' is not one of the arms ({})", g.where(p.line), n, list));
+      }
   return arms;
 }
 
@@ -428,11 +453,29 @@ struct Run {
   }
 };
 
+/// The budgets an arm runs at: the grid's, and for the base of a pair the pair's factor times each.
+inline std::vector<double> arm_budgets(const Grid& g, const std::string& arm) {
+  std::vector<double> b = g.budgets;
+  for (const Grid::PairLine& p : g.pairs)
+    if (p.base == arm)
+      for (double x : g.budgets) b.push_back(x * p.factor);
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
 /// The runs, smallest budget first (every arm at a budget before the next budget: early results
-/// compare arms), then seed, arm and learning-rate scale.
+/// compare arms), then seed, arm and learning-rate scale. Every arm runs at the grid's budgets;
+/// the base arm of a pair also at the pair's budgets (a run two lines ask for runs once).
 inline std::vector<Run> expand_runs(const Grid& g, const std::vector<Arm>& arms, const std::string& out) {
-  std::vector<double> budgets = g.budgets;
+  std::vector<std::vector<double>> per_arm;
+  std::vector<double> budgets;
+  for (const Arm& a : arms) {
+    per_arm.push_back(arm_budgets(g, a.name));
+    budgets.insert(budgets.end(), per_arm.back().begin(), per_arm.back().end());
+  }
   std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
   std::vector<std::optional<double>> lrs;
   for (double f : g.lr_scales) lrs.emplace_back(f);
   if (lrs.empty()) lrs.emplace_back();
@@ -440,7 +483,8 @@ inline std::vector<Run> expand_runs(const Grid& g, const std::vector<Arm>& arms,
   std::set<std::string> dirs;
   for (double b : budgets)
     for (long long s : g.seeds)
-      for (std::size_t a = 0; a < arms.size(); ++a)
+      for (std::size_t a = 0; a < arms.size(); ++a) {
+        if (!std::binary_search(per_arm[a].begin(), per_arm[a].end(), b)) continue;
         for (const auto& lr : lrs) {
           Run r{a, b, s, lr, ""};
           r.dir = fmt::format("{}/runs/{}/f{}/s{}{}", out, arms[a].name, budget_label(b), s,
@@ -449,6 +493,7 @@ inline std::vector<Run> expand_runs(const Grid& g, const std::vector<Arm>& arms,
             throw GridError(fmt::format("{}: two runs would share the directory {}", g.path, r.dir));
           runs.push_back(std::move(r));
         }
+      }
   return runs;
 }
 
@@ -543,13 +588,20 @@ class Results {
     return stat_of(values(chosen(arm, budget), &Result::val_bpb_parallel));
   }
   /// Per-seed differences arm - baseline at budget (both at their chosen scales).
-  Stat difference(const std::string& arm, double budget) const {
-    std::map<long long, double> base;
-    for (const Result* r : chosen(baseline_, budget)) base[r->seed] = r->val_bpb;
+  Stat difference(const std::string& arm, double budget) const { return paired(arm, budget, baseline_, budget); }
+  /// Per-seed differences val_bpb(a at budget ba) - val_bpb(b at budget bb), each at its chosen
+  /// scale: the seeds both have.
+  Stat paired(const std::string& a, double ba, const std::string& b, double bb) const {
+    std::map<long long, double> other;
+    for (const Result* r : chosen(b, bb)) other[r->seed] = r->val_bpb;
     std::vector<double> d;
-    for (const Result* r : chosen(arm, budget))
-      if (const auto it = base.find(r->seed); it != base.end()) d.push_back(r->val_bpb - it->second);
+    for (const Result* r : chosen(a, ba))
+      if (const auto it = other.find(r->seed); it != other.end()) d.push_back(r->val_bpb - it->second);
     return stat_of(d);
+  }
+  /// The mean tokens per parameter of arm's runs at budget (NaN without one).
+  double tokens_per_param(const std::string& arm, double budget) const {
+    return stat_of(values(chosen(arm, budget), &Result::tokens_per_param)).mean;
   }
   bool recurrent(const std::string& arm) const {
     return std::any_of(all_.begin(), all_.end(), [&](const Result& r) { return r.arm == arm && r.recurrent; });
@@ -640,9 +692,24 @@ inline std::string budget_header(const std::string& first, const std::vector<dou
   return h + "\n" + rule + "\n";
 }
 
-/// results.md: the tables the brief of a study asks for, from the finished runs.
+/// The three per-seed differences of a pair at budget C: gap = arm(C) - base(C) (matched compute),
+/// g = arm(C) - base(f C) (matched tokens when f is the base's token-forwards per token over the
+/// arm's: 0.5 for an LRT schedule of pass factor 2), delta = base(f C) - base(C) (what the base
+/// gains from 1/f times the tokens). gap = g + delta seed by seed.
+struct PairStats {
+  Stat gap, g, delta;
+};
+inline PairStats pair_stats(const Results& res, const Grid::PairLine& p, double budget) {
+  const double half = budget * p.factor;
+  return {res.paired(p.arm, budget, p.base, budget), res.paired(p.arm, budget, p.base, half),
+          res.paired(p.base, half, p.base, budget)};
+}
+
+/// results.md: the tables the brief of a study asks for, from the finished runs. `pairs`: the
+/// grid's pair lines, each with a table of gap, g and delta.
 inline std::string results_md(const Results& res, const std::string& title, const std::string& grid_path,
-                              const std::string& data, std::size_t total_runs, std::size_t seeds) {
+                              const std::string& data, std::size_t total_runs, std::size_t seeds,
+                              const std::vector<Grid::PairLine>& pairs = {}) {
   const auto& budgets = res.budgets();
   const bool swept = res.swept();
   std::string md = fmt::format("# Ablation {}\n\n", title);
@@ -684,6 +751,35 @@ inline std::string results_md(const Results& res, const std::string& title, cons
     if (a.name == res.baseline()) continue;
     md += "| " + a.name + " |";
     for (double b : budgets) md.append(" ").append(cell(res.difference(a.name, b), true)).append(" |");
+    md += "\n";
+  }
+
+  for (const Grid::PairLine& p : pairs) {
+    const std::string f = shortest(p.factor);
+    md += fmt::format(
+        "\n## Matched tokens: `{0}` against `{1}` at {2} x the budget\n\nThe gap at matched compute, split "
+        "exactly into the arm's own effect at matched tokens and what `{1}` gains from more data (per-seed "
+        "differences, mean ± sd (n pairs); negative: `{0}` better):\n\n"
+        "- gap = {0}(C) − {1}(C): matched compute (the table above);\n"
+        "- g = {0}(C) − {1}({2} C): matched tokens and steps when {2} is the ratio of their token-forwards per token "
+        "(0.5 for an LRT schedule of pass factor 2): the arm's own effect;\n"
+        "- δ = {1}({2} C) − {1}(C): what `{1}` gains from 1/{2} times the tokens.\n\n"
+        "gap = g + δ seed by seed. `{1}`'s runs at {2} C are part of the grid (lrt-ablate schedules them).\n\n",
+        p.arm, p.base, f);
+    md += budget_header("", budgets);
+    const auto row = [&](const char* name, Stat PairStats::*field) {
+      md += fmt::format("| {} |", name);
+      for (double b : budgets) md.append(" ").append(cell(pair_stats(res, p, b).*field, true)).append(" |");
+      md += "\n";
+    };
+    row("gap", &PairStats::gap);
+    row("g", &PairStats::g);
+    row("δ", &PairStats::delta);
+    md += fmt::format("| {} tokens/param |", p.base);
+    for (double b : budgets) {
+      const double t = res.tokens_per_param(p.base, b);
+      md += std::isnan(t) ? std::string(" |") : fmt::format(" {:.3g} |", t);
+    }
     md += "\n";
   }
 
@@ -766,6 +862,64 @@ inline std::string bpb_svg(const Results& res, const std::string& title) {
     s += p.series(pts, color(i)) + p.legend(k++, name, color(i));
   }
   if (k == 0) s += p.note("no finished runs yet");
+  return s + "</svg>\n";
+}
+
+/// pairs.svg: each pair's gap, g and delta (mean over seeds, bars ±sd) against the base arm's
+/// tokens per parameter at the budget (log scale); a dotted line at zero.
+inline std::string pairs_svg(const Results& res, const std::vector<Grid::PairLine>& pairs, const std::string& title) {
+  struct Point {
+    double x;
+    Stat s;
+  };
+  std::vector<std::pair<std::string, std::vector<Point>>> series;
+  double xlo = INFINITY, xhi = -INFINITY, ylo = 0, yhi = 0;
+  for (const Grid::PairLine& p : pairs) {
+    std::vector<Point> gap, g, delta;
+    for (double b : res.budgets()) {
+      const double t = res.tokens_per_param(p.base, b);
+      if (!(t > 0)) continue;
+      const PairStats ps = pair_stats(res, p, b);
+      const double x = std::log10(t);
+      for (auto [to, st] : {std::pair{&gap, ps.gap}, std::pair{&g, ps.g}, std::pair{&delta, ps.delta}}) {
+        if (st.n == 0) continue;
+        to->push_back({x, st});
+        const double e = std::isnan(st.sd) ? 0 : st.sd;
+        xlo = std::min(xlo, x), xhi = std::max(xhi, x);
+        ylo = std::min(ylo, st.mean - e), yhi = std::max(yhi, st.mean + e);
+      }
+    }
+    series.push_back({p.arm + " − " + p.base + ": gap", gap});
+    series.push_back({p.arm + " − " + p.base + " at " + shortest(p.factor) + "C: g", g});
+    series.push_back({p.base + " at " + shortest(p.factor) + "C − " + p.base + ": δ", delta});
+  }
+  if (!(xlo <= xhi)) xlo = 0, xhi = 1;
+  if (xlo == xhi) xlo -= 0.5, xhi += 0.5;
+  if (ylo == yhi) ylo -= 0.1, yhi += 0.1;
+  const Plot p(xlo, xhi, ylo, yhi);
+  std::string s =
+      p.begin("matched compute and matched tokens: " + title, "tokens per parameter of the base arm (log scale)",
+              "difference in val_bpb (bits per byte; negative: the first better)");
+  for (double b : res.budgets())
+    for (const Grid::PairLine& pl : pairs)
+      if (const double t = res.tokens_per_param(pl.base, b); t > 0) {
+        s += p.x_tick(std::log10(t), fmt::format("{:.3g}", t));
+        break;
+      }
+  s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#888\" stroke-dasharray=\"2 3\"/>\n",
+                   Plot::l, Plot::W - Plot::r, p.Y(0), p.Y(0));
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& [name, pts] = series[i];
+    if (pts.empty()) continue;
+    std::vector<std::pair<double, double>> xy;
+    for (const Point& q : pts) {
+      xy.emplace_back(q.x, q.s.mean);
+      if (!std::isnan(q.s.sd)) s += p.error_bar(q.x, q.s.mean, q.s.sd, color(i));
+    }
+    s += p.series(xy, color(i)) + p.legend(k++, name, color(i));
+  }
+  if (k == 0) s += p.note(pairs.empty() ? "no pair lines in the grid" : "no finished pairs yet");
   return s + "</svg>\n";
 }
 

@@ -11,7 +11,8 @@
 #    an error listing what it has.
 # 5. With stand-in lrt-train/lrt-eval scripts (--bin; instant, with known numbers): the arm
 #    expansion (schedules, option sets, skipped pairs), the lr-sweep's choice and the statistics
-#    in results.md, a failing run (reported with its log; the others finish; exit 1), --after.
+#    in results.md, a failing run (reported with its log; the others finish; exit 1), --after,
+#    and a pair line (the base arm at half of each budget; gap, g and delta in results.md).
 # 6. A real lr-sweep when lrt-train has --lr-scale (skipped otherwise).
 # 7. The README's three-line grid as written (its default tiny preset, on the generated text) runs,
 #    and a rerun says every run is done.
@@ -264,6 +265,49 @@ grep -q "^warning: --after 'exit 4' exited with status 4$" broken.out || fail "a
 [ -f broken/runs/baseline/f1e3/s0/result.json ] || fail "the other run did not finish"
 grep -q '1 of 2 runs done (1 now), 1 FAILED' broken.out || fail "no summary with the failure"
 pass "stand-ins: arm expansion, lr-sweep choice and statistics, a failing run, --after"
+
+# Matched-token pairs: baseline also runs at half of each budget, and results.md splits the gap.
+# Stand-in eval: val_bpb = base + slope x seed - 0.1 log2(budget / 1000), baseline 2 and 0.1, lrt
+# 1.9 and 0.2: gap = -0.1 + 0.1 s, g = -0.2 + 0.1 s, delta = +0.1 at every budget (seeds 0 1:
+# -0.05 ± 0.0707, -0.15 ± 0.0707, +0.1 ± 0).
+mkdir -p fakepair && cp fakebin/lrt-train fakepair/
+cat > fakepair/lrt-eval << 'EOF2'
+#!/usr/bin/env bash
+while [ $# -gt 0 ]; do [ "$1" = --checkpoint ] && dir=$2; shift; done
+read -r variant seed lr budget < "$dir/fake.txt"
+awk -v v="$variant" -v s="$seed" -v b="$budget" 'BEGIN {
+  base = v == "baseline" ? 2 : 1.9; slope = v == "baseline" ? 0.1 : 0.2
+  x = base + s * slope - 0.1 * log(b / 1000) / log(2)
+  printf "{\"variant\":\"%s\",\"schedule\":\"x\",\"targets\":10,\"bytes\":10,\"val_bpb\":%.10g}\n", v, x
+}'
+EOF2
+chmod +x fakepair/lrt-eval
+cat > pair.txt << 'EOF2'
+variants baseline lrt
+budgets 2e3 4e3
+seeds 0 1
+pair lrt baseline
+EOF2
+"$ablate" pair.txt --bin fakepair --data corpus.txt --out pair > pair.out 2>&1 || fail "pair: exit $?: $(tail pair.out)"
+grep -q '^lrt-ablate: 10 runs (2 arms x 2 budgets x 2 seeds, + 2 for the pairs): 0 done' pair.out ||
+  fail "pair: counts line: $(head -1 pair.out)"
+[ -f pair/runs/baseline/f1e3/s1/result.json ] || fail "pair: no baseline run at half of 2e3"
+[ ! -e pair/runs/lrt/f1e3 ] || fail "pair: lrt ran at half the budget too"
+pmd=pair/results.md
+for want in '## Matched tokens: `lrt` against `baseline` at 0.5 x the budget' '|  | f2e3 | f4e3 |' \
+  '| gap | -0.0500 ± 0.0707 (2) | -0.0500 ± 0.0707 (2) |' '| g | -0.1500 ± 0.0707 (2) | -0.1500 ± 0.0707 (2) |' \
+  '| δ | +0.1000 ± 0.0000 (2) | +0.1000 ± 0.0000 (2) |' '| baseline tokens/param | 1.25 | 1.25 |'; do
+  grep -qF -- "$want" "$pmd" || fail "pair: results.md has no line '$want':
+$(cat "$pmd")"
+done
+grep -q '<svg' pair/pairs.svg && grep -q 'gap' pair/pairs.svg || fail "pair: pairs.svg"
+"$ablate" pair.txt --bin fakepair --data corpus.txt --out pair --dry-run > pair2.out 2>&1
+grep -q ': 10 done, 0 to resume, 0 to start' pair2.out || fail "pair: rerun: $(head -1 pair2.out)"
+printf 'variants baseline lrt\nbudgets 1e3\npair lrt nosuch\n' > badpair.txt
+"$ablate" badpair.txt --bin fakepair --data corpus.txt --out badpair > badpair.out 2>&1
+[ $? = 2 ] && grep -q "badpair.txt:3: pair: 'nosuch' is not one of the arms (baseline, lrt)" badpair.out ||
+  fail "a pair with an unknown arm: $(cat badpair.out)"
+pass "stand-ins: matched-token pairs (the base arm at half of each budget; gap, g and delta)"
 
 # --- 6. a real lr-sweep (once lrt-train has --lr-scale) ----------------------------------------------
 if "$bin/lrt-train" --help | grep -q -- '--lr-scale'; then
