@@ -64,6 +64,7 @@
 #include "../core/status.hpp"
 #include "../io/quantize.hpp"
 #include "../model/config.hpp"
+#include "../model/block.hpp"
 #include "../model/logits.hpp"
 #include "../model/variant.hpp"
 #include "../model/weight_table.hpp"
@@ -471,73 +472,162 @@ class LeanDecoder {
       }
   }
 
-  /// Model::forward for n tokens at positions pos (ascending), with memory rows mem (n, d) or
-  /// none, attending through attend(l, q (n, H*Dh), k (n, D), v (n, D), y (n, H*Dh)). Leaves the
-  /// final normed states in h_ and the source states in s_ (n, d each).
+  /// The direct execution of model/block.hpp: each op runs its kernel on n rows of the decoder's
+  /// scratch (the Buf names which) and returns a view of the result. Rows/Heads: n rows of `cols`
+  /// values, `ld` apart; Gate: a gate per KV head of each row, `stride` apart; Coef: a scalar.
+  template <class Attend>
+  struct DirectExec {
+    struct Rows {
+      const T* p = nullptr;
+      index_t cols = 0, ld = 0;
+    };
+    using Heads = Rows;
+    struct Gate {
+      const T* p = nullptr;
+      index_t stride = 0;
+    };
+    using Coef = T;
+
+    LeanDecoder& d;
+    const index_t* tok;
+    index_t n;
+    Attend& attend_fn;
+
+    const ModelConfig& config() const noexcept { return d.c_; }
+    static bool has(const LeanMatrix<T>& w) noexcept { return !w.empty(); }
+    static constexpr bool observing() noexcept { return false; }
+    T* buf(Buf b) const noexcept {
+      switch (b) {
+        case Buf::emb:
+        case Buf::proj:
+          return d.t_;
+        case Buf::x:
+          return d.x_;
+        case Buf::x0:
+          return d.x0_;
+        case Buf::u:
+          return d.u_;
+        case Buf::q:
+          return d.q_;
+        case Buf::k:
+          return d.k_;
+        case Buf::v:
+          return d.v_;
+        case Buf::gz:
+          return d.gz_;
+        case Buf::g:
+          return d.g_;
+        case Buf::e:
+          return d.e_;
+        case Buf::kr:
+          return d.krec_;
+        case Buf::vr:
+          return d.vrec_;
+        case Buf::tmp:
+          return d.tmp_;
+        case Buf::qn:
+          return d.q2_;
+        case Buf::kn:
+          return d.k2_;
+        case Buf::y:
+          return d.y_;
+        case Buf::fc:
+          return d.f_;
+        case Buf::act:
+          return d.f2_;
+        case Buf::source:
+          return d.s_;
+        case Buf::h:
+          return d.h_;
+      }
+      return nullptr;
+    }
+    Rows out(Buf b, index_t cols) const noexcept { return {buf(b), cols, cols}; }
+    Mat rows(Buf b, index_t cols) const noexcept { return Mat(buf(b), Shape<2>{n, cols}); }
+    CMat view(const Rows& x) const noexcept { return CMat(x.p, Shape<2>{n, x.cols}, Strides<2>{x.ld, 1}); }
+
+    Rows rows_of(const LeanMatrix<T>& w, Buf dst) const noexcept {
+      T* y = buf(dst);
+      for (index_t r = 0; r < n; ++r)
+        std::memcpy(y + r * w.cols, w.data + tok[r] * w.cols, static_cast<std::size_t>(w.cols) * sizeof(T));
+      return out(dst, w.cols);
+    }
+    Rows rmsnorm(const Rows& x, Buf dst) const noexcept {
+      cpu::rmsnorm_forward<T>(view(x), rows(dst, x.cols), TensorView<T, 1>(d.rinv_, Shape<1>{n}), rmsnorm_eps);
+      return out(dst, x.cols);
+    }
+    Rows copy(const Rows& x, Buf dst) const noexcept {
+      std::memcpy(buf(dst), x.p, static_cast<std::size_t>(n * x.cols) * sizeof(T));
+      return out(dst, x.cols);
+    }
+    Rows lambda_mix(const Rows& x, const Rows& x0, index_t l, Buf dst) const noexcept {
+      const T al = d.c_.use_resid_lambdas ? d.w_.resid_lambdas[l] : T(1);
+      const T bl = d.c_.use_x0_residual ? d.w_.x0_lambdas[l] : T(0);
+      rows(dst, x.cols) = view(x) * al + view(x0) * bl;  // alpha_l x first, then + beta_l x0
+      return out(dst, x.cols);
+    }
+    static T coef(const T* v, index_t l) noexcept { return v[l]; }
+    static T coef_mul(T a, T b) noexcept { return a * b; }
+    static T coef_sigmoid(T a) noexcept {
+      T y;
+      TensorView<T, 1>(&y, Shape<1>{1}) = lrt::sigmoid(TensorView<const T, 1>(&a, Shape<1>{1}));
+      return y;
+    }
+    Rows scaled_add(const Rows& x, const Rows& m, T g, Buf dst) const noexcept {
+      rows(dst, x.cols) = view(x) + view(m) * g;
+      return out(dst, x.cols);
+    }
+    Rows linear(const Rows& x, const LeanMatrix<T>& w, Buf dst) const noexcept {
+      if (x.ld == x.cols)
+        LeanDecoder::linear(x.p, n, w, buf(dst));
+      else
+        LeanDecoder::linear_strided(x.p, n, x.ld, w, buf(dst));
+      return out(dst, w.rows);
+    }
+    static Rows heads(const Rows& x, index_t) noexcept { return x; }
+    static Rows flat(const Rows& y) noexcept { return y; }
+    static Rows first_channels(const Rows& u, index_t c) noexcept { return {u.p, c, u.ld}; }
+    Rows gate2(const Rows& z, Buf dst) const noexcept {
+      LeanDecoder::gate2(z.p, n * z.cols, buf(dst));
+      return out(dst, z.cols);
+    }
+    static Gate gate(const Rows& g, index_t j, index_t Hkv) noexcept { return {g.p + j * Hkv, g.cols}; }
+    Rows head_mul(const Gate& g, const Rows& x, Buf dst) const noexcept {
+      d.head_scale(g.p, g.stride, x.p, n, buf(dst));
+      return out(dst, x.cols);
+    }
+    Rows add(const Rows& a, const Rows& b, Buf dst) const noexcept {
+      T* y = buf(dst);
+      for (index_t i = 0; i < n * a.cols; ++i) y[i] = a.p[i] + b.p[i];
+      return out(dst, a.cols);
+    }
+    Rows value_embedding(const LeanMatrix<T>& w, Buf dst) const noexcept { return rows_of(w, dst); }
+    Rows rope_norm(const Rows& x, Buf dst) const noexcept {
+      d.rope_norm(x.p, n, x.cols / d.c_.head_dim(), buf(dst));
+      return out(dst, x.cols);
+    }
+    Rows attend(index_t l, const Rows& q, const Rows& k, const Rows& v, Buf dst) const noexcept {
+      attend_fn(l, q.p, k.p, v.p, buf(dst));
+      return out(dst, q.cols);
+    }
+    Rows relu2(const Rows& x, Buf dst) const noexcept {
+      rows(dst, x.cols) = lrt::square(lrt::relu(view(x)));
+      return out(dst, x.cols);
+    }
+    static void observe(index_t, const Gate&, const Rows&) noexcept {}
+  };
+
+  /// model_forward (model/block.hpp) for n tokens at positions pos (ascending), with memory rows
+  /// mem (n, d) or none, attending through attend(l, q (n, H*Dh), k (n, D), v (n, D), y (n, H*Dh)).
+  /// Leaves the final normed states in h_ and the source states in s_ (n, d each).
   template <class Attend>
   void forward(const index_t* tok, index_t n, const index_t* pos, const T* mem, Attend&& attend) {
-    const index_t d = c_.n_embd, H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.head_dim(), D = c_.kv_dim();
-    for (index_t r = 0; r < n; ++r)  // the token embedding, then its norm
-      std::memcpy(t_ + r * d, w_.wte.data + tok[r] * d, static_cast<std::size_t>(d) * sizeof(T));
-    rmsnorm(t_, n, x_);
-    std::memcpy(x0_, x_, static_cast<std::size_t>(n * d) * sizeof(T));
-    const index_t half = Dh / 2;
+    const index_t Dh = c_.head_dim(), half = Dh / 2, d = c_.n_embd;
     for (index_t r = 0; r < n; ++r) rope_row<T>(pos[r], Dh, c_.rope_bf16_tables, cos_ + r * half, sin_ + r * half);
-    constexpr bool shared = V::kv && V::projection == Projection::Shared;
-    if (shared && mem) linear(mem, n, w_.proj_k, krec_), linear(mem, n, w_.proj_v, vrec_);
-    const auto xv = rows(x_, n, d);
-    const auto x0v = crows(x0_, n, d);
-    for (index_t l = 0; l < c_.n_layer; ++l) {
-      const auto& b = w_.layers[static_cast<std::size_t>(l)];
-      {  // lambda_mix: alpha_l x + beta_l x0 (one expression, as model_detail::lambda_mix on the CPU)
-        const T al = c_.use_resid_lambdas ? w_.resid_lambdas[l] : T(1);
-        const T bl = c_.use_x0_residual ? w_.x0_lambdas[l] : T(0);
-        xv = CMat(xv) * al + x0v * bl;
-      }
-      if constexpr (V::residual) {  // x + gamma_l m (model_detail::scaled_add)
-        if (mem) xv = CMat(xv) + crows(mem, n, d) * w_.gamma[l];
-      }
-      rmsnorm(x_, n, u_);
-      linear(u_, n, b.c_q, q_), linear(u_, n, b.c_k, k_), linear(u_, n, b.c_v, v_);
-      if constexpr (V::kv) {  // triple gate, recurrent K/V, value embedding (spec §3.2)
-        const index_t G = 3 * Hkv;
-        linear_strided(u_, n, d, b.triple_gate, gz_);
-        gate2(gz_, n * G, g_);
-        head_scale(g_, G, k_, n, k_);  // g_loc k, g_loc v
-        head_scale(g_, G, v_, n, v_);
-        if (mem) {
-          const T *kr = krec_, *vr = vrec_;
-          if constexpr (V::projection == Projection::Layerwise) {
-            linear(mem, n, b.proj_k, krec_), linear(mem, n, b.proj_v, vrec_);
-          }
-          head_scale(g_ + Hkv, G, kr, n, tmp_), add(k_, tmp_, n * D);  // + g_rec krec
-          head_scale(g_ + Hkv, G, vr, n, tmp_), add(v_, tmp_, n * D);  // + g_rec vrec
-        }
-        embed(b.value_embed, tok, n, e_);
-        head_scale(g_ + 2 * Hkv, G, e_, n, tmp_), add(v_, tmp_, n * D);  // + g_ve e
-      } else if (!b.value_embed.empty()) {                               // v + 2 sigmoid(W_g u[0:c]) e
-        linear_strided(u_, n, d, b.ve_gate, gz_);
-        gate2(gz_, n * Hkv, g_);
-        embed(b.value_embed, tok, n, e_);
-        head_scale(g_, Hkv, e_, n, tmp_), add(v_, tmp_, n * D);
-      }
-      rope_norm(q_, n, H, q2_);
-      rope_norm(k_, n, Hkv, k2_);
-      attend(l, q2_, k2_, v_, y_);
-      linear(y_, n, b.c_proj, t_), add(x_, t_, n * d);
-      rmsnorm(x_, n, u_);
-      linear(u_, n, b.c_fc, f_);
-      rows(f2_, n, 4 * d) = lrt::square(lrt::relu(crows(f_, n, 4 * d)));  // relu2
-      linear(f2_, n, b.mlp_proj, t_), add(x_, t_, n * d);
-      if (l == V::source_layer) rmsnorm(x_, n, s_);
-    }
-    rmsnorm(x_, n, h_);
-    if (V::source_layer < 0) std::memcpy(s_, h_, static_cast<std::size_t>(n * d) * sizeof(T));
-  }
-  void embed(const LeanMatrix<T>& table, const index_t* tok, index_t n, T* out) const noexcept {
-    const index_t D = table.cols;
-    for (index_t r = 0; r < n; ++r)
-      std::memcpy(out + r * D, table.data + tok[r] * D, static_cast<std::size_t>(D) * sizeof(T));
+    DirectExec<std::remove_reference_t<Attend>> e{*this, tok, n, attend};
+    using Rows = typename decltype(e)::Rows;
+    const Rows m{mem, d, d};
+    model_forward<V>(e, w_, mem ? &m : nullptr);
   }
   /// y = rmsnorm(rope(x)) per head vector of n rows of `heads` heads, RoPE rows cos_/sin_.
   void rope_norm(const T* x, index_t n, index_t heads, T* y) {

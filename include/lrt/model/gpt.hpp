@@ -16,6 +16,7 @@
 #include "../autodiff/graph.hpp"
 #include "../autodiff/nn.hpp"
 #include "../autodiff/ops.hpp"
+#include "block.hpp"
 #include "config.hpp"
 #include "logits.hpp"
 #include "variant.hpp"
@@ -99,6 +100,81 @@ ad::Var<T, 3, D> scaled_add(const ad::Var<T, 3, D>& x, const ad::Var<T, 3, D>& m
       },
       x, m, g);
 }
+
+/// How a layer attends: (layer, q (B,Tq,H,Dh), k, v (B,Tq,Hkv,Dh)) -> (B,Tq,H,Dh).
+template <class T, Device D>
+using AttendFn =
+    std::function<ad::Var<T, 4, D>(index_t, const ad::Var<T, 4, D>&, const ad::Var<T, 4, D>&, const ad::Var<T, 4, D>&)>;
+/// kv_refresh's per-layer observer (Model::Observe).
+template <class T, Device D>
+using ObserveFn = std::function<void(index_t, const ad::Var<T, 4, D>&, const ad::Var<T, 4, D>&)>;
+
+/// The tape execution of model/block.hpp: each op records an autodiff node (the Buf is ignored).
+/// Rows (B, Tq, C), Heads and Gate (B, Tq, heads, Dh or 1), Coef a (L) vector and a layer.
+template <class T, Device D>
+struct TapeExec {
+  using Rows = ad::Var<T, 3, D>;
+  using Heads = ad::Var<T, 4, D>;
+  using Gate = ad::Var<T, 4, D>;
+  struct Coef {
+    ad::Var<T, 1, D> vec;
+    index_t l;
+  };
+  using P1 = ad::Param<T, 1, D>;
+  using P2 = ad::Param<T, 2, D>;
+
+  const ModelConfig& cfg;
+  const ad::TokenIds<D>& tok;
+  const ad::RopeTable<T, D>& rope;
+  const AttendFn<T, D>& attend_fn;
+  const ObserveFn<T, D>* observer;
+  const P1 *resid, *x0l;
+  index_t B, Tq;
+
+  const ModelConfig& config() const noexcept { return cfg; }
+  static bool has(const P2* w) noexcept { return w != nullptr; }
+  bool observing() const noexcept { return observer != nullptr; }
+  Rows rows_of(const P2* w, Buf) const { return ad::embedding(tok, w->var()); }
+  static Rows rmsnorm(const Rows& x, Buf) { return ad::rmsnorm(x); }
+  static Rows copy(const Rows& x, Buf) { return x; }
+  Rows lambda_mix(const Rows& x, const Rows& x0, index_t l, Buf) const {
+    return model_detail::lambda_mix(x, x0, resid->var(), x0l->var(), l, cfg.use_resid_lambdas, cfg.use_x0_residual);
+  }
+  static Coef coef(const P1* v, index_t l) { return {v->var(), l}; }
+  static Coef coef_mul(const Coef& a, const Coef& b) { return {a.vec * b.vec, a.l}; }
+  static Coef coef_sigmoid(const Coef& a) { return {ad::sigmoid(a.vec), a.l}; }
+  static Rows scaled_add(const Rows& x, const Rows& m, const Coef& g, Buf) {
+    return model_detail::scaled_add(x, m, g.vec, g.l);
+  }
+  static Rows linear(const Rows& x, const P2* w, Buf) { return ad::linear(x, w->var()); }
+  Heads heads(const Rows& x, index_t count) const {
+    return ad::reshape(x, Shape<4>{B, Tq, count, x.shape()[2] / count});
+  }
+  static Rows flat(const Heads& y) {
+    const auto s = y.shape();
+    return ad::reshape(y, Shape<3>{s[0], s[1], s[2] * s[3]});
+  }
+  static Rows first_channels(const Rows& u, index_t c) { return c == u.shape()[2] ? u : ad::slice(u, 2, 0, c); }
+  static Rows gate2(const Rows& z, Buf) { return ad::gate2(z); }
+  Gate gate(const Rows& g, index_t j, index_t Hkv) const {
+    const Shape<4> gs{B, Tq, Hkv, 1};
+    return ad::reshape(g.shape()[2] == Hkv ? g : ad::slice(g, 2, j * Hkv, (j + 1) * Hkv), gs);
+  }
+  static Heads head_mul(const Gate& g, const Heads& x, Buf) { return g * x; }
+  template <class X>
+  static X add(const X& a, const X& b, Buf) {
+    return a + b;
+  }
+  Heads value_embedding(const P2* w, Buf) const {
+    return ad::reshape(ad::embedding(tok, w->var()), Shape<4>{B, Tq, cfg.n_kv_head, cfg.head_dim()});
+  }
+  Heads rope_norm(const Heads& x, Buf) const { return ad::rope_rmsnorm(x, rope); }
+  Heads attend(index_t l, const Heads& q, const Heads& k, const Heads& v, Buf) const { return attend_fn(l, q, k, v); }
+  static Rows relu2(const Rows& x, Buf) { return ad::relu2(x); }
+  void observe(index_t l, const Gate& g_rec, const Heads& kpre) const {
+    if (observer) (*observer)(l, g_rec, kpre);
+  }
+};
 }  // namespace model_detail
 
 /// The transformer of spec §2 with the LRT additions of §3 selected by V, float or double, on
@@ -220,13 +296,13 @@ class Model {
   const std::vector<Block>& blocks() const { return w_.layers; }
 
   /// How a layer attends: (layer, q (B,Tq,H,Dh), k, v (B,Tq,Hkv,Dh)) -> (B,Tq,H,Dh).
-  using Attend = std::function<Var4(index_t, const Var4&, const Var4&, const Var4&)>;
+  using Attend = model_detail::AttendFn<T, D>;
 
   /// Optional per-layer observer of a KV/Both pass (spec §4.2's kv_refresh): (layer, g_rec
   /// (B,Tq,Hkv,1), kpre (B,Tq,Hkv,Dh)), where g_rec is the recurrent gate and kpre the gated key
   /// before RoPE and QK-norm (g_loc k_loc, plus g_rec k_rec with memory). Both stay in the graph.
   /// Never called for the None/Residual variants.
-  using Observe = std::function<void(index_t, const Var4&, const Var4&)>;
+  using Observe = model_detail::ObserveFn<T, D>;
 
   /// One pass: final normed states h (B, Tq, d) and the memory source states s (h itself for
   /// FinalSource, N(x after block l) for BlockSource<l>) of tokens ids (B, Tq) whose RoPE rows are
@@ -243,26 +319,10 @@ class Model {
   /// The same with prepared ids (see ad::TokenIds).
   Pass forward(const ad::TokenIds<D>& tok, const ad::RopeTable<T, D>& rope, const Attend& attend,
                const Var3* memory = nullptr, const Observe* observe = nullptr) const {
-    const Ids& ids = tok.ids();
-    Var3 x = ad::rmsnorm(ad::embedding(tok, w_.wte->var()));  // norm after the embedding
-    const Var3 x0 = x;
-    const index_t B = ids.shape()[0], Tq = ids.shape()[1];
-    Var4 krec, vrec;  // Shared projections of the memory: computed once per pass
-    if constexpr (V::kv && V::projection == Projection::Shared) {
-      if (memory) {
-        const Shape<4> s4{B, Tq, cfg_.n_kv_head, cfg_.head_dim()};
-        krec = ad::reshape(ad::linear(*memory, w_.proj_k->var()), s4);
-        vrec = ad::reshape(ad::linear(*memory, w_.proj_v->var()), s4);
-      }
-    }
-    Pass out;
-    for (index_t l = 0; l < cfg_.n_layer; ++l) {
-      x = block(l, x, x0, tok, rope, attend, memory, krec, vrec, observe);
-      if (l == V::source_layer) out.source = ad::rmsnorm(x);
-    }
-    out.h = ad::rmsnorm(x);
-    if (V::source_layer < 0) out.source = out.h;
-    return out;
+    const index_t B = tok.ids().shape()[0], Tq = tok.ids().shape()[1];
+    model_detail::TapeExec<T, D> e{cfg_, tok, rope, attend, observe, w_.resid_lambdas, w_.x0_lambdas, B, Tq};
+    const auto r = model_forward<V>(e, w_, memory);
+    return Pass{r.h, r.source};
   }
   /// Final normed hidden states h (B, Tq, d) with zero memory.
   Var3 hidden(const Ids& ids, const ad::RopeTable<T, D>& rope, const Attend& attend) const {
@@ -301,58 +361,6 @@ class Model {
   }
 
  private:
-  Var3 block(index_t l, const Var3& xin, const Var3& x0, const ad::TokenIds<D>& tok, const ad::RopeTable<T, D>& rope,
-             const Attend& attend, const Var3* memory, const Var4& krec_shared, const Var4& vrec_shared,
-             const Observe* observe) const {
-    const Block& b = w_.layers[static_cast<std::size_t>(l)];
-    const index_t B = tok.ids().shape()[0], Tq = tok.ids().shape()[1], H = cfg_.n_head, Hkv = cfg_.n_kv_head,
-                  Dh = cfg_.head_dim(), d = cfg_.n_embd;
-    Var3 x = model_detail::lambda_mix(xin, x0, w_.resid_lambdas->var(), w_.x0_lambdas->var(), l, cfg_.use_resid_lambdas,
-                                      cfg_.use_x0_residual);
-    if constexpr (V::residual) {  // x = x + gamma_l m
-      if (memory) x = model_detail::scaled_add(x, *memory, w_.gamma->var(), l);
-    }
-    const Var3 u = ad::rmsnorm(x);
-    Var4 q = ad::reshape(ad::linear(u, b.c_q->var()), Shape<4>{B, Tq, H, Dh});
-    Var4 k = ad::reshape(ad::linear(u, b.c_k->var()), Shape<4>{B, Tq, Hkv, Dh});
-    Var4 v = ad::reshape(ad::linear(u, b.c_v->var()), Shape<4>{B, Tq, Hkv, Dh});
-    const index_t c = cfg_.gate_channels();
-    if constexpr (V::kv) {  // spec §3.2 steps 4-6: triple gate, recurrent K/V, value embedding
-      const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
-      const Var3 g = ad::gate2(ad::linear(gin, b.triple_gate->var()));  // (B, Tq, 3 Hkv)
-      const Shape<4> gs{B, Tq, Hkv, 1};
-      const Var4 g_loc = ad::reshape(ad::slice(g, 2, 0, Hkv), gs);
-      const Var4 g_ve = ad::reshape(ad::slice(g, 2, 2 * Hkv, 3 * Hkv), gs);
-      const Var4 e = ad::reshape(ad::embedding(tok, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
-      k = g_loc * k;
-      v = g_loc * v;
-      Var4 g_rec;
-      if (memory || observe) g_rec = ad::reshape(ad::slice(g, 2, Hkv, 2 * Hkv), gs);
-      if (memory) {
-        Var4 krec = krec_shared, vrec = vrec_shared;
-        if constexpr (V::projection == Projection::Layerwise) {
-          krec = ad::reshape(ad::linear(*memory, b.proj_k->var()), Shape<4>{B, Tq, Hkv, Dh});
-          vrec = ad::reshape(ad::linear(*memory, b.proj_v->var()), Shape<4>{B, Tq, Hkv, Dh});
-        }
-        k = k + g_rec * krec;
-        v = v + g_rec * vrec;
-      }
-      v = v + g_ve * e;
-      if (observe) (*observe)(l, g_rec, k);  // k: pre-RoPE, pre-norm (kv_refresh's kpre)
-    } else if (b.value_embed) {              // v += 2 sigmoid(W_g u[0:c]) (per KV head) * E_l[tok]
-      const Var3 gin = c == d ? u : ad::slice(u, 2, 0, c);
-      const Var3 g = ad::gate2(ad::linear(gin, b.ve_gate->var()));  // (B, Tq, Hkv)
-      const Var4 e = ad::reshape(ad::embedding(tok, b.value_embed->var()), Shape<4>{B, Tq, Hkv, Dh});
-      v = v + ad::reshape(g, Shape<4>{B, Tq, Hkv, 1}) * e;
-    }
-    q = ad::rope_rmsnorm(q, rope);  // QK-norm after RoPE, one fused op
-    k = ad::rope_rmsnorm(k, rope);
-    const Var4 y = attend(l, q, k, v);
-    x = x + ad::linear(ad::reshape(y, Shape<3>{B, Tq, H * Dh}), b.c_proj->var());
-    x = x + ad::linear(ad::relu2(ad::linear(ad::rmsnorm(x), b.c_fc->var())), b.mlp_proj->var());
-    return x;
-  }
-
   /// A tensor of the table with its parameter (p1 for a vector, p2 for a matrix).
   struct Param {
     WeightSpec spec;
