@@ -24,6 +24,11 @@
 // whose keys are kept aside and copied in front of the window's keys before each attention call
 // (the eager path; graphs refuse sinks).
 //
+// Shared with LeanDecoder (decode/lean.hpp): the block's forward (model/block.hpp, here on the
+// tape), the cache geometry, the memory ring's slots and the interleaved subsets
+// (decode/decode_state.hpp). LeanDecoder's alone: fixed-point and approximate prefill, packed
+// int8/bf16 weights, and state in the caller's arena with no allocation at all.
+//
 // Allocation: after start-up a CPU step allocates nothing from the system: the tape is a detached
 // graph kept by the decoder, tensors come from the caching allocator, and after the first step of
 // each layout the decoder reserves in that cache the attention kernel's score blocks for every
@@ -45,6 +50,7 @@
 
 #include "../model/gpt.hpp"
 #include "../model/training_schedule.hpp"
+#include "decode_state.hpp"
 #include "graph_step.hpp"
 #include "prefill_mode.hpp"
 
@@ -66,9 +72,9 @@ struct MemoryRing {
     return lrt::reads_state(c, t, tok, [&](index_t j) { return tokens(j % c.mem_offset, b); });
   }
   /// The slot of the state that position t reads (s_{t-k}; 0 before k, where none is read).
-  static index_t read_slot(index_t k, index_t t) noexcept { return t >= k ? (t - k) % k : 0; }
+  static index_t read_slot(index_t k, index_t t) noexcept { return ring_read_slot(k, t); }
   /// The slot position t's state and token go to.
-  static index_t write_slot(index_t k, index_t t) noexcept { return t % k; }
+  static index_t write_slot(index_t k, index_t t) noexcept { return ring_write_slot(k, t); }
   /// Row b's token at position t, into its slot (its state is written by the step).
   void keep_token(index_t k, index_t b, index_t t, index_t tok) { tokens(write_slot(k, t), b) = tok; }
 };
@@ -98,9 +104,9 @@ class Decoder {
     const ModelConfig& c = model.config();
     for (index_t l = 0; l < c.n_layer; ++l) {
       // window(l) + 1 keys are visible; the buffer holds twice that (or the capacity, if smaller).
-      const index_t W = c.window(l) + 1;
-      const index_t N = cap_ > 0 ? std::min(cap_, 2 * W) : 2 * W;
-      kv_.keys.push_back(W), kv_.slide.push_back(N), kv_.slots.push_back(N + sinks_);
+      const KvWindow win = KvWindow::of(c, l, cap_);
+      const index_t N = win.slots;
+      kv_.win.push_back(win), kv_.slots.push_back(N + sinks_);
       kv_.k.emplace_back(Shape<4>{B_, N + sinks_, c.n_kv_head, c.head_dim()});
       kv_.v.emplace_back(Shape<4>{B_, N + sinks_, c.n_kv_head, c.head_dim()});
       if (sinks_ > 0) {
@@ -200,19 +206,13 @@ class Decoder {
  private:
   /// Layer l's cache (see the top of this file): its keys and values, and how they slide.
   struct KvCache {
-    std::vector<Tensor<T, 4, D>> k, v;        // per layer (B, slots[l], Hkv, Dh)
-    std::vector<Tensor<T, 4, D>> sk, sv;      // per layer (B, sinks, Hkv, Dh): the first positions' K/V
-    std::vector<index_t> keys, slide, slots;  // per layer: window + 1; the window's slots; all slots
+    std::vector<Tensor<T, 4, D>> k, v;    // per layer (B, slots[l], Hkv, Dh)
+    std::vector<Tensor<T, 4, D>> sk, sv;  // per layer (B, sinks, Hkv, Dh): the first positions' K/V
+    std::vector<KvWindow> win;            // per layer: the window's geometry (decode/decode_state.hpp)
+    std::vector<index_t> slots;           // per layer: all slots (the window's and the sinks)
 
-    /// The position in slot 0 (after the sinks) of layer l's buffer while the newest position is
-    /// t: 0 until the buffer is full, then it advances by slide - keys + 1 at a time, so that
-    /// positions t - window .. t always lie in the buffer.
-    index_t base(index_t l, index_t t) const {
-      const index_t W = keys[static_cast<std::size_t>(l)], N = slide[static_cast<std::size_t>(l)], u = t - W + 1;
-      if (u <= 0) return 0;  // (a capacity smaller than 2 W bounds t below N, so u <= 0 for N <= W)
-      const index_t s = N - W + 1;
-      return u / s * s;
-    }
+    /// The position in slot 0 (after the sinks) of layer l's buffer while the newest position is t.
+    index_t base(index_t l, index_t t) const { return win[static_cast<std::size_t>(l)].base(t); }
   };
 
   /// What a step works with, kept between steps so that a step allocates nothing: the tape, the
@@ -294,13 +294,12 @@ class Decoder {
       const index_t li = static_cast<index_t>(l);
       for (std::size_t i = 0; i < step_.rows.size(); ++i) {
         const index_t b = step_.rows[i], t = step_.tpos[step_.lock ? 0 : i], nb = kv_.base(li, t);
-        const index_t ob = t > 0 ? kv_.base(li, t - 1) : 0;
-        if (nb != ob) {
-          // Positions nb..t-1 move from slots sinks+nb-ob.. to sinks.. (disjoint: nb - ob > keys - 1).
+        if (const index_t shift = kv_.win[l].shift(t)) {
+          // Positions nb..t-1 move from slots sinks+shift.. to sinks.. (disjoint: shift > keys - 1).
           for (Tensor<T, 4, D>* cache : {&kv_.k[l], &kv_.v[l]}) {
             const auto row = cache->slice(0, b, b + 1);
             row.slice(1, sinks_, sinks_ + t - nb) =
-                TensorView<const T, 4, D>(row.slice(1, sinks_ + nb - ob, sinks_ + t - ob));
+                TensorView<const T, 4, D>(row.slice(1, sinks_ + shift, sinks_ + t - nb + shift));
           }
         }
         // The window starts at ws; sinks below it go into the slots just before ws's (keys of

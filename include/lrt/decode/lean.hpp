@@ -17,7 +17,10 @@
 // (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
 // Decoder's too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity)
 // and moves the newest window to the front when it reaches the end, so rows run past the
-// training context. Attention sinks and several rows are the Decoder's alone.
+// training context. Shared with Decoder: the block's forward (model/block.hpp: model_forward run
+// by DirectExec below; Decoder runs it on the tape), the cache geometry, the memory ring's slots,
+// the interleaved subsets (decode/decode_state.hpp). Decoder's alone: attention sinks, several
+// rows (ragged batches), devices other than the CPU and CUDA graphs.
 //
 // Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
 // same block code on n positions at once (matrix products of n rows, the attention kernel with
@@ -68,6 +71,7 @@
 #include "../model/logits.hpp"
 #include "../model/variant.hpp"
 #include "../model/weight_table.hpp"
+#include "decode_state.hpp"
 #include "prefill_mode.hpp"
 
 namespace lrt {
@@ -195,7 +199,7 @@ class LeanDecoder {
   /// The slots of layer l's cache (window(l) + 1 keys are ever read).
   index_t cache_slots(index_t l) const {
     check(l >= 0 && l < c_.n_layer, "lean decoder", "layer ", l, " outside [0, ", c_.n_layer, ")");
-    return slide_[l];
+    return win_[l].slots;
   }
   /// The bytes laid out at construction (everything the decoder writes; the weights excluded).
   std::size_t state_bytes() const noexcept { return state_size_; }
@@ -374,15 +378,16 @@ class LeanDecoder {
       p = base ? reinterpret_cast<U*>(base + at) : nullptr;
       at += static_cast<std::size_t>(count) * sizeof(U);
     };
-    take(keys_, L), take(slide_, L), take(kc_, L), take(vc_, L), take(wk_, L), take(wv_, L);
+    take(win_, L), take(kc_, L), take(vc_, L), take(wk_, L), take(wv_, L);
     index_t most = 1;
     for (index_t l = 0; l < L; ++l) {
-      const index_t W = c_.window(l) + 1, N = cap_ > 0 ? std::min(cap_, 2 * W) : 2 * W;
+      const KvWindow win = KvWindow::of(c_, l, cap_);
+      const index_t N = win.slots;
       most = std::max(most, N);
       T *kc, *vc, *wk = nullptr, *wv = nullptr;
       take(kc, N * D), take(vc, N * D);
       if (max_prompt_ > 0) take(wk, max_prompt_ * D), take(wv, max_prompt_ * D);
-      if (base) keys_[l] = W, slide_[l] = N, kc_[l] = kc, vc_[l] = vc, wk_[l] = wk, wv_[l] = wv;
+      if (base) win_[l] = win, kc_[l] = kc, vc_[l] = vc, wk_[l] = wk, wv_[l] = wv;
     }
     take(qpos_, n), take(sub_, n), take(tok_, n);
     if (V::recurrent) take(ring_tok_, c_.mem_offset), take(ring_, c_.mem_offset * d);
@@ -648,37 +653,32 @@ class LeanDecoder {
   // ------------------------------------------------------------ decode steps
 
   bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
-  /// The position in slot 0 of layer l's cache while the newest position is t (Decoder::KvCache::base).
-  index_t base(index_t l, index_t t) const noexcept {
-    const index_t W = keys_[static_cast<std::size_t>(l)], N = slide_[static_cast<std::size_t>(l)], u = t - W + 1;
-    if (u <= 0) return 0;
-    const index_t s = N - W + 1;
-    return u / s * s;
-  }
+  /// The position in slot 0 of layer l's cache while the newest position is t (KvWindow::base).
+  index_t base(index_t l, index_t t) const noexcept { return win_[l].base(t); }
 
   void step_token(index_t tok) {
     const index_t t = pos_, d = c_.n_embd, k = c_.mem_offset;  // within the capacity: try_step, try_prefill
     const std::size_t D = static_cast<std::size_t>(c_.kv_dim());
     for (index_t l = 0; l < c_.n_layer; ++l) {  // the window moves to the front when the buffer is full
-      const index_t nb = base(l, t), ob = t > 0 ? base(l, t - 1) : 0;
-      if (nb != ob)
+      if (const index_t shift = win_[l].shift(t))
         for (T* cache : {kc_[static_cast<std::size_t>(l)], vc_[static_cast<std::size_t>(l)]})
-          std::memmove(cache, cache + (nb - ob) * static_cast<index_t>(D),
-                       static_cast<std::size_t>(t - nb) * D * sizeof(T));
+          std::memmove(cache, cache + shift * static_cast<index_t>(D),
+                       static_cast<std::size_t>(t - base(l, t)) * D * sizeof(T));
     }
     const bool use_memory = V::recurrent && !zero_memory();
     if (use_memory) {  // m~_t = s_{t-k}, or 0 where the row reads no state
-      const bool reads = reads_state(c_, t, tok, [&](index_t j) { return ring_tok_[static_cast<std::size_t>(j % k)]; });
+      const bool reads = reads_state(
+          c_, t, tok, [&](index_t j) { return ring_tok_[static_cast<std::size_t>(ring_write_slot(k, j))]; });
       if (reads)
-        std::memcpy(mem_, ring_ + ((t - k) % k) * d, static_cast<std::size_t>(d) * sizeof(T));
+        std::memcpy(mem_, ring_ + ring_read_slot(k, t) * d, static_cast<std::size_t>(d) * sizeof(T));
       else
         std::fill(mem_, mem_ + d, T(0));
     }
     forward(&tok, 1, &t, use_memory ? mem_ : nullptr,
             [&](index_t l, const T* q, const T* kk, const T* vv, T* y) { attend_one(l, t, q, kk, vv, y); });
     if (use_memory) {
-      std::memcpy(ring_ + (t % k) * d, s_, static_cast<std::size_t>(d) * sizeof(T));
-      ring_tok_[static_cast<std::size_t>(t % k)] = tok;
+      std::memcpy(ring_ + ring_write_slot(k, t) * d, s_, static_cast<std::size_t>(d) * sizeof(T));
+      ring_tok_[static_cast<std::size_t>(ring_write_slot(k, t))] = tok;
     }
     head_logits(0);
     ++pos_;
@@ -766,11 +766,10 @@ class LeanDecoder {
       stats_.converged = true;
     } else if (mode.kind == K::Interleaved) {
       pass(prompt, all, nullptr);  // pass 0: zero memory
-      const index_t S = std::min(mode.passes, P);
-      for (index_t i = 0; i < S; ++i) {  // subsets p mod S == i, each reading the latest states
-        std::size_t m = 0;
-        for (index_t p = i; p < P; p += S) sub_[m++] = p;
-        const std::span<const index_t> sub(sub_, m);
+      const index_t S = interleaved_subset_count(P, mode.passes);
+      for (index_t i = 0; i < S; ++i) {  // the schedule's subsets, each reading the latest states
+        const index_t m = interleaved_subset(P, mode.passes, i, sub_);
+        const std::span<const index_t> sub(sub_, static_cast<std::size_t>(m));
         memory_rows(prompt, sub, src_);
         pass(prompt, sub, mem_);
       }
@@ -783,26 +782,10 @@ class LeanDecoder {
         const auto part = all.subspan(static_cast<std::size_t>(F));
         memory_rows(prompt, part, prev_);
         pass(prompt, part, mem_);
-        // q: the first position whose state changed at all; approximate: qt, the first that moved by
-        // more than the tolerance (those before it count as settled).
-        index_t q = P, qt = P;
-        for (index_t p = F; p < P && qt == P; ++p) {
-          const T* a = src_ + p * d;
-          const T* b = prev_ + p * d;
-          if (q == P && std::memcmp(a, b, static_cast<std::size_t>(d) * sizeof(T)) != 0) q = p;
-          if (mode.kind != K::Approximate) {
-            if (q < P) break;
-            continue;
-          }
-          for (index_t j = 0; j < d && qt == P; ++j)
-            if (static_cast<double>(std::abs(a[j] - b[j])) > mode.tolerance) qt = p;
-        }
-        if (mode.kind == K::Approximate) q = qt;
-        if (q == P) {
-          stats_.converged = true;
-          break;
-        }
-        F = q + k;
+        bool converged = false;
+        F = fixed_point_frontier(src_, prev_, d, P, F, k, mode.kind == K::Approximate ? mode.tolerance : 0.0,
+                                 converged);
+        if (converged) break;
       }
       if (F >= P) stats_.converged = true;
     }
@@ -821,8 +804,8 @@ class LeanDecoder {
     }
     if constexpr (V::recurrent)
       for (index_t p = std::max<index_t>(0, P - k); p < P; ++p) {
-        std::memcpy(ring_ + (p % k) * d, src_ + p * d, static_cast<std::size_t>(d) * sizeof(T));
-        ring_tok_[static_cast<std::size_t>(p % k)] = prompt[static_cast<std::size_t>(p)];
+        std::memcpy(ring_ + ring_write_slot(k, p) * d, src_ + p * d, static_cast<std::size_t>(d) * sizeof(T));
+        ring_tok_[static_cast<std::size_t>(ring_write_slot(k, p))] = prompt[static_cast<std::size_t>(p)];
       }
     pos_ = P;
   }
@@ -839,7 +822,7 @@ class LeanDecoder {
   std::unique_ptr<std::byte[], Free> own_;  // the state, unless it is in the caller's arena
   std::size_t state_size_ = 0;
   // The state (in own_ or the arena, laid out by carve()):
-  index_t *keys_ = nullptr, *slide_ = nullptr;                 // per layer: window + 1; the cache's slots
+  KvWindow* win_ = nullptr;                                    // per layer: the cache's geometry
   T **kc_ = nullptr, **vc_ = nullptr;                          // per layer: cache (slide, D)
   T **wk_ = nullptr, **wv_ = nullptr;                          // per layer: workspace (max_prompt, D)
   T* ring_ = nullptr;                                          // (k, d) source states, position t in slot t % k

@@ -6,6 +6,7 @@
 // schedule type, and the interleaved prefill of a prompt for decoding (spec §6).
 #pragma once
 
+#include "subsets.hpp"
 #include "common.hpp"
 
 namespace lrt {
@@ -16,9 +17,11 @@ namespace sched_detail {
 /// The subsets p mod n == i of positions 0..Tt-1, n = min(S, Tt) (no empty subset, [O] spec §4.2);
 /// none for S = 0.
 inline std::vector<std::vector<index_t>> interleaved_subsets(index_t Tt, index_t S) {
-  const index_t n = std::min(S, Tt);
-  std::vector<std::vector<index_t>> sub(static_cast<std::size_t>(std::max<index_t>(n, 0)));
-  for (index_t p = 0; n > 0 && p < Tt; ++p) sub[static_cast<std::size_t>(p % n)].push_back(p);
+  const index_t n = interleaved_subset_count(Tt, S);  // subsets.hpp: the rule prefill reads too
+  std::vector<std::vector<index_t>> sub(static_cast<std::size_t>(n));
+  std::vector<index_t> pos(static_cast<std::size_t>(std::max<index_t>(Tt, 1)));
+  for (index_t i = 0; i < n; ++i)
+    sub[static_cast<std::size_t>(i)].assign(pos.begin(), pos.begin() + interleaved_subset(Tt, S, i, pos.data()));
   return sub;
 }
 
