@@ -117,7 +117,8 @@ struct LeanWeights {
   const T* gamma = nullptr;  // Residual/Both: (L)
   std::vector<LeanLayerWeights<T>> layers;
   /// Tensors of the parameter table outside these fields (a variant's own, WeightSlot::other):
-  /// checked, not read by the decoder. A vector of n values is an (n, 1) matrix.
+  /// checked, and read by the block where a variant wires them in (model/block.hpp). A vector of
+  /// n values is an (n, 1) matrix.
   struct Other {
     std::string name;
     LeanMatrix<T> m;
@@ -556,6 +557,12 @@ class LeanDecoder {
       for (index_t r = 0; r < n; ++r)
         std::memcpy(y + r * w.cols, w.data + tok[r] * w.cols, static_cast<std::size_t>(w.cols) * sizeof(T));
       return out(dst, w.cols);
+    }
+    /// A variant's own vector tensor (LeanWeights::other; validate() checked that it is there).
+    static const T* other_vector(const LeanWeights<T>& w, std::string_view name) noexcept {
+      for (const auto& o : w.other)
+        if (o.name == name) return o.m.data;
+      return nullptr;
     }
     Rows rmsnorm(const Rows& x, Buf dst) const noexcept {
       cpu::rmsnorm_forward<T>(view(x), rows(dst, x.cols), TensorView<T, 1>(d.rinv_, Shape<1>{n}), rmsnorm_eps);

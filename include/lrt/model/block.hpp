@@ -30,6 +30,7 @@
 //   relu2(x, dst)                   relu(x)^2
 //   observe(l, g_rec, kpre)         kv_refresh's observer (tape only); observing(): whether one is set
 //   has(W)                          whether the variant/layer has weight W
+//   other_vector(w, name)           a vector tensor of the variant's own (WeightSlot::other)
 #pragma once
 
 #include <concepts>

@@ -135,6 +135,12 @@ struct TapeExec {
   static bool has(const P2* w) noexcept { return w != nullptr; }
   bool observing() const noexcept { return observer != nullptr; }
   Rows rows_of(const P2* w, Buf) const { return ad::embedding(tok, w->var()); }
+  template <class W>
+  static const P1* other_vector(const W& w, std::string_view name) {
+    for (const auto& o : w.other)
+      if (o.name == name && o.p1) return o.p1;
+    throw_error("model", "no vector tensor '" + std::string(name) + "' among the variant's own");
+  }
   static Rows rmsnorm(const Rows& x, Buf) { return ad::rmsnorm(x); }
   static Rows copy(const Rows& x, Buf) { return x; }
   Rows lambda_mix(const Rows& x, const Rows& x0, index_t l, Buf) const {
@@ -215,8 +221,9 @@ class Model {
         p.p1 = std::make_unique<P1>(initial<1>(g, p.spec, Shape<1>{p.spec.rows}), p.spec.name);
       else
         p.p2 = std::make_unique<P2>(initial<2>(g, p.spec, Shape<2>{p.spec.rows, p.spec.cols}), p.spec.name);
-      visit_field(
-          w_, p.spec, [&](P2*& f) { f = p.p2.get(); }, [&](P1*& f) { f = p.p1.get(); });
+      if (!visit_field(
+              w_, p.spec, [&](P2*& f) { f = p.p2.get(); }, [&](P1*& f) { f = p.p1.get(); }))
+        w_.other.push_back({p.spec.name, p.p1.get(), p.p2.get()});
       params_.push_back(std::move(p));
     }
     std::stable_sort(params_.begin(), params_.end(),
@@ -373,6 +380,12 @@ class Model {
     P2 *proj_k = nullptr, *proj_v = nullptr;  // KV/Both with Shared projections
     P1 *resid_lambdas = nullptr, *x0_lambdas = nullptr, *gamma = nullptr;
     std::vector<Block> layers;
+    struct Other {  // a variant's own tensors (WeightSlot::other), as LeanWeights::other
+      std::string name;
+      P1* p1;
+      P2* p2;
+    };
+    std::vector<Other> other;
   };
   /// The initial values of tensor s (shape sh) from the stream g.
   template <int R>
