@@ -57,7 +57,12 @@ typename E::Rows block_forward(E& e, const W& w, index_t l, typename E::Rows x, 
   const index_t H = c.n_head, Hkv = c.n_kv_head;
   x = e.lambda_mix(x, x0, l, Buf::x);
   if constexpr (V::residual) {  // x + gamma_l m
-    if (mem) x = e.scaled_add(x, *mem, e.coef(w.gamma, l), Buf::x);
+    if (mem) {
+      auto gain = e.coef(w.gamma, l);
+      if constexpr (requires { requires V::gated_residual; })  // test-only: gamma_l sigmoid(w_l) m
+        gain = e.coef_mul(gain, e.coef_sigmoid(e.coef(e.other_vector(w, "gamma_gate"), l)));
+      x = e.scaled_add(x, *mem, gain, Buf::x);
+    }
   }
   const auto u = e.rmsnorm(x, Buf::u);
   Heads q = e.heads(e.linear(u, b.c_q, Buf::q), H);
