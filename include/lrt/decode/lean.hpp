@@ -10,8 +10,8 @@
 // products run in cpu/packed_matvec.hpp, one row at a time, and match the float values' within
 // rounding.
 //
-// Same results as Decoder (decode/decoder.hpp): a step runs the operations of Model::forward for
-// one token in the same order through the same kernels (lrt::gemm's single-row product, the
+// Same results as Decoder (decode/decoder.hpp): a step runs model_forward (model/block.hpp), the
+// function Model::forward runs on the tape, for one token through the same kernels (lrt::gemm's single-row product, the
 // RMSNorm and RoPE kernels, the attention kernel's softmax row, the expressions of the elementwise
 // ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every variant
 // (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
@@ -23,7 +23,7 @@
 // rows (ragged batches), devices other than the CPU and CUDA graphs.
 //
 // Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
-// same block code on n positions at once (matrix products of n rows, the attention kernel with
+// same model_forward on n positions at once (matrix products of n rows, the attention kernel with
 // subset queries) in a workspace that holds the prompt's K/V and source states, up to
 // `max_prompt` positions, then load the window each layer needs into the cache:
 //   zero          one zero-memory pass; decoding goes on without memory (the Decoder's zero mode)
@@ -432,7 +432,7 @@ class LeanDecoder {
     return {};
   }
 
-  // ------------------------------------------------------------ the block code (n rows)
+  // ------------------------------------------------------------ the kernels of the block (n rows)
 
   /// Views of n rows of a scratch buffer.
   static Mat rows(T* p, index_t n, index_t cols) noexcept { return Mat(p, Shape<2>{n, cols}); }
