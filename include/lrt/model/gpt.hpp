@@ -1,8 +1,9 @@
 // lrt/model/gpt.hpp: the model of LRT-SPEC §2-3 for every variant (Variant, variants::*,
 // Model<V, T, D>): the nanochat-style GPT backbone and the LRT memory wiring; parameters with the release's names and
-// shapes, its initialisation, the differentiable forward and the loss. The forward of one block is written once and
-// reused by every code path (training, evaluation, KV-cache decoding): the caller passes how a layer attends (all
-// positions at once, or one new position against a cache). Shapes: B batch, T time, d width, H heads, Hkv KV heads, Dh
+// shapes, its initialisation, the differentiable forward and the loss. The forward is model/block.hpp's
+// model_forward, run here on the tape (TapeExec) by every autodiff path (training, evaluation, Decoder): the
+// caller passes how a layer attends (all positions at once, or one new position against a cache). LeanDecoder runs
+// the same function directly (decode/lean.hpp). Shapes: B batch, T time, d width, H heads, Hkv KV heads, Dh
 // head dim, D = Hkv*Dh, Vp padded vocab.
 #pragma once
 
