@@ -11,9 +11,9 @@
 // rounding.
 //
 // Same results as Decoder (decode/decoder.hpp): a step runs model_forward (model/block.hpp), the
-// function Model::forward runs on the tape, for one token through the same kernels (lrt::gemm's single-row product, the
-// RMSNorm and RoPE kernels, the attention kernel's softmax row, the expressions of the elementwise
-// ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every variant
+// function Model::forward runs on the tape, for one token through the same kernels (lrt::gemm's
+// single-row product, the RMSNorm and RoPE kernels, the attention kernel's softmax row, the
+// expressions of the elementwise ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every variant
 // (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
 // Decoder's too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity)
 // and moves the newest window to the front when it reaches the end, so rows run past the
@@ -629,11 +629,12 @@ class LeanDecoder {
     static void observe(index_t, const Gate&, const Rows&) noexcept {}
   };
 
-  /// model_forward (model/block.hpp) for n tokens at positions pos (ascending), with memory rows
-  /// mem (n, d) or none, attending through attend(l, q (n, H*Dh), k (n, D), v (n, D), y (n, H*Dh)).
-  /// Leaves the final normed states in h_ and the source states in s_ (n, d each).
+  /// Runs model_forward (model/block.hpp) directly for n tokens at positions pos (ascending), with
+  /// memory rows mem (n, d) or none, attending through attend(l, q (n, H*Dh), k (n, D), v (n, D),
+  /// y (n, H*Dh)): the RoPE rows of pos, then DirectExec. Leaves the final normed states in h_ and
+  /// the source states in s_ (n, d each).
   template <class Attend>
-  void forward(const index_t* tok, index_t n, const index_t* pos, const T* mem, Attend&& attend) {
+  void run_direct(const index_t* tok, index_t n, const index_t* pos, const T* mem, Attend&& attend) {
     const index_t Dh = c_.head_dim(), half = Dh / 2, d = c_.n_embd;
     for (index_t r = 0; r < n; ++r) rope_row<T>(pos[r], Dh, c_.rope_bf16_tables, cos_ + r * half, sin_ + r * half);
     DirectExec<std::remove_reference_t<Attend>> e{*this, tok, n, attend};
@@ -681,8 +682,8 @@ class LeanDecoder {
       else
         std::fill(mem_, mem_ + d, T(0));
     }
-    forward(&tok, 1, &t, use_memory ? mem_ : nullptr,
-            [&](index_t l, const T* q, const T* kk, const T* vv, T* y) { attend_one(l, t, q, kk, vv, y); });
+    run_direct(&tok, 1, &t, use_memory ? mem_ : nullptr,
+               [&](index_t l, const T* q, const T* kk, const T* vv, T* y) { attend_one(l, t, q, kk, vv, y); });
     if (use_memory) {
       std::memcpy(ring_ + ring_write_slot(k, t) * d, s_, static_cast<std::size_t>(d) * sizeof(T));
       ring_tok_[static_cast<std::size_t>(ring_write_slot(k, t))] = tok;
@@ -739,7 +740,7 @@ class LeanDecoder {
           TensorView<const index_t, 1>(pos.data(), Shape<1>{n}), c_.window(l), T(1) / std::sqrt(static_cast<T>(Dh)),
           TensorView<T, 4>(y, qs), TensorView<T, 3>(lse_, Shape<3>{1, H, n}));
     };
-    forward(tok_, n, pos.data(), mem, attend);
+    run_direct(tok_, n, pos.data(), mem, attend);
     if constexpr (V::recurrent)
       for (index_t i = 0; i < n; ++i)
         std::memcpy(src_ + pos[static_cast<std::size_t>(i)] * d, s_ + i * d, static_cast<std::size_t>(d) * sizeof(T));
