@@ -13,14 +13,13 @@
 // Same results as Decoder (decode/decoder.hpp): a step runs model_forward (model/block.hpp), the
 // function Model::forward runs on the tape, for one token through the same kernels (lrt::gemm's
 // single-row product, the RMSNorm and RoPE kernels, the attention kernel's softmax row, the
-// expressions of the elementwise ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every variant
-// (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the
-// Decoder's too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity)
-// and moves the newest window to the front when it reaches the end, so rows run past the
-// training context. Shared with Decoder: the block's forward (model/block.hpp: model_forward run
-// by DirectExec below; Decoder runs it on the tape), the cache geometry, the memory ring's slots,
-// the interleaved subsets (decode/decode_state.hpp). Decoder's alone: attention sinks, several
-// rows (ragged batches), devices other than the CPU and CUDA graphs.
+// expressions of the elementwise ops), so that its logits equal the Decoder's bit for bit in fp32 and fp64, for every
+// variant (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the Decoder's
+// too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity) and moves the newest window to the
+// front when it reaches the end, so rows run past the training context. Shared with Decoder: the block's forward
+// (model/block.hpp: model_forward run by DirectExec below; Decoder runs it on the tape), the cache geometry, the memory
+// ring's slots, the interleaved subsets (decode/decode_state.hpp). Decoder's alone: attention sinks, several rows
+// (ragged batches), devices other than the CPU and CUDA graphs.
 //
 // Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
 // same model_forward on n positions at once (matrix products of n rows, the attention kernel with
