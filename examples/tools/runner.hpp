@@ -966,7 +966,7 @@ int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const R
   }
   summary["val_bpb"] = last_bpb;
   lrt::write_file_atomic(out + "/summary.json", summary.dump() + "\n");
-  fmt::print("wrote {} (named by {}/latest; {}/tr.safetensors and optim.safetensors link to it), {}, {}\n", saved, out,
+  fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved, out,
              out, log.log_path, log.svg_path);
   fmt::print("wrote {}/summary.json\nval_bpb: {:.6f}\n", out, last_bpb);
   return 0;
