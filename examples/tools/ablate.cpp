@@ -42,6 +42,8 @@ const char* summary_text =
     "  seeds 0 1 2                         (default 0)\n"
     "  train --preset tiny                 flags of every lrt-train run\n"
     "  eval --eval-tokens 65536            flags of every lrt-eval run\n"
+    "  train-gap 308684                    also score each run on its training split's first N bytes\n"
+    "                                      (lrt-eval --split train); results.md shows val - train\n"
     "  lr-sweep 0.5 1 2                    each arm at lrt-train --lr-scale F; reported at its best F\n"
     "  pair lrt baseline 0.5               also run baseline at 0.5 x each budget, same seeds; results.md splits\n"
     "                                      lrt's gap to baseline into matched tokens (g) and data (delta), pairs.svg\n"
@@ -305,9 +307,17 @@ class Ablation {
     c.insert(c.end(), {"--data", data, "--out", r.dir, "--force"});
     return c;
   }
-  std::vector<std::string> eval_command(const ablate::Run& r) const {
+  /// lrt-eval with the grid's eval flags; train: on the training split's first train-gap bytes
+  /// instead of the eval line's split and amount.
+  std::vector<std::string> eval_command(const ablate::Run& r, bool train = false) const {
     std::vector<std::string> c{bin + "/lrt-eval", "--checkpoint", r.dir, "--data", data, "--json"};
-    c.insert(c.end(), grid.eval_flags.begin(), grid.eval_flags.end());
+    if (!train) {
+      c.insert(c.end(), grid.eval_flags.begin(), grid.eval_flags.end());
+      return c;
+    }
+    const std::vector<std::string> others = ablate::drop_flags(grid.eval_flags, {"split", "eval-bytes", "eval-tokens"});
+    c.insert(c.end(), others.begin(), others.end());
+    c.insert(c.end(), {"--split", "train", "--eval-bytes", std::to_string(grid.train_gap_bytes)});
     return c;
   }
 
@@ -417,7 +427,7 @@ class Ablation {
   }
 
  private:
-  enum class Stage { train, eval };
+  enum class Stage { train, eval, eval_train };
   struct Job {
     std::size_t run;
     pid_t pid;
@@ -443,18 +453,21 @@ class Ablation {
     return {i, pid, Stage::train, Clock::now()};
   }
 
-  void start_eval(Job& j) const {
+  /// The next lrt-eval of job j: on the eval line's split (eval.json), or on the training split
+  /// (eval-train.json).
+  void start_eval(Job& j, Stage stage) const {
     const ablate::Run& r = runs[j.run];
-    const int out_fd = open_output(r.dir + "/eval.json", false);
+    const std::string name = stage == Stage::eval_train ? "/eval-train" : "/eval";
+    const int out_fd = open_output(r.dir + name + ".json", false);
     int err_fd = -1;
     try {
-      err_fd = open_output(r.dir + "/eval.log", false);
+      err_fd = open_output(r.dir + name + ".log", false);
     } catch (...) {
       ::close(out_fd);
       throw;
     }
-    j.pid = spawn(eval_command(r), out_fd, err_fd);
-    j.stage = Stage::eval;
+    j.pid = spawn(eval_command(r, stage == Stage::eval_train), out_fd, err_fd);
+    j.stage = stage;
     ::close(out_fd), ::close(err_fd);
   }
 
@@ -479,6 +492,10 @@ class Ablation {
     j["val_bpb_parallel"] = field("val_bpb_parallel"), j["val_bpb_sequential"] = field("val_bpb_sequential");
     j["val_bpb_passes"] = recurrent ? *passes : lrt::json::Value::array();
     j["recurrent"] = recurrent;
+    if (grid.train_gap_bytes > 0) {
+      const std::string train_path = r.dir + "/eval-train.json";
+      j["train_bpb"] = lrt::json::parse(lrt::read_file(train_path, "eval"), train_path).at("val_bpb").as_number();
+    }
     j["run_dir"] = fs::path(r.dir).lexically_relative(out).generic_string();
     if (t.tokens.is_null())
       std::fprintf(stderr, "warning: %s: no summary.json and no 'done:' line in train.log: steps and tokens unknown\n",
@@ -508,7 +525,9 @@ class Ablation {
   bool on_exit(Job& j, int status, Outcome& o) {
     const ablate::Run& r = runs[j.run];
     const char* prog = j.stage == Stage::train ? "lrt-train" : "lrt-eval";
-    const std::string log = r.dir + (j.stage == Stage::train ? "/train.log" : "/eval.log");
+    const std::string log = r.dir + (j.stage == Stage::train  ? "/train.log"
+                                     : j.stage == Stage::eval ? "/eval.log"
+                                                              : "/eval-train.log");
     if (o.stop_signal != 0 && (j.stage == Stage::train || !succeeded(status))) {  // no new child now
       ++o.stopped;
       fmt::print("{} stopped {} ({} {})\n", tag(j.run), r.label(arms), prog, describe_status(status));
@@ -520,8 +539,8 @@ class Ablation {
       return false;
     }
     try {
-      if (j.stage == Stage::train) {
-        start_eval(j);
+      if (j.stage == Stage::train || (j.stage == Stage::eval && grid.train_gap_bytes > 0)) {
+        start_eval(j, j.stage == Stage::train ? Stage::eval : Stage::eval_train);
         return true;
       }
       const lrt::json::Value res = finalize(r);
@@ -535,6 +554,8 @@ class Ablation {
       std::string bpb = fmt::format("val_bpb {:.4f}", res.at("val_bpb").as_number());
       if (res.at("recurrent").as_bool() && res.at("val_bpb_parallel").is_number())
         bpb += fmt::format(" (seq), {:.4f} (par)", res.at("val_bpb_parallel").as_number());
+      if (const lrt::json::Value* t = res.find("train_bpb"); t != nullptr && t->is_number())
+        bpb += fmt::format(", train_bpb {:.4f}", t->as_number());
       fmt::print("{} done {}: {}, {}\n", tag(j.run), r.label(arms), bpb, tool::duration(secs));
       run_after();
     } catch (const std::exception& e) {

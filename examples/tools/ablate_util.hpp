@@ -152,6 +152,26 @@ inline std::vector<std::string> pick_flags(const std::vector<std::string>& flags
     }
   return out;
 }
+/// flags without the options `names` (each "--name VALUE" or "--name=VALUE"): the ones that take values.
+inline std::vector<std::string> drop_flags(const std::vector<std::string>& flags,
+                                           const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    bool dropped = false;
+    for (const std::string& n : names) {
+      if (flags[i] == "--" + n) {
+        ++i, dropped = true;  // and its value
+        break;
+      }
+      if (flags[i].rfind("--" + n + "=", 0) == 0) {
+        dropped = true;
+        break;
+      }
+    }
+    if (!dropped) out.push_back(flags[i]);
+  }
+  return out;
+}
 inline bool has_flag(const std::vector<std::string>& flags, const std::string& name) {
   return std::any_of(flags.begin(), flags.end(),
                      [&](const std::string& f) { return f == "--" + name || f.rfind("--" + name + "=", 0) == 0; });
@@ -179,7 +199,8 @@ struct Grid {
   std::vector<long long> seeds;
   std::vector<std::string> train_flags, eval_flags;
   std::string baseline, data;
-  int schedules_line = 0, options_line = 0, baseline_line = 0, data_line = 0;
+  long long train_gap_bytes = 0;  // `train-gap BYTES`: each run also scored on its training split's first BYTES
+  int schedules_line = 0, options_line = 0, baseline_line = 0, data_line = 0, train_gap_line = 0;
 
   std::string where(int line) const { return fmt::format("{}:{}", path, line); }
 };
@@ -302,6 +323,17 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
     } else if (key == "eval") {
       check_reserved(t, reserved_eval_flags(), where, "the eval line");
       g.eval_flags.insert(g.eval_flags.end(), t.begin(), t.end());
+    } else if (key == "train-gap") {
+      once(g.train_gap_line);
+      const bool digits = t.size() == 1 && !t[0].empty() && t[0].size() <= 15 &&
+                          std::all_of(t[0].begin(), t[0].end(),
+                                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+      if (!digits || std::stoll(t[0]) < 1)
+        throw GridError(fmt::format(
+            "{}: 'train-gap' takes one value, the bytes of the training split to score (e.g. 'train-gap 308684'); "
+            "got {} value(s), the first '{}'",
+            where, t.size(), t[0]));
+      g.train_gap_bytes = std::stoll(t[0]);
     } else if (key == "baseline" || key == "data") {
       if (t.size() != 1) throw GridError(fmt::format("{}: '{}' takes one value, got {}", where, key, t.size()));
       once(key == "baseline" ? g.baseline_line : g.data_line);
@@ -309,7 +341,7 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
     } else {
       throw GridError(fmt::format(
           "{}: unknown key '{}' (known: variants, schedules, options, arm, pair, budgets, seeds, train, eval, "
-          "lr-sweep, baseline, data)",
+          "train-gap, lr-sweep, baseline, data)",
           where, key));
     }
   }
@@ -505,6 +537,7 @@ struct Result {
   lrt::json::Value json;
   std::string arm;
   double budget = 0, lr_scale = 1, val_bpb = NAN, val_bpb_parallel = NAN, val_bpb_sequential = NAN;
+  double train_bpb = NAN;  // the same model scored on its training split (grid line `train-gap`)
   double tokens_per_param = NAN;
   long long seed = 0;
   bool recurrent = false;
@@ -528,6 +561,7 @@ inline Result result_from_json(const std::string& text, const std::string& label
   r.val_bpb = j.at("val_bpb").as_number();
   r.val_bpb_parallel = number_or_nan(j, "val_bpb_parallel");
   r.val_bpb_sequential = number_or_nan(j, "val_bpb_sequential");
+  r.train_bpb = number_or_nan(j, "train_bpb");
   r.tokens_per_param = number_or_nan(j, "tokens_per_param");
   r.recurrent = j.at("recurrent").as_bool();
   if (const lrt::json::Value* p = j.find("val_bpb_passes"); p != nullptr && p->is_array())
@@ -586,6 +620,15 @@ class Results {
   }
   Stat parallel(const std::string& arm, double budget) const {
     return stat_of(values(chosen(arm, budget), &Result::val_bpb_parallel));
+  }
+  /// val_bpb - train_bpb per run (the grid's train-gap line; no values without it).
+  Stat train_gap(const std::string& arm, double budget) const {
+    std::vector<double> d;
+    for (const Result* r : chosen(arm, budget)) d.push_back(r->val_bpb - r->train_bpb);
+    return stat_of(d);
+  }
+  bool has_train_bpb() const {
+    return std::any_of(all_.begin(), all_.end(), [](const Result& r) { return std::isfinite(r.train_bpb); });
   }
   /// Per-seed differences arm - baseline at budget (both at their chosen scales).
   Stat difference(const std::string& arm, double budget) const { return paired(arm, budget, baseline_, budget); }
@@ -650,7 +693,7 @@ class Results {
 inline const std::vector<std::string>& result_fields() {
   static const std::vector<std::string> f = words(
       "arm variant schedule budget seed lr_scale steps tokens token_forwards params matmul_params tokens_per_param "
-      "train_seconds val_bpb val_bpb_parallel val_bpb_sequential val_bpb_passes recurrent run_dir");
+      "train_seconds val_bpb val_bpb_parallel val_bpb_sequential val_bpb_passes recurrent train_bpb run_dir");
   return f;
 }
 
@@ -792,6 +835,20 @@ inline std::string results_md(const Results& res, const std::string& title, cons
     md += "| " + a.name + " |";
     for (double b : budgets) md.append(" ").append(cell(res.parallel(a.name, b))).append(" |");
     md += "\n";
+  }
+
+  if (res.has_train_bpb()) {
+    md +=
+        "\n## Validation − training split\n\nval_bpb minus the same model's bits per byte on the first bytes of "
+        "the split it trained on (grid line `train-gap`; the same mode), per run: mean ± sd (n runs). Near zero: "
+        "no sign of overfitting; positive and growing with the budget: the model fits its training bytes better "
+        "than held-out ones.\n\n";
+    md += budget_header("arm", budgets);
+    for (const Arm& a : res.arms()) {
+      md += "| " + a.name + " |";
+      for (double b : budgets) md.append(" ").append(cell(res.train_gap(a.name, b), true)).append(" |");
+      md += "\n";
+    }
   }
 
   md += fmt::format("\n## Tokens per parameter of the baseline arm, `{}`\n\nTraining tokens / matmul parameters.\n\n",

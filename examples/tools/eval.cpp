@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
       .option("mode", "MODE", "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes)")
       .option("split", "SPLIT",
               "val (the validation split lrt-train holds out), tune (the tuning slice lrt-train --tune-split holds "
-              "out of its training split) or all (every byte of PATH)",
+              "out of its training split), train (the bytes the checkpoint trained on: with val, the train - "
+              "validation gap) or all (every byte of PATH)",
               "val")
       .flag("json",
             "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "

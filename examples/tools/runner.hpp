@@ -966,8 +966,8 @@ int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const R
   }
   summary["val_bpb"] = last_bpb;
   lrt::write_file_atomic(out + "/summary.json", summary.dump() + "\n");
-  fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved, out,
-             out, log.log_path, log.svg_path);
+  fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved,
+             out, out, log.log_path, log.svg_path);
   fmt::print("wrote {}/summary.json\nval_bpb: {:.6f}\n", out, last_bpb);
   return 0;
 }
@@ -1041,8 +1041,8 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const std::string mode = a.str("mode"), split = a.str("split");
   if (!mode.empty() && mode != "sequential" && mode != "parallel")
     throw UsageError(fmt::format("--mode must be sequential or parallel, got '{}'", mode));
-  if (split != "val" && split != "all" && split != "tune")
-    throw UsageError(fmt::format("--split must be val, tune or all, got '{}'", split));
+  if (split != "val" && split != "all" && split != "tune" && split != "train")
+    throw UsageError(fmt::format("--split must be val, tune, train or all, got '{}'", split));
   if (split == "tune" && r.meta("held_out") != std::optional<std::string>("tune"))
     throw UsageError(
         fmt::format("--split tune: '{}' was trained on the tuning slice (lrt-train --tune-split holds "
@@ -1061,13 +1061,20 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const int T = static_cast<int>(ctx > 0 ? ctx : cfg.sequence_len);
   const lrt::index_t sinks = a.integer("sinks", 0, 1LL << 20);
   const bool bands = T > cfg.sequence_len || sinks > 0;
-  // val (tune): the validation split's (the tuning slice's) packed rows, as lrt-train evaluates;
-  // all: every byte of the text, each document cut into rows of T targets, the last one padded
-  // (padding not scored).
+  // val (tune, train): the validation split's (the tuning slice's, the training split's) packed
+  // rows, as lrt-train evaluates; all: every byte of the text, each document cut into rows of T
+  // targets, the last one padded (padding not scored). train is what the checkpoint trained on:
+  // without the tuning slice when it held that out.
   auto corpus = split == "all" ? lrt::data::load_documents(a.str("data")) : lrt::data::load_corpus(a.str("data"));
-  if (split == "tune") lrt::data::hold_out_tuning(corpus);
-  const std::vector<lrt::data::Document>& docs = split == "tune" ? corpus.tune : corpus.val;
-  const char* label = split == "all" ? "all of it" : split == "tune" ? "tuning slice" : "validation";
+  const bool held_tune = r.meta("held_out") == std::optional<std::string>("tune");
+  if (split == "tune" || (split == "train" && held_tune)) lrt::data::hold_out_tuning(corpus);
+  const std::vector<lrt::data::Document>& docs = split == "tune"    ? corpus.tune
+                                                 : split == "train" ? corpus.train
+                                                                    : corpus.val;
+  const char* label = split == "all"     ? "all of it"
+                      : split == "tune"  ? "tuning slice"
+                      : split == "train" ? "training split"
+                                         : "validation";
   std::vector<lrt::data::Batch> batches;
   std::string available;
   if (eval_bytes > 0) {  // the first N bytes of the split's text, every token scored: the same bytes for any tokenizer

@@ -309,6 +309,53 @@ printf 'variants baseline lrt\nbudgets 1e3\npair lrt nosuch\n' > badpair.txt
   fail "a pair with an unknown arm: $(cat badpair.out)"
 pass "stand-ins: matched-token pairs (the base arm at half of each budget; gap, g and delta)"
 
+# train-gap: a second lrt-eval per run on the training split's first N bytes, with the eval line's
+# other flags; result.json's train_bpb and results.md's val - train table. The stand-in scores the
+# training split 0.25 lower for the baseline and 0.5 lower for lrt, and records its arguments.
+mkdir -p fakegap && cp fakepair/lrt-train fakegap/
+cat > fakegap/lrt-eval << 'EOF2'
+#!/usr/bin/env bash
+args="$*" split=val
+while [ $# -gt 0 ]; do
+  case $1 in --checkpoint) dir=$2; shift ;; --split) split=$2; shift ;; esac
+  shift
+done
+echo "$args" >> "$dir/eval-args.txt"
+read -r variant seed lr budget < "$dir/fake.txt"
+awk -v v="$variant" -v s="$seed" -v sp="$split" 'BEGIN {
+  x = 2 + 0.1 * s - (sp == "train" ? (v == "baseline" ? 0.25 : 0.5) : 0)
+  printf "{\"variant\":\"%s\",\"schedule\":\"x\",\"split\":\"%s\",\"targets\":10,\"bytes\":10,\"val_bpb\":%.10g}\n", v, sp, x
+}'
+EOF2
+chmod +x fakegap/lrt-eval
+cat > gap.txt << 'EOF2'
+variants baseline lrt
+budgets 2e3
+seeds 0 1
+eval --split val --eval-bytes 99 --batch-rows 4
+train-gap 500
+EOF2
+"$ablate" gap.txt --bin fakegap --data corpus.txt --out gap > gap.out 2>&1 || fail "train-gap: exit $?: $(tail gap.out)"
+a=gap/runs/lrt/f2e3/s1/eval-args.txt
+[ "$(wc -l < "$a")" = 2 ] || fail "train-gap: not two lrt-eval runs: $(cat "$a")"
+case "$(sed -n 2p "$a")" in
+  *"--batch-rows 4 --split train --eval-bytes 500") ;;
+  *) fail "train-gap: the training-split eval's arguments: $(sed -n 2p "$a")" ;;
+esac
+grep -q -- '--eval-bytes 99' <(sed -n 2p "$a") && fail "train-gap: the eval line's --eval-bytes reached the train eval"
+grep -q '"train_bpb":1.6' gap/runs/lrt/f2e3/s1/result.json || fail "train-gap: result.json: $(cat gap/runs/lrt/f2e3/s1/result.json)"
+head -1 gap/results.csv | grep -q ',train_bpb,' || fail "train-gap: results.csv has no train_bpb column"
+for want in '## Validation − training split' '| baseline | +0.2500 ± 0.0000 (2) |' '| lrt | +0.5000 ± 0.0000 (2) |'; do
+  grep -qF -- "$want" gap/results.md || fail "train-gap: results.md has no line '$want':
+$(cat gap/results.md)"
+done
+grep -q 'train_bpb 1.6000' gap.out || fail "train-gap: the done line has no train_bpb: $(grep done gap.out)"
+grep -qF 'Validation − training' pair/results.md && fail "results.md has a val - train table without a train-gap line"
+printf 'variants baseline\nbudgets 1e3\ntrain-gap 1.5\n' > badgap.txt
+"$ablate" badgap.txt --bin fakegap --data corpus.txt --out badgap > badgap.out 2>&1
+[ $? = 2 ] && grep -q "badgap.txt:3: 'train-gap' takes one value" badgap.out || fail "a bad train-gap: $(cat badgap.out)"
+pass "stand-ins: train-gap (the training split scored with the eval line's other flags; val - train)"
+
 # --- 6. a real lr-sweep (once lrt-train has --lr-scale) ----------------------------------------------
 if "$bin/lrt-train" --help | grep -q -- '--lr-scale'; then
   cat > lr.txt << EOF

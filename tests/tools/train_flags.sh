@@ -109,4 +109,15 @@ grep -q '^tuning slice: ' t2.out || fail "the resumed run does not hold out the 
 cmp -s t/model.safetensors t2/model.safetensors || fail "the resumed tuning run's model differs"
 refuse "--tune-split on --resume 'a': that run trains on the tuning slice already" --data corpus.txt --resume a --out r \
   --tune-split
-pass "--tune-split holds out a tuning slice that lrt-eval --split tune scores"
+# --split train: the bytes the checkpoint trained on, without the tuning slice when it held that out.
+held=$(sed -n 's/^tuning slice: 1 docs, \([0-9]*\) bytes .*/\1/p' t.out)
+for c in a t; do
+  "$bin/lrt-eval" --checkpoint $c --data corpus.txt --split train --eval-bytes 4096 > tr$c.out 2>&1 ||
+    fail "lrt-eval --split train on $c exited with $?: $(tail -3 tr$c.out)"
+done
+na=$(sed -n 's/.*; training split: the first 4096 of \([0-9]*\) bytes$/\1/p' tra.out)
+nt=$(sed -n 's/.*; training split: the first 4096 of \([0-9]*\) bytes$/\1/p' trt.out)
+[ -n "$na" ] && [ -n "$nt" ] && [ "$((na - nt))" = "$held" ] ||
+  fail "lrt-eval --split train: a's split ($na bytes) less t's ($nt) is not the tuning slice ($held): $(head -1 trt.out)"
+grep -q '^targets scored: 4096 (4096 bytes)' tra.out || fail "lrt-eval --split train: $(grep targets tra.out)"
+pass "--tune-split holds out a tuning slice that lrt-eval --split tune scores; --split train scores the rest"

@@ -9,9 +9,35 @@
 #            (default: build-release/bin)
 #   OUT_DIR  run outputs (default: ~/lrt-runs/lrt-vs-data-<stage>)
 #   LRT_STUDY_COMMIT=0  copy the results here without committing them
+# Each finished run's record (result.json, eval*.json, summary.json, train.log; not its checkpoint)
+# is kept in stage-<s>/runs/ too, and copied back into OUT before lrt-ablate starts: a later
+# sitting on another machine (an empty OUT) redoes only the runs that had not finished.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
+
+# run.sh save STAGE OUT: lrt-ablate's --after hook (below): the results and the finished runs'
+# records into stage-STAGE/, committed.
+if [ "${1:-}" = save ]; then
+  stage=$2 out=$3 dest=$here/stage-$2
+  mkdir -p "$dest"
+  for f in results.csv results.md bpb_vs_compute.svg passes.svg pairs.svg; do
+    [ ! -f "$out/$f" ] || cp "$out/$f" "$dest/"
+  done
+  (cd "$out" && find runs -name result.json) | while read -r r; do
+    d=$(dirname "$r")
+    mkdir -p "$dest/$d"
+    for f in result.json eval.json eval-train.json summary.json train.log; do
+      [ ! -f "$out/$d/$f" ] || cp "$out/$d/$f" "$dest/$d/"
+    done
+  done
+  if [ "${LRT_STUDY_COMMIT:-1}" != 0 ]; then
+    git -C "$root" add "$dest"
+    git -C "$root" commit -q -m "lrt-vs-data stage $stage: results so far" -- "$dest"
+  fi
+  exit 0
+fi
+
 stage=${1:-}
 case "$stage" in a|b) ;; *) echo "usage: run.sh a|b [BIN_DIR] [OUT_DIR]" >&2; exit 2 ;; esac
 bin=${2:-$root/build-release/bin}
@@ -22,11 +48,12 @@ for p in lrt-train lrt-eval lrt-ablate; do
   [ -x "$bin/$p" ] || { echo "error: no $bin/$p (build the tools first, README \"Ablations\")" >&2; exit 2; }
 done
 dest=$here/stage-$stage
-mkdir -p "$dest"
-files="'$out/results.csv' '$out/results.md' '$out/bpb_vs_compute.svg' '$out/passes.svg'"
-[ "$stage" = b ] && files="$files '$out/pairs.svg'"
-after="cp $files '$dest/'"
-if [ "${LRT_STUDY_COMMIT:-1}" != 0 ]; then
-  after="$after && git -C '$root' add '$dest' && git -C '$root' commit -q -m 'lrt-vs-data stage $stage: results so far' -- '$dest'"
+mkdir -p "$dest" "$out"
+# The runs finished in an earlier sitting (perhaps on another machine): back into OUT, where
+# lrt-ablate finds their result.json and skips them.
+if [ -d "$dest/runs" ]; then
+  (cd "$dest" && find runs -type f) | while read -r f; do
+    [ -e "$out/$f" ] || { mkdir -p "$out/$(dirname "$f")" && cp "$dest/$f" "$out/$f"; }
+  done
 fi
-exec "$bin/lrt-ablate" "$grid" --out "$out" --jobs 2 --after "$after"
+exec "$bin/lrt-ablate" "$grid" --out "$out" --jobs 2 --after "bash '$here/run.sh' save $stage '$out'"
