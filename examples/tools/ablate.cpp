@@ -37,7 +37,8 @@ const char* summary_text =
     "  variants baseline lrt kv            arms: the variants, each with its default schedule\n"
     "  schedules interleaved:2 chunked:2   crossed with the variants (pairs the build lacks are skipped)\n"
     "  options \"\" \"--mem-offset 2\"         lrt-train option sets crossed in (\"\": none)\n"
-    "  arm NAME --variant lrt --n-layer 4  an arm of its own: a name, then lrt-train flags\n"
+    "  arm NAME --variant lrt --n-layer 4  an arm of its own: a name, then lrt-train flags (--lr-scale F too,\n"
+    "                                      where no lr-sweep line is)\n"
     "  budgets 2e5 1e6 5e6                 token-forwards per run (lrt-train --budget-forwards)\n"
     "  seeds 0 1 2                         (default 0)\n"
     "  train --preset tiny                 flags of every lrt-train run\n"
@@ -471,6 +472,13 @@ class Ablation {
     ::close(out_fd), ::close(err_fd);
   }
 
+  /// The run's --lr-scale: the sweep's, else its arm's own, else 1.
+  double lr_scale(const ablate::Run& r) const {
+    if (r.lr) return *r.lr;
+    const auto f = ablate::flag_value(arms[r.arm].flags, "lr-scale");
+    return f ? tool::parse_finite(*f).value_or(1.0) : 1.0;
+  }
+
   /// eval.json and the training numbers -> RUNDIR/result.json (written last: the done marker).
   lrt::json::Value finalize(const ablate::Run& r) const {
     const std::string eval_path = r.dir + "/eval.json";
@@ -481,7 +489,7 @@ class Ablation {
     auto field = [&](const char* k) { return e.find(k) != nullptr ? *e.find(k) : lrt::json::Value(); };
     lrt::json::Value j = lrt::json::Value::object();
     j["arm"] = arms[r.arm].name, j["variant"] = field("variant"), j["schedule"] = field("schedule");
-    j["budget"] = ablate::budget_value(r.budget), j["seed"] = r.seed, j["lr_scale"] = r.lr.value_or(1.0);
+    j["budget"] = ablate::budget_value(r.budget), j["seed"] = r.seed, j["lr_scale"] = lr_scale(r);
     j["steps"] = t.steps, j["tokens"] = t.tokens, j["token_forwards"] = t.token_forwards;
     j["params"] = t.params, j["matmul_params"] = t.matmul_params;
     j["tokens_per_param"] = t.tokens.is_number() && t.matmul_params.is_number() && t.matmul_params.as_number() > 0

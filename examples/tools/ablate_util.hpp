@@ -279,7 +279,12 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
       if (!safe_name(a.name))
         throw GridError(fmt::format("{}: arm name '{}' must be a directory name of letters, digits and . _ : = + @ -",
                                     where, a.name));
-      check_reserved(a.flags, reserved_train_flags(), where, "an arm");
+      // An arm may fix its own --lr-scale (a rate chosen by an earlier sweep) where the grid sweeps none.
+      std::vector<std::string> reserved = reserved_train_flags();
+      reserved.erase(std::find(reserved.begin(), reserved.end(), "lr-scale"));
+      check_reserved(a.flags, reserved, where, "an arm");
+      if (const auto f = flag_value(a.flags, "lr-scale"); f && !(tool::parse_finite(*f).value_or(0) > 0))
+        throw GridError(fmt::format("{}: arm '{}': --lr-scale must be a number > 0, got '{}'", where, a.name, *f));
       g.arms.push_back(std::move(a));
     } else if (key == "pair") {
       if (t.size() < 2 || t.size() > 3)
@@ -347,6 +352,11 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
   }
   if (g.variants.empty() && g.arms.empty())
     throw GridError(g.path + ": no arms: give a 'variants' line or 'arm' lines");
+  for (const Grid::ArmLine& a : g.arms)
+    if (!g.lr_scales.empty() && has_flag(a.flags, "lr-scale"))
+      throw GridError(
+          fmt::format("{}: arm '{}' sets --lr-scale and the grid has an lr-sweep, which sets it for each run",
+                      g.where(a.line), a.name));
   if (g.budgets.empty()) throw GridError(g.path + ": no budgets: give a 'budgets' line (token-forwards per run)");
   if (g.variants.empty() && !g.schedules.empty())
     throw GridError(fmt::format("{}: 'schedules' is crossed with 'variants', and there is no variants line",

@@ -356,6 +356,19 @@ printf 'variants baseline\nbudgets 1e3\ntrain-gap 1.5\n' > badgap.txt
 [ $? = 2 ] && grep -q "badgap.txt:3: 'train-gap' takes one value" badgap.out || fail "a bad train-gap: $(cat badgap.out)"
 pass "stand-ins: train-gap (the training split scored with the eval line's other flags; val - train)"
 
+# An arm's own --lr-scale (a rate an earlier sweep chose), refused beside an lr-sweep line.
+printf 'arm base2 --variant baseline --lr-scale 2\narm lrt --variant lrt\nbudgets 1e3\n' > armlr.txt
+"$ablate" armlr.txt --bin fakegap --data corpus.txt --out armlr > armlr.out 2>&1 || fail "arm --lr-scale: $(tail armlr.out)"
+read -r _ _ lr _ < armlr/runs/base2/f1e3/s0/fake.txt
+[ "$lr" = 2 ] || fail "arm --lr-scale: lrt-train got --lr-scale '$lr'"
+grep -q '"lr_scale":2,' armlr/runs/base2/f1e3/s0/result.json && grep -q '"lr_scale":1,' armlr/runs/lrt/f1e3/s0/result.json ||
+  fail "arm --lr-scale: result.json's lr_scale"
+printf 'arm a --variant baseline --lr-scale 2\nbudgets 1e3\nlr-sweep 1 2\n' > armlr2.txt
+"$ablate" armlr2.txt --bin fakegap --data corpus.txt --out armlr2 > armlr2.out 2>&1
+[ $? = 2 ] && grep -q "armlr2.txt:1: arm 'a' sets --lr-scale and the grid has an lr-sweep" armlr2.out ||
+  fail "arm --lr-scale beside lr-sweep: $(cat armlr2.out)"
+pass "stand-ins: an arm's own --lr-scale (refused beside an lr-sweep)"
+
 # --- 6. a real lr-sweep (once lrt-train has --lr-scale) ----------------------------------------------
 if "$bin/lrt-train" --help | grep -q -- '--lr-scale'; then
   cat > lr.txt << EOF
