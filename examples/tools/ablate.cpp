@@ -387,8 +387,8 @@ class Ablation {
     const ablate::Results res(arms, grid.budgets, baseline, std::move(results));
     lrt::ensure_directory(out);
     lrt::write_file_atomic(out + "/results.csv", ablate::results_csv(res));
-    lrt::write_file_atomic(out + "/results.md",
-                           ablate::results_md(res, title, grid_path, data, runs.size(), grid.seeds.size(), grid.pairs));
+    lrt::write_file_atomic(out + "/results.md", ablate::results_md(res, title, grid_path, data, runs.size(),
+                                                                   grid.seeds.size(), grid.pairs, grid.eval_flags));
     lrt::write_file_atomic(out + "/bpb_vs_compute.svg", ablate::bpb_svg(res, title));
     lrt::write_file_atomic(out + "/passes.svg", ablate::passes_svg(res, title));
     if (!grid.pairs.empty()) lrt::write_file_atomic(out + "/pairs.svg", ablate::pairs_svg(res, grid.pairs, title));

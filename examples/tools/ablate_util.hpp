@@ -762,20 +762,27 @@ inline PairStats pair_stats(const Results& res, const Grid::PairLine& p, double 
 /// grid's pair lines, each with a table of gap, g and delta.
 inline std::string results_md(const Results& res, const std::string& title, const std::string& grid_path,
                               const std::string& data, std::size_t total_runs, std::size_t seeds,
-                              const std::vector<Grid::PairLine>& pairs = {}) {
+                              const std::vector<Grid::PairLine>& pairs = {},
+                              const std::vector<std::string>& eval_flags = {}) {
   const auto& budgets = res.budgets();
   const bool swept = res.swept();
   std::string md = fmt::format("# Ablation {}\n\n", title);
   md += fmt::format("Grid `{}`, data `{}`: {} of {} runs finished ({} arms x {} budgets x {} seeds{}).\n\n", grid_path,
                     data, res.all().size(), total_runs, res.arms().size(), budgets.size(), seeds,
                     swept ? " x the lr-sweep scales" : "");
-  md +=
-      "- Numbers are **bits per byte on the validation split** (lrt-eval's val_bpb; lower is better). For LRT "
-      "(recurrent) arms it is the sequential mode, the exact recurrence a deployed model runs.\n"
-      "- Budgets (columns, `f<budget>`) are the training compute in **token-forwards** (lrt-train "
-      "--budget-forwards): a schedule of k passes trains on 1/k of the tokens.\n"
-      "- Cells are mean ± sd over seeds (n runs); sd is the sample standard deviation, \"–\" when n = 1; blank: no "
-      "finished run.\n";
+  const std::string split = flag_value(eval_flags, "split").value_or("val");
+  const char* on = split == "tune"    ? "the tuning slice** (`--split tune`: held out of the training split)"
+                   : split == "train" ? "the training split** (`--split train`)"
+                   : split == "all"   ? "all of the text** (`--split all`)"
+                                      : "the validation split**";
+  md += fmt::format(
+      "- Numbers are **bits per byte on {} (lrt-eval's val_bpb; lower is better). For LRT (recurrent) arms it is "
+      "the sequential mode, the exact recurrence a deployed model runs.\n",
+      on);
+  "- Budgets (columns, `f<budget>`) are the training compute in **token-forwards** (lrt-train "
+  "--budget-forwards): a schedule of k passes trains on 1/k of the tokens.\n"
+  "- Cells are mean ± sd over seeds (n runs); sd is the sample standard deviation, \"–\" when n = 1; blank: no "
+  "finished run.\n";
   if (swept)
     md +=
         "- Each arm is reported at its best --lr-scale per budget (the lowest mean val_bpb over seeds), shown as "

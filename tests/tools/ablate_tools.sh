@@ -357,12 +357,16 @@ printf 'variants baseline\nbudgets 1e3\ntrain-gap 1.5\n' > badgap.txt
 pass "stand-ins: train-gap (the training split scored with the eval line's other flags; val - train)"
 
 # An arm's own --lr-scale (a rate an earlier sweep chose), refused beside an lr-sweep line.
-printf 'arm base2 --variant baseline --lr-scale 2\narm lrt --variant lrt\nbudgets 1e3\n' > armlr.txt
+printf 'arm base2 --variant baseline --lr-scale 2\narm lrt --variant lrt\nbudgets 1e3\neval --split tune\n' > armlr.txt
 "$ablate" armlr.txt --bin fakegap --data corpus.txt --out armlr > armlr.out 2>&1 || fail "arm --lr-scale: $(tail armlr.out)"
 read -r _ _ lr _ < armlr/runs/base2/f1e3/s0/fake.txt
 [ "$lr" = 2 ] || fail "arm --lr-scale: lrt-train got --lr-scale '$lr'"
 grep -q '"lr_scale":2,' armlr/runs/base2/f1e3/s0/result.json && grep -q '"lr_scale":1,' armlr/runs/lrt/f1e3/s0/result.json ||
   fail "arm --lr-scale: result.json's lr_scale"
+grep -qF 'bits per byte on the tuning slice** (`--split tune`' armlr/results.md ||
+  fail "results.md does not say the numbers are on the tuning slice: $(grep -m1 'bits per byte' armlr/results.md)"
+grep -qF 'bits per byte on the validation split**' gap/results.md ||
+  fail "results.md does not say the numbers are on the validation split: $(grep -m1 'bits per byte' gap/results.md)"
 printf 'arm a --variant baseline --lr-scale 2\nbudgets 1e3\nlr-sweep 1 2\n' > armlr2.txt
 "$ablate" armlr2.txt --bin fakegap --data corpus.txt --out armlr2 > armlr2.out 2>&1
 [ $? = 2 ] && grep -q "armlr2.txt:1: arm 'a' sets --lr-scale and the grid has an lr-sweep" armlr2.out ||
