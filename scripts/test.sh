@@ -46,6 +46,9 @@ report() {
   if [ "$rc" -eq 0 ]; then echo "== test.sh: all tests passed"; else echo "== test.sh: FAILED (exit $rc)" >&2; fi
 }
 trap report EXIT
+# A stopped run is not a passed one: without these a SIGTERM could reach report with status 0.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 echo "== setup"
 if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format --mpi --cross </dev/null

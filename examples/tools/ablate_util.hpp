@@ -779,10 +779,11 @@ inline std::string results_md(const Results& res, const std::string& title, cons
       "- Numbers are **bits per byte on {} (lrt-eval's val_bpb; lower is better). For LRT (recurrent) arms it is "
       "the sequential mode, the exact recurrence a deployed model runs.\n",
       on);
-  "- Budgets (columns, `f<budget>`) are the training compute in **token-forwards** (lrt-train "
-  "--budget-forwards): a schedule of k passes trains on 1/k of the tokens.\n"
-  "- Cells are mean ± sd over seeds (n runs); sd is the sample standard deviation, \"–\" when n = 1; blank: no "
-  "finished run.\n";
+  md +=
+      "- Budgets (columns, `f<budget>`) are the training compute in **token-forwards** (lrt-train "
+      "--budget-forwards): a schedule of k passes trains on 1/k of the tokens.\n"
+      "- Cells are mean ± sd over seeds (n runs); sd is the sample standard deviation, \"–\" when n = 1; blank: no "
+      "finished run.\n";
   if (swept)
     md +=
         "- Each arm is reported at its best --lr-scale per budget (the lowest mean val_bpb over seeds), shown as "

@@ -365,6 +365,8 @@ grep -q '"lr_scale":2,' armlr/runs/base2/f1e3/s0/result.json && grep -q '"lr_sca
   fail "arm --lr-scale: result.json's lr_scale"
 grep -qF 'bits per byte on the tuning slice** (`--split tune`' armlr/results.md ||
   fail "results.md does not say the numbers are on the tuning slice: $(grep -m1 'bits per byte' armlr/results.md)"
+grep -qF -- '- Budgets (columns, `f<budget>`) are the training compute' armlr/results.md ||
+  fail "results.md lost its line on budgets: $(head -8 armlr/results.md)"
 grep -qF 'bits per byte on the validation split**' gap/results.md ||
   fail "results.md does not say the numbers are on the validation split: $(grep -m1 'bits per byte' gap/results.md)"
 printf 'arm a --variant baseline --lr-scale 2\nbudgets 1e3\nlr-sweep 1 2\n' > armlr2.txt
