@@ -7,8 +7,9 @@ baseline, takes per seed at each budget C:
 then fits
   delta(t) = A * t^-k           (least squares on log delta against log t; t = tokens/param),
   g(t)     = a + b * log2(t)    (least squares),
-and prints the t where delta(t) + g(t) = 0 (the gap's sign change), if the fits cross, under two
-models for g: its mean over the budgets (b = 0), and the line. Also prints val - train per arm.
+and prints the t where delta(t) + g(t) = 0 (the gap's sign change), if the fits cross, under three
+models for g: its mean over the budgets (b = 0), the line, and a power law -B t^-m like delta's.
+Also prints val - train per arm.
 
   python3 docs/results/lrt-vs-data/fit.py [stage-b/results.csv]
 Standard library only; run by hand, never by the tests.
@@ -86,6 +87,12 @@ for arm in arms:
         t = crossing(A, k, a, b)
         where = f"changes sign at t = {t:.0f} tokens per parameter" if t else "does not change sign (t < 2^60)"
         print(f"  {name}: g(t) = {a:+.4f} {b:+.4f} log2 t -> the gap {where}")
+    if max(gs) < 0:  # g(t) = -B t^-m: the gap changes sign where the two power laws meet, if m < k
+        cg, sg = fit_line(lt, [math.log2(-g) for g in gs])
+        B, m = 2 ** cg, -sg
+        t = (A / B) ** (1 / (k - m)) if m < k and B > 0 else None
+        where = f"changes sign at t = {t:.0f} tokens per parameter" if t else "does not change sign"
+        print(f"  g a power law: g(t) = -{B:.4f} t^-{m:.3f} -> |g|/delta grows as t^{k - m:.3f}; the gap {where}")
     print()
 
 if gen:
