@@ -1,4 +1,6 @@
 // lrt-eval: validation bits per byte of a checkpoint (spec §7); the last line is `val_bpb: X`.
+// With --core DIR: CORE, the in-context-learning accuracy of a bundle's tasks as the release
+// computes it (lrt/eval/core.hpp); the last line is `core_metric: X`.
 // LRT checkpoints also print val_bpb_parallel (with per-pass values) and val_bpb_sequential. The
 // parallel mode runs the schedule the checkpoint records, with its options: lrt's metadata, or a
 // release config's use_interleaved (+ interleaved_kv_refresh) / use_multi_refine (+ its weights).
@@ -7,26 +9,36 @@
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-eval",
-               "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it).");
+               "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it), or with "
+               "--core DIR its CORE score on a bundle of in-context-learning tasks.");
   a.option("checkpoint", "FILE",
            "model.safetensors written by lrt-train, or its --out directory, or an int8/bf16 file of lrt-quantize (or "
            "release "
            "weights with --config)",
            "", true)
-      .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus", "", true)
+      .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus (bits per byte)")
+      .option("core", "DIR",
+              "score CORE on this bundle instead (core.yaml, eval_meta_data.csv, eval_data/: nanochat's "
+              "eval_bundle.zip unpacked), as the release scores it: the memory at zero (--mode parallel)")
+      .option("max-per-task", "N", "with --core: the first N items of each task after the shuffle (-1: all)", "-1")
+      .option("tasks", "A,B", "with --core: only these tasks (their labels in core.yaml)")
+      .option("examples", "FILE", "with --core: write each example's outcome to FILE (tab-separated)")
       .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
       .option("tokenizer", "FILE",
               "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
               "for release weights with --config)")
-      .option("mode", "MODE", "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes)")
+      .option("mode", "MODE",
+              "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes; with --core the "
+              "memory at zero, the only mode there)")
       .option("split", "SPLIT",
               "val (the validation split lrt-train holds out), tune (the tuning slice lrt-train --tune-split holds "
               "out of its training split), train (the bytes the checkpoint trained on: with val, the train - "
               "validation gap) or all (every byte of PATH)",
               "val")
       .flag("json",
-            "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...) "
-            "instead of the text lines")
+            "print one JSON object (checkpoint, variant, schedule, targets, bytes, val_loss, val_bpb, ...; with "
+            "--core: tasks (accuracy, centered, examples, ...), results, centered_results, core_metric) instead of "
+            "the text lines")
       .option("eval-tokens", "N", "target tokens to score at most", "65536")
       .option("eval-bytes", "N",
               "score every token of the split's first N bytes of text instead: the same bytes for any tokenizer (0: "
@@ -46,7 +58,7 @@ int main(int argc, char** argv) {
     if (!a.parse(argc, argv)) return 0;
     tool::apply_threads(a);
     tool::device_choice(a);  // a bad --device or --precision fails before any work
-    tool::require_path(a.str("data"), "--data");
+    if (a.has("data")) tool::require_path(a.str("data"), "--data");
     const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
     const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
     return tool::find_entry(c.schedule.structure, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <string>
@@ -1031,11 +1032,112 @@ int train_run(const tool::Args& a) {
   return report_run<V, Sched>(st, d, tr, log, end, now, group);
 }
 
+/// lrt-eval --core DIR: CORE on a bundle (lrt::eval::evaluate_core), scored as the release
+/// scores it: the memory at zero (parallel mode), prompts never cropped. A table per task (or
+/// one JSON object), a progress line with an ETA on stderr, and with --examples FILE each
+/// example's outcome as tab-separated lines.
+template <class V, class Sched>
+int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
+  const std::string mode = a.str("mode").empty() ? "parallel" : a.str("mode");
+  if (mode != "parallel")
+    throw UsageError(
+        fmt::format("--core scores with the memory at zero, as the release does: --mode parallel (got '{}')", mode));
+  for (const char* f : {"data", "split", "eval-tokens", "eval-bytes", "context", "sinks", "batch-rows"})
+    if (a.has(f)) throw UsageError(fmt::format("--{} is for bits per byte; --core takes none", f));
+  const std::string dir = a.str("core");
+  tool::require_path(dir, "--core");
+  lrt::eval::CoreOptions o;
+  o.max_per_task = a.integer("max-per-task", -1, 1LL << 40);
+  if (o.max_per_task == 0) throw UsageError("--max-per-task must be >= 1 (or -1: every item)");
+  if (a.has("tasks")) o.tasks = a.items("tasks");
+  const bool json = a.has("json");
+  const auto bundle = lrt::eval::CoreBundle::open(dir);
+  const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
+  const DeviceChoice device = device_choice(a);
+  const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
+  model->load(r);
+  const std::string mode_text = "parallel (the memory at zero, as the release scores)";
+  if (!json)
+    fmt::print(
+        "checkpoint {} (step {}): {} with {}, L={} d={} T={}\ntokenizer: {}\nCORE bundle {}: {} tasks{}\nmode: "
+        "{}\ndevice: {}\n",
+        a.str("checkpoint"), lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer, cfg.n_embd,
+        cfg.sequence_len, tok.describe(), dir, o.tasks.empty() ? bundle.tasks().size() : o.tasks.size(),
+        o.max_per_task > 0 ? fmt::format(", at most {} items each", o.max_per_task) : std::string(), mode_text,
+        describe(device, *model));
+  std::fflush(stdout);
+  // On the CPU the examples run on the thread pool; a GPU session takes them one at a time.
+  const Session& m = *model;
+  const bool cpu = device.device == DeviceKind::cpu;
+  std::mutex one_at_a_time;
+  const lrt::eval::CoreScorer scorer = [&](const lrt::eval::CoreSpans& s) {
+    if (cpu) return m.score_zero_memory(s);
+    std::lock_guard<std::mutex> lk(one_at_a_time);
+    return m.score_zero_memory(s);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  double last = 0;
+  const auto progress = [&](const lrt::eval::CoreProgress& p) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (p.done != p.total && el - last < 5) return;
+    last = el;
+    const double rate = static_cast<double>(p.done) / std::max(el, 1e-9);
+    std::fprintf(stderr, "core: %lld/%lld examples (%.0f%%), task %zu/%zu %s, %.1f examples/s, ETA %s\n",
+                 static_cast<long long>(p.done), static_cast<long long>(p.total),
+                 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total), p.task + 1, p.tasks,
+                 p.label.c_str(), rate,
+                 tool::duration(static_cast<double>(p.total - p.done) / std::max(rate, 1e-9)).c_str());
+  };
+  const lrt::eval::CoreReport rep = lrt::eval::evaluate_core(bundle, o, tok, scorer, progress);
+  if (a.has("examples")) {
+    std::string out = "# task\tidx\tline\tcorrect\tpredicted\tmargin\toption_losses\n";
+    for (const auto& t : rep.tasks)
+      for (std::size_t i = 0; i < t.per_example.size(); ++i) {
+        const auto& e = t.per_example[i];
+        std::string losses;
+        for (double l : e.option_losses) losses += fmt::format("{}{:.9g}", losses.empty() ? "" : ",", l);
+        out += fmt::format("{}\t{}\t{}\t{}\t{}\t{:.9g}\t{}\n", t.task.label, i, e.line, e.correct ? 1 : 0, e.predicted,
+                           e.margin, losses);
+      }
+    lrt::write_file_atomic(a.str("examples"), out);
+  }
+  lrt::json::Value j = lrt::json::Value::object(), tasks = lrt::json::Value::object();
+  lrt::json::Value results = lrt::json::Value::object(), centered = lrt::json::Value::object();
+  if (!json)
+    fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9} {:>9} {:>8}\n", "task", "type", "shots", "examples", "accuracy",
+               "centered", "seconds");
+  for (const auto& t : rep.tasks) {
+    lrt::json::Value x = lrt::json::Value::object();
+    x["type"] = to_string(t.task.type), x["num_fewshot"] = t.task.num_fewshot, x["examples"] = t.examples;
+    x["accuracy"] = t.accuracy, x["centered"] = t.centered, x["random_baseline"] = t.task.random_baseline;
+    x["seconds"] = t.seconds;
+    tasks[t.task.label] = std::move(x);
+    results[t.task.label] = t.accuracy, centered[t.task.label] = t.centered;
+    if (!json)
+      fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9.4f} {:>9.4f} {:>8.1f}\n", t.task.label, to_string(t.task.type),
+                 t.task.num_fewshot, t.examples, t.accuracy, t.centered, t.seconds);
+  }
+  j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
+  j["schedule"] = lrt::schedule_spec<Sched>(), j["mode"] = mode, j["bundle"] = dir, j["tokenizer"] = tok.name();
+  j["max_per_task"] = o.max_per_task, j["device"] = to_string(device.device);
+  j["tasks"] = std::move(tasks), j["results"] = std::move(results), j["centered_results"] = std::move(centered);
+  j["core_metric"] = rep.core_metric;
+  if (json)
+    fmt::print("{}\n", j.dump());
+  else
+    fmt::print("core_metric: {:.6f}\n", rep.core_metric);
+  return 0;
+}
+
 /// lrt-eval: bits per byte of a checkpoint (both modes for LRT models); the parallel mode runs
 /// the schedule with the checkpoint's options `so` (kv_refresh, MultiRefine's loss weights).
 template <class V, class Sched>
 int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg, const lrt::ScheduleOptions& so) {
   lrt::check_schedule_options<Sched, V>(so);
+  if (a.has("core")) return core_run<V, Sched>(a, r, cfg);
+  for (const char* f : {"max-per-task", "tasks", "examples"})
+    if (a.has(f)) throw UsageError(fmt::format("--{} goes with --core DIR", f));
+  if (!a.has("data")) throw UsageError("missing required option '--data' (or --core DIR for CORE)");
   const long long eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   const int B = static_cast<int>(a.integer("batch-rows", 1, 1 << 16));
   const std::string mode = a.str("mode"), split = a.str("split");

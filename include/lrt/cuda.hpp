@@ -46,6 +46,7 @@
 #include "optim/cuda.cuh"
 #include "model.hpp"
 #include "decode.hpp"
+#include "eval.hpp"
 #include "train.hpp"
 
 #endif

@@ -6,3 +6,4 @@
 #include "io/json.hpp"
 #include "io/quantize.hpp"
 #include "io/safetensors.hpp"
+#include "io/yaml.hpp"

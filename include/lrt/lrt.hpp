@@ -15,13 +15,14 @@
 //   <lrt/core.hpp>      core/ and tensor/: devices, shapes, errors, tensors, expressions
 //   <lrt/cpu.hpp>       + backend/cpu/: Eigen / OpenBLAS GEMM, the thread pool, fused kernels
 //   <lrt/tensor.hpp>    + fmt formatting (tensor/format.hpp)
-//   <lrt/io.hpp>        io/: JSON, atomic files, safetensors
+//   <lrt/io.hpp>        io/: JSON, atomic files, safetensors, a YAML subset
 //   <lrt/tokenizer.hpp> tokenizer/: byte-level BPE (tiktoken's patterns and ranks), its trainer
 //   <lrt/autodiff.hpp>  autodiff/: Graph, Var, the differentiable ops and their backward rules
 //   <lrt/data.hpp>      data/: the byte tokenizer, the text tokenizer (bytes or BPE), corpora, rows, the loader
 //   <lrt/optim.hpp>     optim/: AdamW, Muon and the learning-rate schedules
 //   <lrt/model.hpp>     model/: the GPT/LRT model, presets, training schedules, checkpoints
 //   <lrt/decode.hpp>    decode/: the KV-cache decoder and the sampler
+//   <lrt/eval.hpp>      eval/: CORE, the in-context-learning evaluation (bundles, Python's random, scoring)
 //   <lrt/train.hpp>     train/: the Trainer and evaluation
 // <lrt/cuda.hpp> (nvcc) is the same library on an NVIDIA GPU.
 //
@@ -38,4 +39,5 @@
 #include "model.hpp"
 #include "optim.hpp"
 #include "decode.hpp"
+#include "eval.hpp"
 #include "train.hpp"

@@ -12,7 +12,8 @@
 //   3 autodiff | data the graph and the differentiable ops | corpora, tokenizers, batches
 //   4 optim | model   AdamW, Muon | the GPT/LRT model, its config, checkpoints, training schedules
 //   5 decode          the KV-cache decoder and the sampler
-//   6 train           the Trainer and evaluation
+//   6 eval            in-context-learning evaluation (CORE): bundles, prompts, scoring
+//   7 train           the Trainer and evaluation
 //
 // Further rules, checked over each header's transitive includes:
 //   - backend/cpu and backend/cuda never include each other; the neutral backend headers neither;
@@ -44,9 +45,9 @@ Layer layer_of(const std::string& rel) {
   const auto slash = rel.find('/');
   if (slash == std::string::npos) return {-1, ""};
   const std::string top = rel.substr(0, slash);
-  static const std::map<std::string, int> ranks = {{"core", 0},      {"dist", 1},    {"io", 1},       {"tensor", 1},
-                                                   {"tokenizer", 1}, {"backend", 2}, {"autodiff", 3}, {"data", 3},
-                                                   {"optim", 4},     {"model", 4},   {"decode", 5},   {"train", 6}};
+  static const std::map<std::string, int> ranks = {
+      {"core", 0}, {"dist", 1},  {"io", 1},    {"tensor", 1}, {"tokenizer", 1}, {"backend", 2}, {"autodiff", 3},
+      {"data", 3}, {"optim", 4}, {"model", 4}, {"decode", 5}, {"eval", 6},      {"train", 7}};
   const auto it = ranks.find(top);
   if (it == ranks.end()) return {100, top};  // an unknown folder: reported below
   if (top == "backend") {                    // backend/x.hpp: the neutral interfaces; backend/cpu, backend/cuda
