@@ -66,6 +66,11 @@ expect 0 "tokenizer: BPE, 384 ids.*val_bpb_sequential: [0-9]" "$bin/lrt-eval" --
 expect 0 "the first 3000 of .* bytes.*targets scored: [0-9]+ \(3000 bytes\)" "$bin/lrt-eval" --checkpoint bpe_run --data corpus.txt --eval-bytes 3000
 expect 0 "^The" "$bin/lrt-generate" --checkpoint bpe_run --prompt "The" -n 20 --seed 1
 expect 0 "^The" "$bin/lrt-generate" --checkpoint lrt_run/model.safetensors --prompt "The" -n 20 --temperature 0
+# CORE with the checkpoint's BPE (its spans are token spans: the common prefix of the choices may
+# end inside the query's last word), five of the test bundle's tasks, six items each.
+core_tasks=lrt_next_word,lrt_next_phrase_3shot,lrt_halves_1shot,lrt_continue_2shot,lrt_mixed_length
+expect 0 "tokenizer: BPE, 384 ids.*mode: parallel.*lrt_halves_1shot +schema +1 +6 .*core_metric: -?[0-9]" \
+  "$bin/lrt-eval" --checkpoint lrt_run --core "$src/tests/data/core/bundle" --tasks "$core_tasks" --max-per-task 6
 # a byte model on the same bytes
 expect 0 "val_bpb" "$bin/lrt-train" --variant baseline --data corpus.txt --out byte_run "${common[@]}"
 expect 0 "the first 3000 of .* bytes.*targets scored: 3000 \(3000 bytes\)" "$bin/lrt-eval" --checkpoint byte_run --data corpus.txt --eval-bytes 3000

@@ -147,7 +147,7 @@ TEST_CASE("core: the shuffle, the few-shot draws and the prompts are the release
     types.insert(ev::to_string(t.type));
   }
   MESSAGE(prompts, " prompt sets (", cut, " with max_per_task, ", fewshot, " few-shot), ", orders, " shuffles");
-  CHECK(orders == bundle.tasks().size());
+  CHECK(orders >= bundle.tasks().size());  // every task, and the cut ones again
   CHECK(prompts > 100);
   CHECK(cut > 0);
   CHECK(fewshot > 0);
@@ -192,7 +192,7 @@ TEST_CASE("core: decisions follow Python's min and list.index (first of equals, 
     return sc;
   };
   auto d = ev::decide(ev::TaskType::MultipleChoice, s, with({{2.0, 2.0}, {1.0, 3.0}, {1.5}}), 1);
-  CHECK(d.predicted == 1);  // means 2, 2, 1.5 -> the third
+  CHECK(d.predicted == 2);  // means 2, 2, 1.5 -> the third
   d = ev::decide(ev::TaskType::MultipleChoice, s, with({{2.0}, {1.0}, {1.0}}), 1);
   CHECK(d.predicted == 1);  // the first of equals
   CHECK(d.correct);
