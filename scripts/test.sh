@@ -98,12 +98,13 @@ fi
 if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then
   echo "== fuzz: skipped (LRT_SKIP_FUZZ=1)"
 else
-  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers and the tokenizer's rank-file / tokenizer-file parsers (tests/fuzz, clang + libFuzzer)"
+  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers, the tokenizer's rank-file / tokenizer-file parsers and a CORE bundle's YAML / CSV (tests/fuzz, clang + libFuzzer)"
   cmake -G Ninja -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLRT_BUILD_FUZZERS=ON -DLRT_BUILD_EXAMPLES=OFF -DLRT_BUILD_BENCH=OFF -DLRT_ENABLE_CUDA=OFF >/dev/null </dev/null
-  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors lrt_fuzz_rank_file -j "$jobs" </dev/null
+  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors lrt_fuzz_rank_file lrt_fuzz_core_files -j "$jobs" </dev/null
   # target, its seed folder in tests/fuzz, seconds (LRT_FUZZ_SECONDS is the safetensors target's)
-  for spec in "safetensors:corpus:${LRT_FUZZ_SECONDS:-60}" "rank_file:corpus_rank_file:${LRT_FUZZ_RANK_SECONDS:-45}"; do
+  for spec in "safetensors:corpus:${LRT_FUZZ_SECONDS:-60}" "rank_file:corpus_rank_file:${LRT_FUZZ_RANK_SECONDS:-45}" \
+    "core_files:corpus_yaml:${LRT_FUZZ_CORE_SECONDS:-30}"; do
     IFS=: read -r target seeds secs <<<"$spec"
     corpus="${LRT_FUZZ_CORPUS:-${HOME:-/root}/.cache/lrt-fuzz}/$target"
     mkdir -p "$corpus"

@@ -6,7 +6,7 @@
 // kept here: null (~, null), booleans (true/false, yes/no, on/off in their three spellings),
 // decimal integers, decimal floats; anything else is a string.
 // Everything else (anchors and aliases, tags, flow mappings, block scalars `|` `>`, multi-line
-// scalars, several documents, tabs in indentation, duplicate keys) is an lrt::Error("yaml", ...)
+// scalars, several documents, tabs in indentation, duplicate keys, invalid UTF-8) is an lrt::Error("yaml", ...)
 // naming the file and line, never a silently different value.
 //
 //   const lrt::json::Value v = lrt::yaml::parse(text, "core.yaml");
@@ -85,8 +85,33 @@ class Reader {
     return std::string_view::npos;
   }
 
+  /// Length of the well-formed UTF-8 sequence at s[i] (Unicode Table 3-7), or 0.
+  static std::size_t utf8_len(std::string_view s, std::size_t i) {
+    const auto b = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+    const unsigned c = b(0);
+    if (c < 0x80) return 1;
+    const auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) { return b(k) >= lo && b(k) <= hi; };
+    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+      const bool ok = c == 0xE0 ? cont(1, 0xA0) : c == 0xED ? cont(1, 0x80, 0x9F) : cont(1);
+      return ok && cont(2) ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+      const bool ok = c == 0xF0 ? cont(1, 0x90) : c == 0xF4 ? cont(1, 0x80, 0x8F) : cont(1);
+      return ok && cont(2) && cont(3) ? 4 : 0;
+    }
+    return 0;
+  }
+
   void split(std::string_view text) {
     if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
+    int at = 1;
+    for (std::size_t i = 0; i < text.size();) {
+      const std::size_t n = utf8_len(text, i);
+      if (n == 0) fail_at(at, "invalid UTF-8");
+      if (text[i] == '\n') ++at;
+      i += n;
+    }
     int number = 0;
     while (!text.empty() || number == 0) {
       ++number;
@@ -121,6 +146,12 @@ class Reader {
   json::Value node(int indent) {
     const Line& l = lines_[pos_];
     if (l.indent != indent) fail(l, "unexpected indentation");
+    if (depth_ >= json::Parser::max_depth) fail(l, "nesting deeper than 128 levels");
+    struct Deeper {  // the depth of the node being read, for the bound above
+      int& d;
+      explicit Deeper(int& x) : d(++x) {}
+      ~Deeper() { --d; }
+    } deeper(depth_);
     if (is_item(l.text)) return sequence(indent);
     if (key_end(l.text) != std::string_view::npos) return mapping(indent);
     fail(l, "a value on its own line where a mapping or a sequence was expected");
@@ -382,6 +413,7 @@ class Reader {
   std::string_view what_;
   std::vector<Line> lines_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace detail
