@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus (bits per byte)")
       .option("core", "DIR",
               "score CORE on this bundle instead (core.yaml, eval_meta_data.csv, eval_data/: nanochat's "
-              "eval_bundle.zip unpacked), as the release scores it: the memory at zero (--mode parallel)")
+              "eval_bundle.zip unpacked), example for example as the release computes it")
       .option("max-per-task", "N", "with --core: the first N items of each task after the shuffle (-1: all)", "-1")
       .option("tasks", "A,B", "with --core: only these tasks (their labels in core.yaml)")
       .option("examples", "FILE", "with --core: write each example's outcome to FILE (tab-separated)")
@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
               "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
               "for release weights with --config)")
       .option("mode", "MODE",
-              "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes; with --core the "
-              "memory at zero, the only mode there)")
+              "sequential (the exact recurrence; LRT default) or parallel (the schedule's passes); with --core: "
+              "parallel (the memory at zero, as the release scores; the default there), sequential or both")
       .option("split", "SPLIT",
               "val (the validation split lrt-train holds out), tune (the tuning slice lrt-train --tune-split holds "
               "out of its training split), train (the bytes the checkpoint trained on: with val, the train - "

@@ -1032,16 +1032,16 @@ int train_run(const tool::Args& a) {
   return report_run<V, Sched>(st, d, tr, log, end, now, group);
 }
 
-/// lrt-eval --core DIR: CORE on a bundle (lrt::eval::evaluate_core), scored as the release
-/// scores it: the memory at zero (parallel mode), prompts never cropped. A table per task (or
-/// one JSON object), a progress line with an ETA on stderr, and with --examples FILE each
-/// example's outcome as tab-separated lines.
+/// lrt-eval --core DIR: CORE on a bundle (lrt::eval::evaluate_core), prompts never cropped,
+/// scored in --mode parallel (the memory at zero, as the release scores: the default),
+/// sequential (the exact recurrence, as the LRT runs when deployed) or both (the two columns and
+/// their difference per task). A table per task (or one JSON object), a progress line with an
+/// ETA on stderr, and with --examples FILE each example's outcome as tab-separated lines.
 template <class V, class Sched>
 int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
   const std::string mode = a.str("mode").empty() ? "parallel" : a.str("mode");
-  if (mode != "parallel")
-    throw UsageError(
-        fmt::format("--core scores with the memory at zero, as the release does: --mode parallel (got '{}')", mode));
+  if (mode != "parallel" && mode != "sequential" && mode != "both")
+    throw UsageError(fmt::format("--mode with --core must be parallel, sequential or both, got '{}'", mode));
   for (const char* f : {"data", "split", "eval-tokens", "eval-bytes", "context", "sinks", "batch-rows"})
     if (a.has(f)) throw UsageError(fmt::format("--{} is for bits per byte; --core takes none", f));
   const std::string dir = a.str("core");
@@ -1056,7 +1056,12 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const DeviceChoice device = device_choice(a);
   const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
   model->load(r);
-  const std::string mode_text = "parallel (the memory at zero, as the release scores)";
+  const char* parallel_text = "parallel (the memory at zero, as the release scores)";
+  const char* sequential_text = V::recurrent ? "sequential (the exact recurrence, token by token)"
+                                             : "sequential (a model without memory: the same as parallel)";
+  const std::string mode_text = mode == "parallel"     ? parallel_text
+                                : mode == "sequential" ? sequential_text
+                                                       : fmt::format("both: {}; {}", parallel_text, sequential_text);
   if (!json)
     fmt::print(
         "checkpoint {} (step {}): {} with {}, L={} d={} T={}\ntokenizer: {}\nCORE bundle {}: {} tasks{}\nmode: "
@@ -1070,62 +1075,98 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const Session& m = *model;
   const bool cpu = device.device == DeviceKind::cpu;
   std::mutex one_at_a_time;
-  const lrt::eval::CoreScorer scorer = [&](const lrt::eval::CoreSpans& s) {
-    if (cpu) return m.score_zero_memory(s);
-    std::lock_guard<std::mutex> lk(one_at_a_time);
-    return m.score_zero_memory(s);
+  const auto run = [&](bool sequential) {
+    const lrt::eval::CoreScorer scorer = [&, sequential](const lrt::eval::CoreSpans& s) {
+      std::unique_lock<std::mutex> lk(one_at_a_time, std::defer_lock);
+      if (!cpu) lk.lock();
+      return sequential ? m.score_sequential(s) : m.score_zero_memory(s);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    double last = 0;
+    const char* label = mode == "both" ? (sequential ? " (sequential)" : " (parallel)") : "";
+    const auto progress = [&](const lrt::eval::CoreProgress& p) {
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (p.done != p.total && el - last < 5) return;
+      last = el;
+      const double rate = static_cast<double>(p.done) / std::max(el, 1e-9);
+      std::fprintf(stderr, "core%s: %lld/%lld examples (%.0f%%), task %zu/%zu %s, %.1f examples/s, ETA %s\n", label,
+                   static_cast<long long>(p.done), static_cast<long long>(p.total),
+                   100.0 * static_cast<double>(p.done) / static_cast<double>(p.total), p.task + 1, p.tasks,
+                   p.label.c_str(), rate,
+                   tool::duration(static_cast<double>(p.total - p.done) / std::max(rate, 1e-9)).c_str());
+    };
+    return lrt::eval::evaluate_core(bundle, o, tok, scorer, progress);
   };
-  const auto t0 = std::chrono::steady_clock::now();
-  double last = 0;
-  const auto progress = [&](const lrt::eval::CoreProgress& p) {
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (p.done != p.total && el - last < 5) return;
-    last = el;
-    const double rate = static_cast<double>(p.done) / std::max(el, 1e-9);
-    std::fprintf(stderr, "core: %lld/%lld examples (%.0f%%), task %zu/%zu %s, %.1f examples/s, ETA %s\n",
-                 static_cast<long long>(p.done), static_cast<long long>(p.total),
-                 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total), p.task + 1, p.tasks,
-                 p.label.c_str(), rate,
-                 tool::duration(static_cast<double>(p.total - p.done) / std::max(rate, 1e-9)).c_str());
-  };
-  const lrt::eval::CoreReport rep = lrt::eval::evaluate_core(bundle, o, tok, scorer, progress);
+  std::vector<std::pair<std::string, lrt::eval::CoreReport>> reps;  // (mode, report)
+  if (mode != "sequential") reps.emplace_back("parallel", run(false));
+  if (mode != "parallel") reps.emplace_back("sequential", run(true));
   if (a.has("examples")) {
-    std::string out = "# task\tidx\tline\tcorrect\tpredicted\tmargin\toption_losses\n";
-    for (const auto& t : rep.tasks)
-      for (std::size_t i = 0; i < t.per_example.size(); ++i) {
-        const auto& e = t.per_example[i];
-        std::string losses;
-        for (double l : e.option_losses) losses += fmt::format("{}{:.9g}", losses.empty() ? "" : ",", l);
-        out += fmt::format("{}\t{}\t{}\t{}\t{}\t{:.9g}\t{}\n", t.task.label, i, e.line, e.correct ? 1 : 0, e.predicted,
-                           e.margin, losses);
-      }
+    std::string out = "# mode\ttask\tidx\tline\tcorrect\tpredicted\tmargin\toption_losses\n";
+    for (const auto& [name, rep] : reps)
+      for (const auto& t : rep.tasks)
+        for (std::size_t i = 0; i < t.per_example.size(); ++i) {
+          const auto& e = t.per_example[i];
+          std::string losses;
+          for (double l : e.option_losses) losses += fmt::format("{}{:.9g}", losses.empty() ? "" : ",", l);
+          out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{:.9g}\t{}\n", name, t.task.label, i, e.line, e.correct ? 1 : 0,
+                             e.predicted, e.margin, losses);
+        }
     lrt::write_file_atomic(a.str("examples"), out);
   }
-  lrt::json::Value j = lrt::json::Value::object(), tasks = lrt::json::Value::object();
-  lrt::json::Value results = lrt::json::Value::object(), centered = lrt::json::Value::object();
-  if (!json)
-    fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9} {:>9} {:>8}\n", "task", "type", "shots", "examples", "accuracy",
-               "centered", "seconds");
-  for (const auto& t : rep.tasks) {
-    lrt::json::Value x = lrt::json::Value::object();
-    x["type"] = to_string(t.task.type), x["num_fewshot"] = t.task.num_fewshot, x["examples"] = t.examples;
-    x["accuracy"] = t.accuracy, x["centered"] = t.centered, x["random_baseline"] = t.task.random_baseline;
-    x["seconds"] = t.seconds;
-    tasks[t.task.label] = std::move(x);
-    results[t.task.label] = t.accuracy, centered[t.task.label] = t.centered;
-    if (!json)
-      fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9.4f} {:>9.4f} {:>8.1f}\n", t.task.label, to_string(t.task.type),
-                 t.task.num_fewshot, t.examples, t.accuracy, t.centered, t.seconds);
-  }
+  // One mode's JSON: per task, the release's results / centered_results, core_metric.
+  const auto mode_json = [](const lrt::eval::CoreReport& rep) {
+    lrt::json::Value j = lrt::json::Value::object(), tasks = lrt::json::Value::object();
+    lrt::json::Value results = lrt::json::Value::object(), centered = lrt::json::Value::object();
+    for (const auto& t : rep.tasks) {
+      lrt::json::Value x = lrt::json::Value::object();
+      x["type"] = to_string(t.task.type), x["num_fewshot"] = t.task.num_fewshot, x["examples"] = t.examples;
+      x["accuracy"] = t.accuracy, x["centered"] = t.centered, x["random_baseline"] = t.task.random_baseline;
+      x["seconds"] = t.seconds;
+      tasks[t.task.label] = std::move(x);
+      results[t.task.label] = t.accuracy, centered[t.task.label] = t.centered;
+    }
+    j["tasks"] = std::move(tasks), j["results"] = std::move(results), j["centered_results"] = std::move(centered);
+    j["core_metric"] = rep.core_metric;
+    return j;
+  };
+  lrt::json::Value j = lrt::json::Value::object();
   j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
   j["schedule"] = lrt::schedule_spec<Sched>(), j["mode"] = mode, j["bundle"] = dir, j["tokenizer"] = tok.name();
   j["max_per_task"] = o.max_per_task, j["device"] = to_string(device.device);
-  j["tasks"] = std::move(tasks), j["results"] = std::move(results), j["centered_results"] = std::move(centered);
-  j["core_metric"] = rep.core_metric;
+  if (reps.size() == 1) {
+    const lrt::json::Value one = mode_json(reps[0].second);
+    for (const auto& [k, v] : one.members()) j[k] = v;
+    if (!json) {
+      fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9} {:>9} {:>8}\n", "task", "type", "shots", "examples", "accuracy",
+                 "centered", "seconds");
+      for (const auto& t : reps[0].second.tasks)
+        fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9.4f} {:>9.4f} {:>8.1f}\n", t.task.label, to_string(t.task.type),
+                   t.task.num_fewshot, t.examples, t.accuracy, t.centered, t.seconds);
+    }
+  } else {
+    const auto& par = reps[0].second;
+    const auto& seq = reps[1].second;
+    j["parallel"] = mode_json(par), j["sequential"] = mode_json(seq);
+    j["core_metric_difference"] = seq.core_metric - par.core_metric;
+    if (!json) {
+      fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "task", "type", "shots", "examples",
+                 "acc par", "acc seq", "seq-par", "cent par", "cent seq");
+      for (std::size_t i = 0; i < par.tasks.size(); ++i) {
+        const auto &p = par.tasks[i], &q = seq.tasks[i];
+        fmt::print("{:<32} {:<17} {:>5} {:>8} {:>9.4f} {:>9.4f} {:>+9.4f} {:>9.4f} {:>9.4f}\n", p.task.label,
+                   to_string(p.task.type), p.task.num_fewshot, p.examples, p.accuracy, q.accuracy,
+                   q.accuracy - p.accuracy, p.centered, q.centered);
+      }
+    }
+  }
   if (json)
     fmt::print("{}\n", j.dump());
+  else if (reps.size() == 1)
+    fmt::print("core_metric: {:.6f}\n", reps[0].second.core_metric);
   else
-    fmt::print("core_metric: {:.6f}\n", rep.core_metric);
+    fmt::print("core_metric_parallel: {:.6f}\ncore_metric_sequential: {:.6f}\ncore_metric_difference: {:+.6f}\n",
+               reps[0].second.core_metric, reps[1].second.core_metric,
+               reps[1].second.core_metric - reps[0].second.core_metric);
   return 0;
 }
 

@@ -61,6 +61,8 @@ class Session {
   /// CORE's scores of an example's rows with the memory at zero (lrt::eval::score_zero_memory);
   /// on the CPU several threads may call it at once.
   virtual std::vector<lrt::eval::SpanScores> score_zero_memory(const lrt::eval::CoreSpans& s) const = 0;
+  /// The same with the exact recurrence (lrt::eval::sequential_scorer's values).
+  virtual std::vector<lrt::eval::SpanScores> score_sequential(const lrt::eval::CoreSpans& s) const = 0;
   virtual std::vector<lrt::BpbResult> evaluate_sequential_by_position(const std::vector<lrt::data::Batch>& batches,
                                                                       const lrt::TokenBytes& token_bytes,
                                                                       lrt::index_t band, lrt::index_t sinks) = 0;
@@ -136,6 +138,12 @@ class SessionOf final : public Session {
 
   std::vector<lrt::eval::SpanScores> score_zero_memory(const lrt::eval::CoreSpans& s) const override {
     return lrt::eval::score_zero_memory(model_, s);
+  }
+  std::vector<lrt::eval::SpanScores> score_sequential(const lrt::eval::CoreSpans& s) const override {
+    if constexpr (V::recurrent)
+      return lrt::eval::score_sequential(model_, s);
+    else
+      return lrt::eval::score_zero_memory(model_, s);
   }
 
   std::vector<lrt::LayerMemoryStats> memory_statistics(const lrt::Tensor<lrt::index_t, 2>& inputs) const override {

@@ -1,7 +1,11 @@
-// lrt/eval/score.hpp: a model as a CORE scorer (eval/core.hpp). The zero-memory mode is the
-// release's evaluation ("full-pass (zero-feedback) semantics"): one forward of the rows with the
-// memory at zero, the rows padded with BOS on the right (causal attention keeps padding out of
-// every scored position). Only the positions that predict a span reach the head.
+// lrt/eval/score.hpp: a model as a CORE scorer (eval/core.hpp), in two modes.
+//   - parallel (zero_memory_scorer): the release's evaluation ("full-pass (zero-feedback)
+//     semantics"): one forward of the rows with the memory at zero, the rows padded with BOS on
+//     the right (causal attention keeps padding out of every scored position). Only the
+//     positions that predict a span reach the head.
+//   - sequential (sequential_scorer): the exact recurrence, as an LRT runs when deployed: the
+//     decoder steps each row token by token with m_{t-1} carried (the Exact schedule's values).
+//     A model without memory has one mode: its sequential scorer is the parallel one.
 //
 //   const lrt::eval::CoreScorer s = lrt::eval::zero_memory_scorer(model);
 #pragma once
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "../autodiff/graph.hpp"
+#include "../decode/decoder.hpp"
 #include "../model/gpt.hpp"
 #include "../model/logits.hpp"
 #include "core.hpp"
@@ -27,8 +32,10 @@ void span_scores_from_logits(const Tensor<E, 3>& lg, index_t lo, index_t vocab, 
   out.assign(s.rows.size(), {});
   for (std::size_t b = 0; b < s.rows.size(); ++b) {
     SpanScores& o = out[b];
+    // A span from position 0 (schema options whose rows are all the same) scores nothing: the
+    // release's slice losses[i, -1:end-1] is empty there, its mean nan.
+    if (s.start[b] < 1) continue;
     for (index_t p = s.start[b] - 1; p < s.end[b] - 1; ++p) {
-      if (p < 0) continue;  // a span from position 0 (a schema row that is all suffix) scores nothing there
       const E* x = &lg(static_cast<index_t>(b), p - lo, 0);
       index_t arg = 0;
       double top = -std::numeric_limits<double>::infinity(), second = top;
@@ -89,10 +96,56 @@ std::vector<SpanScores> score_zero_memory(const Model<V, T, D>& m, const CoreSpa
   return out;
 }
 
+/// Scores the spans of s with the exact recurrence: a decoder steps the rows together from zero
+/// memory and an empty cache, token by token up to the last position any span needs (rows past
+/// their end are fed BOS, which no scored position sees). No length limit.
+template <class V, class T, Device D>
+std::vector<SpanScores> score_sequential(const Model<V, T, D>& m, const CoreSpans& s) {
+  const ModelConfig& c = m.config();
+  const index_t B = static_cast<index_t>(s.rows.size());
+  index_t last = 0;  // positions 0..last-1 are fed
+  for (std::size_t b = 0; b < s.rows.size(); ++b) last = std::max(last, s.end[b] - 1);
+  std::vector<SpanScores> out(s.rows.size());
+  Decoder<V, T, D> dec(m, B);
+  std::vector<index_t> tok(static_cast<std::size_t>(B));
+  Tensor<T, 3> one(Shape<3>{1, 1, c.vocab_size}, uninitialized);
+  std::vector<SpanScores> row;
+  for (index_t t = 0; t < last; ++t) {
+    for (index_t b = 0; b < B; ++b) {
+      const auto& r = s.rows[static_cast<std::size_t>(b)];
+      tok[static_cast<std::size_t>(b)] = t < static_cast<index_t>(r.size()) ? r[static_cast<std::size_t>(t)] : c.bos();
+    }
+    const auto& lg = lrt::on_device<cpu::Device>(dec.step(tok));  // (B, V) soft-capped, on the host
+    for (index_t b = 0; b < B; ++b) {
+      const std::size_t bi = static_cast<std::size_t>(b);
+      if (s.start[bi] < 1 || t < s.start[bi] - 1 || t >= s.end[bi] - 1) continue;  // as span_scores_from_logits
+      for (index_t v = 0; v < c.vocab_size; ++v) one(0, 0, v) = lg(b, v);
+      CoreSpans at;  // the one position t of row b
+      at.rows = {s.rows[bi]};
+      at.start = {t + 1}, at.end = {t + 2};
+      span_scores_from_logits(one, t, c.vocab_size, at, row);
+      out[bi].loss.push_back(row[0].loss[0]);
+      out[bi].argmax.push_back(row[0].argmax[0]);
+      out[bi].gap.push_back(row[0].gap[0]);
+    }
+  }
+  return out;
+}
+
 /// A CoreScorer of model m in the zero-memory mode (m must outlive it).
 template <class V, class T, Device D>
 CoreScorer zero_memory_scorer(const Model<V, T, D>& m) {
   return [&m](const CoreSpans& s) { return score_zero_memory(m, s); };
+}
+
+/// A CoreScorer of model m with the exact recurrence (m must outlive it); for a model without
+/// memory, the zero-memory scorer (the two modes are one).
+template <class V, class T, Device D>
+CoreScorer sequential_scorer(const Model<V, T, D>& m) {
+  if constexpr (!V::recurrent)
+    return zero_memory_scorer(m);
+  else
+    return [&m](const CoreSpans& s) { return score_sequential(m, s); };
 }
 
 }  // namespace eval

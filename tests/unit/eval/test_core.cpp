@@ -183,6 +183,20 @@ TEST_CASE("core: spans of multiple choice (common prefix), schema (common suffix
                        doctest::Contains("task t, item of line 3: the prompt without its continuation"), lrt::Error);
 }
 
+TEST_CASE("core: schema options whose rows are the same score nothing (the release's empty slice)") {
+  const lrt::data::TextTokenizer bytes;
+  const auto sp = ev::token_spans(ev::TaskType::Schema, {"same", "same"}, bytes);
+  CHECK(sp.start == std::vector<index_t>{0, 0});
+  lrt::Tensor<float, 3> lg(lrt::Shape<3>{2, 5, 257});
+  std::vector<ev::SpanScores> sc;
+  ev::span_scores_from_logits(lg, 0, 257, sp, sc);
+  REQUIRE(sc.size() == 2);
+  CHECK(sc[0].loss.empty());
+  const auto d = ev::decide(ev::TaskType::Schema, sp, sc, 1);
+  CHECK(std::isnan(d.option_losses[0]));
+  CHECK(d.predicted == 0);
+}
+
 TEST_CASE("core: decisions follow Python's min and list.index (first of equals, a leading nan)") {
   ev::CoreSpans s;
   s.rows = {{1, 2}, {1, 3}, {1, 4}};
@@ -329,6 +343,77 @@ TEST_CASE("core: examples on several threads give the one-thread outcome; --task
   o.tasks = {"no_such_task"};
   CHECK_THROWS_WITH_AS(ev::evaluate_core(bundle, o, bytes, scorer), doctest::Contains("no task 'no_such_task'"),
                        lrt::Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequential mode: the exact recurrence
+
+TEST_CASE("core sequential: each scored token's loss is the Exact schedule's, in double, past sequence_len too") {
+  const auto r = lrt::st::Reader::open(data_dir + "/release_lrt.safetensors");
+  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
+  lrt::Model<lrt::variants::LrtRelease, double> m(info.config);
+  lrt::load_weights(m, r);
+  const auto bundle = ev::CoreBundle::open(bundle_dir);
+  const lrt::data::TextTokenizer bytes;
+  std::size_t tokens = 0, past_context = 0, differ_from_parallel = 0;
+  double worst = 0;
+  for (const auto& t : bundle.tasks()) {
+    const auto data = bundle.task_data(t);
+    for (index_t i = 0; i < 3; ++i) {
+      const auto spans = ev::token_spans(t.type, ev::render_prompts(t, data, i), bytes);
+      const auto seq = ev::score_sequential(m, spans);
+      const auto par = ev::score_zero_memory(m, spans);
+      REQUIRE(seq.size() == spans.rows.size());
+      for (std::size_t b = 0; b < spans.rows.size(); ++b) {
+        const auto& row = spans.rows[b];
+        const index_t n = static_cast<index_t>(row.size()) - 1;
+        lrt::Tensor<index_t, 2> ids(lrt::Shape<2>{1, n}), tg(lrt::Shape<2>{1, n});
+        for (index_t p = 0; p < n; ++p) ids(0, p) = row[std::size_t(p)], tg(0, p) = row[std::size_t(p + 1)];
+        lrt::ad::Graph g;
+        lrt::ad::NoGrad ng;
+        const auto exact = lrt::schedule_loss<lrt::Exact>(m, ids, tg);
+        REQUIRE(spans.start[b] >= 1);
+        const index_t first = spans.start[b] - 1;
+        REQUIRE(seq[b].loss.size() == static_cast<std::size_t>(spans.end[b] - 1 - first));
+        for (std::size_t k = 0; k < seq[b].loss.size(); ++k) {
+          const index_t p = first + static_cast<index_t>(k);
+          const double want = exact.passes[std::size_t(p)].per_token(0);
+          worst = std::max(worst, std::abs(seq[b].loss[k] - want));
+          CHECK(std::abs(seq[b].loss[k] - want) <= 1e-12);
+          differ_from_parallel += std::abs(seq[b].loss[k] - par[b].loss[k]) > 1e-6 ? 1 : 0;
+          past_context += p >= info.config.sequence_len ? 1 : 0;
+          ++tokens;
+        }
+      }
+    }
+  }
+  MESSAGE(tokens, " scored tokens equal to the Exact schedule's (largest difference ", worst, "), ", past_context,
+          " past sequence_len; ", differ_from_parallel, " differ from the zero-memory mode by more than 1e-6");
+  CHECK(tokens > 400);
+  CHECK(past_context > 0);
+  CHECK(differ_from_parallel > tokens / 2);  // the memory changes what the model predicts
+}
+
+TEST_CASE("core sequential: a model without memory scores the same in both modes, bit for bit") {
+  const auto r = lrt::st::Reader::open(std::string(LRT_TEST_DATA_DIR) + "/pre_roster/baseline_standard.safetensors");
+  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
+  lrt::Model<lrt::variants::Baseline> m(info.config);
+  lrt::load_weights(m, r);
+  const auto bundle = ev::CoreBundle::open(bundle_dir);
+  const lrt::data::TextTokenizer bytes;
+  ev::CoreOptions o;
+  o.max_per_task = 6;
+  const auto par = ev::evaluate_core(bundle, o, bytes, ev::zero_memory_scorer(m));
+  const auto seq = ev::evaluate_core(bundle, o, bytes, ev::sequential_scorer(m));
+  REQUIRE(par.tasks.size() == seq.tasks.size());
+  for (std::size_t k = 0; k < par.tasks.size(); ++k)
+    for (std::size_t i = 0; i < par.tasks[k].per_example.size(); ++i) {
+      const auto &a = par.tasks[k].per_example[i], &b = seq.tasks[k].per_example[i];
+      CHECK(a.correct == b.correct);
+      CHECK(a.option_losses == b.option_losses);
+      CHECK(a.margin == b.margin);
+    }
+  CHECK(par.core_metric == seq.core_metric);
 }
 
 // ---------------------------------------------------------------------------------------------
