@@ -25,35 +25,43 @@ namespace lrt {
 inline namespace v0 {
 namespace eval {
 
+/// Appends to o the score of one position from its capped logits x[0..vocab): the cross-entropy
+/// of `target`, the argmax (the first of equals) and the top-two gap.
+template <class E>
+void score_position(const E* x, index_t vocab, index_t target, SpanScores& o) {
+  index_t arg = 0;
+  double top = -std::numeric_limits<double>::infinity(), second = top;
+  for (index_t v = 0; v < vocab; ++v) {
+    const double xv = static_cast<double>(x[v]);
+    if (xv > top)
+      second = top, top = xv, arg = v;
+    else if (xv > second)
+      second = xv;
+  }
+  double sum = 0;
+  for (index_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(x[v]) - top);
+  o.loss.push_back(top + std::log(sum) - static_cast<double>(x[target]));
+  o.argmax.push_back(arg);
+  o.gap.push_back(top - second);
+}
+
+/// Whether position p of row b predicts a token of its span. A span from position 0 (schema
+/// options whose rows are all the same) scores nothing: the release's slice
+/// losses[i, -1:end-1] is empty there, its mean nan.
+inline bool scored(const CoreSpans& s, std::size_t b, index_t p) {
+  return s.start[b] >= 1 && p >= s.start[b] - 1 && p < s.end[b] - 1;
+}
+
 /// The scores of each row's span from the capped logits `lg` (B, P, V) of positions lo..lo+P-1.
 template <class E>
 void span_scores_from_logits(const Tensor<E, 3>& lg, index_t lo, index_t vocab, const CoreSpans& s,
                              std::vector<SpanScores>& out) {
   out.assign(s.rows.size(), {});
-  for (std::size_t b = 0; b < s.rows.size(); ++b) {
-    SpanScores& o = out[b];
-    // A span from position 0 (schema options whose rows are all the same) scores nothing: the
-    // release's slice losses[i, -1:end-1] is empty there, its mean nan.
-    if (s.start[b] < 1) continue;
-    for (index_t p = s.start[b] - 1; p < s.end[b] - 1; ++p) {
-      const E* x = &lg(static_cast<index_t>(b), p - lo, 0);
-      index_t arg = 0;
-      double top = -std::numeric_limits<double>::infinity(), second = top;
-      for (index_t v = 0; v < vocab; ++v) {
-        const double xv = static_cast<double>(x[v]);
-        if (xv > top)
-          second = top, top = xv, arg = v;
-        else if (xv > second)
-          second = xv;
-      }
-      double sum = 0;
-      for (index_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(x[v]) - top);
-      const index_t target = s.rows[b][static_cast<std::size_t>(p + 1)];
-      o.loss.push_back(top + std::log(sum) - static_cast<double>(x[target]));
-      o.argmax.push_back(arg);
-      o.gap.push_back(top - second);
-    }
-  }
+  for (std::size_t b = 0; b < s.rows.size(); ++b)
+    for (index_t p = std::max<index_t>(s.start[b] - 1, 0); p < s.end[b] - 1; ++p)
+      if (scored(s, b, p))
+        score_position(&lg(static_cast<index_t>(b), p - lo, 0), vocab, s.rows[b][static_cast<std::size_t>(p + 1)],
+                       out[b]);
 }
 
 /// Scores the spans of s with one zero-memory forward of its rows (B rows of up to T tokens,
@@ -108,26 +116,16 @@ std::vector<SpanScores> score_sequential(const Model<V, T, D>& m, const CoreSpan
   std::vector<SpanScores> out(s.rows.size());
   Decoder<V, T, D> dec(m, B);
   std::vector<index_t> tok(static_cast<std::size_t>(B));
-  Tensor<T, 3> one(Shape<3>{1, 1, c.vocab_size}, uninitialized);
-  std::vector<SpanScores> row;
   for (index_t t = 0; t < last; ++t) {
     for (index_t b = 0; b < B; ++b) {
       const auto& r = s.rows[static_cast<std::size_t>(b)];
       tok[static_cast<std::size_t>(b)] = t < static_cast<index_t>(r.size()) ? r[static_cast<std::size_t>(t)] : c.bos();
     }
     const auto& lg = lrt::on_device<cpu::Device>(dec.step(tok));  // (B, V) soft-capped, on the host
-    for (index_t b = 0; b < B; ++b) {
-      const std::size_t bi = static_cast<std::size_t>(b);
-      if (s.start[bi] < 1 || t < s.start[bi] - 1 || t >= s.end[bi] - 1) continue;  // as span_scores_from_logits
-      for (index_t v = 0; v < c.vocab_size; ++v) one(0, 0, v) = lg(b, v);
-      CoreSpans at;  // the one position t of row b
-      at.rows = {s.rows[bi]};
-      at.start = {t + 1}, at.end = {t + 2};
-      span_scores_from_logits(one, t, c.vocab_size, at, row);
-      out[bi].loss.push_back(row[0].loss[0]);
-      out[bi].argmax.push_back(row[0].argmax[0]);
-      out[bi].gap.push_back(row[0].gap[0]);
-    }
+    for (index_t b = 0; b < B; ++b)
+      if (scored(s, static_cast<std::size_t>(b), t))
+        score_position(&lg(b, 0), c.vocab_size, s.rows[static_cast<std::size_t>(b)][static_cast<std::size_t>(t + 1)],
+                       out[static_cast<std::size_t>(b)]);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -228,6 +229,17 @@ TEST_CASE("core: decisions follow Python's min and list.index (first of equals, 
   CHECK_FALSE(ev::decide(ev::TaskType::LanguageModeling, lm, sc, 0).correct);
 }
 
+/// The model of checkpoint `path`, which must be of variant V.
+template <class V, class T = float>
+std::unique_ptr<lrt::Model<V, T>> load_model(const std::string& path) {
+  const auto r = lrt::st::Reader::open(path);
+  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
+  REQUIRE(info.run.structure == lrt::structure_of<V>());
+  auto m = std::make_unique<lrt::Model<V, T>>(info.config);
+  lrt::load_weights(*m, r);
+  return m;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Example for example against the release (release_results.tsv)
 
@@ -253,11 +265,9 @@ std::vector<ReleaseRow> release_rows() {
 }
 
 TEST_CASE("core: every example's outcome equals the release's, on its own checkpoint, but for near-ties") {
-  const auto r = lrt::st::Reader::open(data_dir + "/release_lrt.safetensors");
-  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
-  REQUIRE(info.run.structure == lrt::structure_of<lrt::variants::LrtRelease>());
-  lrt::Model<lrt::variants::LrtRelease> model(info.config);
-  lrt::load_weights(model, r);
+  const auto model_ptr = load_model<lrt::variants::LrtRelease>(data_dir + "/release_lrt.safetensors");
+  const auto& model = *model_ptr;
+  const lrt::ModelConfig& config = model.config();
   const auto bundle = ev::CoreBundle::open(bundle_dir);
   const lrt::data::TextTokenizer bytes;
   const ev::CoreReport rep = ev::evaluate_core(bundle, {}, bytes, ev::zero_memory_scorer(model));
@@ -291,7 +301,7 @@ TEST_CASE("core: every example's outcome equals the release's, on its own checkp
     const auto data = bundle.task_data(t.task);
     for (index_t i = 0; i < t.examples; ++i)
       for (const auto& p : ev::render_prompts(t.task, data, i))
-        if (static_cast<index_t>(p.size()) + 1 > info.config.sequence_len) {
+        if (static_cast<index_t>(p.size()) + 1 > config.sequence_len) {
           ++long_prompts;
           break;
         }
@@ -312,10 +322,8 @@ TEST_CASE("core: every example's outcome equals the release's, on its own checkp
 }
 
 TEST_CASE("core: examples on several threads give the one-thread outcome; --tasks and max_per_task select") {
-  const auto r = lrt::st::Reader::open(data_dir + "/release_lrt.safetensors");
-  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
-  lrt::Model<lrt::variants::LrtRelease> model(info.config);
-  lrt::load_weights(model, r);
+  const auto model_ptr = load_model<lrt::variants::LrtRelease>(data_dir + "/release_lrt.safetensors");
+  const auto& model = *model_ptr;
   const auto bundle = ev::CoreBundle::open(bundle_dir);
   const lrt::data::TextTokenizer bytes;
   ev::CoreOptions o;
@@ -349,10 +357,9 @@ TEST_CASE("core: examples on several threads give the one-thread outcome; --task
 // Sequential mode: the exact recurrence
 
 TEST_CASE("core sequential: each scored token's loss is the Exact schedule's, in double, past sequence_len too") {
-  const auto r = lrt::st::Reader::open(data_dir + "/release_lrt.safetensors");
-  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
-  lrt::Model<lrt::variants::LrtRelease, double> m(info.config);
-  lrt::load_weights(m, r);
+  const auto m_ptr = load_model<lrt::variants::LrtRelease, double>(data_dir + "/release_lrt.safetensors");
+  const auto& m = *m_ptr;
+  const lrt::ModelConfig& config = m.config();
   const auto bundle = ev::CoreBundle::open(bundle_dir);
   const lrt::data::TextTokenizer bytes;
   std::size_t tokens = 0, past_context = 0, differ_from_parallel = 0;
@@ -381,7 +388,7 @@ TEST_CASE("core sequential: each scored token's loss is the Exact schedule's, in
           worst = std::max(worst, std::abs(seq[b].loss[k] - want));
           CHECK(std::abs(seq[b].loss[k] - want) <= 1e-12);
           differ_from_parallel += std::abs(seq[b].loss[k] - par[b].loss[k]) > 1e-6 ? 1 : 0;
-          past_context += p >= info.config.sequence_len ? 1 : 0;
+          past_context += p >= config.sequence_len ? 1 : 0;
           ++tokens;
         }
       }
@@ -395,10 +402,9 @@ TEST_CASE("core sequential: each scored token's loss is the Exact schedule's, in
 }
 
 TEST_CASE("core sequential: a model without memory scores the same in both modes, bit for bit") {
-  const auto r = lrt::st::Reader::open(std::string(LRT_TEST_DATA_DIR) + "/pre_roster/baseline_standard.safetensors");
-  const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
-  lrt::Model<lrt::variants::Baseline> m(info.config);
-  lrt::load_weights(m, r);
+  const auto m_ptr =
+      load_model<lrt::variants::Baseline>(std::string(LRT_TEST_DATA_DIR) + "/pre_roster/baseline_standard.safetensors");
+  const auto& m = *m_ptr;
   const auto bundle = ev::CoreBundle::open(bundle_dir);
   const lrt::data::TextTokenizer bytes;
   ev::CoreOptions o;
