@@ -45,6 +45,9 @@ const char* summary_text =
     "  eval --eval-tokens 65536            flags of every lrt-eval run\n"
     "  train-gap 308684                    also score each run on its training split's first N bytes\n"
     "                                      (lrt-eval --split train); results.md shows val - train\n"
+    "  core DIR --mode sequential          also score each run on the CORE bundle DIR (lrt-eval --core; relative:\n"
+    "                                      to the grid file's folder); --mode parallel (default) or sequential,\n"
+    "                                      --max-per-task K, --tasks A,B; results.md and core_vs_compute.svg\n"
     "  lr-sweep 0.5 1 2                    each arm at lrt-train --lr-scale F; reported at its best F\n"
     "  pair lrt baseline 0.5               also run baseline at 0.5 x each budget, same seeds; results.md splits\n"
     "                                      lrt's gap to baseline into matched tokens (g) and data (delta), pairs.svg\n"
@@ -52,7 +55,7 @@ const char* summary_text =
     "  data PATH                           the text (relative: to the grid file's folder)\n"
     "Runs (smallest budget first, then seed, arm) go to OUT/runs/<arm>/f<budget>/s<seed>[/lr<F>]: one with a\n"
     "result.json is done, one with a checkpoint resumes. The results go to OUT/results.csv, results.md,\n"
-    "bpb_vs_compute.svg, passes.svg (and pairs.svg), rewritten after every finished run.";
+    "bpb_vs_compute.svg, passes.svg (and pairs.svg, core_vs_compute.svg), rewritten after every finished run.";
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -259,6 +262,7 @@ enum class State { done, resume, start };
 class Ablation {
  public:
   std::string grid_path, out, data, bin, after, title;
+  std::string core;  // the core line's bundle folder, resolved ("" without one)
   ablate::Grid grid;
   std::vector<ablate::Arm> arms;
   std::vector<ablate::Run> runs;
@@ -322,6 +326,16 @@ class Ablation {
     return c;
   }
 
+  /// lrt-eval --core on the grid's bundle with the core line's flags and the eval line's --device
+  /// and --threads (its bits-per-byte flags do not apply).
+  std::vector<std::string> core_command(const ablate::Run& r) const {
+    std::vector<std::string> c{bin + "/lrt-eval", "--checkpoint", r.dir, "--core", core, "--json"};
+    c.insert(c.end(), grid.core_flags.begin(), grid.core_flags.end());
+    const std::vector<std::string> device = ablate::pick_flags(grid.eval_flags, {"device", "threads"});
+    c.insert(c.end(), device.begin(), device.end());
+    return c;
+  }
+
   /// " (LRT_NUM_THREADS=1)": the threads of each child when several run at once.
   std::string threads_note() const {
     const char* t = std::getenv("LRT_NUM_THREADS");
@@ -338,6 +352,7 @@ class Ablation {
                  a.name == baseline && a.name != "baseline" ? " (the baseline)" : "", shell_line(a.flags));
     if (!grid.train_flags.empty()) fmt::print("every lrt-train run: {}\n", shell_line(grid.train_flags));
     if (!grid.eval_flags.empty()) fmt::print("every lrt-eval run: {}\n", shell_line(grid.eval_flags));
+    if (!core.empty() && !runs.empty()) fmt::print("every run's CORE: {}\n", shell_line(core_command(runs[0])));
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const State s = states[i];
       fmt::print("{} {}: {}\n", tag(i), runs[i].label(arms),
@@ -392,6 +407,7 @@ class Ablation {
     lrt::write_file_atomic(out + "/bpb_vs_compute.svg", ablate::bpb_svg(res, title));
     lrt::write_file_atomic(out + "/passes.svg", ablate::passes_svg(res, title));
     if (!grid.pairs.empty()) lrt::write_file_atomic(out + "/pairs.svg", ablate::pairs_svg(res, grid.pairs, title));
+    if (!core.empty()) lrt::write_file_atomic(out + "/core_vs_compute.svg", ablate::core_svg(res, title));
   }
 
   /// Runs the runs that are not done, `jobs` at a time. Returns the exit status.
@@ -428,7 +444,7 @@ class Ablation {
   }
 
  private:
-  enum class Stage { train, eval, eval_train };
+  enum class Stage { train, eval, eval_train, core };
   struct Job {
     std::size_t run;
     pid_t pid;
@@ -454,11 +470,16 @@ class Ablation {
     return {i, pid, Stage::train, Clock::now()};
   }
 
-  /// The next lrt-eval of job j: on the eval line's split (eval.json), or on the training split
-  /// (eval-train.json).
+  /// The file names (without .json / .log) of a stage's lrt-eval.
+  static const char* eval_name(Stage stage) {
+    return stage == Stage::eval_train ? "/eval-train" : stage == Stage::core ? "/core" : "/eval";
+  }
+
+  /// The next lrt-eval of job j: on the eval line's split (eval.json), on the training split
+  /// (eval-train.json), or on CORE (core.json).
   void start_eval(Job& j, Stage stage) const {
     const ablate::Run& r = runs[j.run];
-    const std::string name = stage == Stage::eval_train ? "/eval-train" : "/eval";
+    const std::string name = eval_name(stage);
     const int out_fd = open_output(r.dir + name + ".json", false);
     int err_fd = -1;
     try {
@@ -467,7 +488,7 @@ class Ablation {
       ::close(out_fd);
       throw;
     }
-    j.pid = spawn(eval_command(r, stage == Stage::eval_train), out_fd, err_fd);
+    j.pid = spawn(stage == Stage::core ? core_command(r) : eval_command(r, stage == Stage::eval_train), out_fd, err_fd);
     j.stage = stage;
     ::close(out_fd), ::close(err_fd);
   }
@@ -504,6 +525,12 @@ class Ablation {
       const std::string train_path = r.dir + "/eval-train.json";
       j["train_bpb"] = lrt::json::parse(lrt::read_file(train_path, "eval"), train_path).at("val_bpb").as_number();
     }
+    if (!core.empty()) {
+      const std::string core_path = r.dir + "/core.json";
+      const lrt::json::Value c = lrt::json::parse(lrt::read_file(core_path, "CORE"), core_path);
+      j["core"] = c.at("core_metric").as_number();
+      j["core_mode"] = c.at("mode").as_string();
+    }
     j["run_dir"] = fs::path(r.dir).lexically_relative(out).generic_string();
     if (t.tokens.is_null())
       std::fprintf(stderr, "warning: %s: no summary.json and no 'done:' line in train.log: steps and tokens unknown\n",
@@ -533,9 +560,8 @@ class Ablation {
   bool on_exit(Job& j, int status, Outcome& o) {
     const ablate::Run& r = runs[j.run];
     const char* prog = j.stage == Stage::train ? "lrt-train" : "lrt-eval";
-    const std::string log = r.dir + (j.stage == Stage::train  ? "/train.log"
-                                     : j.stage == Stage::eval ? "/eval.log"
-                                                              : "/eval-train.log");
+    const std::string log =
+        r.dir + (j.stage == Stage::train ? std::string("/train.log") : eval_name(j.stage) + std::string(".log"));
     if (o.stop_signal != 0 && (j.stage == Stage::train || !succeeded(status))) {  // no new child now
       ++o.stopped;
       fmt::print("{} stopped {} ({} {})\n", tag(j.run), r.label(arms), prog, describe_status(status));
@@ -547,8 +573,16 @@ class Ablation {
       return false;
     }
     try {
-      if (j.stage == Stage::train || (j.stage == Stage::eval && grid.train_gap_bytes > 0)) {
-        start_eval(j, j.stage == Stage::train ? Stage::eval : Stage::eval_train);
+      // train -> eval -> eval_train (a train-gap line) -> core (a core line) -> the result
+      Stage next = j.stage;
+      if (next == Stage::train)
+        next = Stage::eval;
+      else if (next == Stage::eval && grid.train_gap_bytes > 0)
+        next = Stage::eval_train;
+      else if ((next == Stage::eval || next == Stage::eval_train) && !core.empty())
+        next = Stage::core;
+      if (next != j.stage) {
+        start_eval(j, next);
         return true;
       }
       const lrt::json::Value res = finalize(r);
@@ -564,6 +598,8 @@ class Ablation {
         bpb += fmt::format(" (seq), {:.4f} (par)", res.at("val_bpb_parallel").as_number());
       if (const lrt::json::Value* t = res.find("train_bpb"); t != nullptr && t->is_number())
         bpb += fmt::format(", train_bpb {:.4f}", t->as_number());
+      if (const lrt::json::Value* c = res.find("core"); c != nullptr && c->is_number())
+        bpb += fmt::format(", CORE {:.4f} ({})", c->as_number(), res.at("core_mode").as_string());
       fmt::print("{} done {}: {}, {}\n", tag(j.run), r.label(arms), bpb, tool::duration(secs));
       run_after();
     } catch (const std::exception& e) {
@@ -701,6 +737,14 @@ int ablate_main(const tool::Args& a, const std::string& grid_path) {
   ab.baseline = ablate::baseline_arm(ab.grid, ab.arms);
   ab.runs = ablate::expand_runs(ab.grid, ab.arms, ab.out);
   ab.data = data_path(a, ab.grid);
+  if (ab.grid.core_line != 0) {  // relative to the grid's folder, like its data line
+    std::string p = expand_home(ab.grid.core_dir);
+    if (fs::path(p).is_relative()) p = (fs::path(ab.grid.path).parent_path() / p).lexically_normal().string();
+    if (!exists(p + "/core.yaml"))
+      throw tool::UsageError(
+          fmt::format("{}: core: '{}' is not a CORE bundle (no core.yaml in it)", ab.grid.where(ab.grid.core_line), p));
+    ab.core = p;
+  }
   if (ab.jobs > 1) ::setenv("LRT_NUM_THREADS", "1", 0);  // N runs share the cores (a value set already stays)
   if (a.has("dry-run")) {
     ab.print_plan(ab.states());

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -200,7 +201,12 @@ struct Grid {
   std::vector<std::string> train_flags, eval_flags;
   std::string baseline, data;
   long long train_gap_bytes = 0;  // `train-gap BYTES`: each run also scored on its training split's first BYTES
-  int schedules_line = 0, options_line = 0, baseline_line = 0, data_line = 0, train_gap_line = 0;
+  // `core DIR [--mode M] [--max-per-task K] [--tasks A,B]`: each run also scored on CORE (lrt-eval --core)
+  std::string core_dir;
+  std::vector<std::string> core_flags;
+  int schedules_line = 0, options_line = 0, baseline_line = 0, data_line = 0, train_gap_line = 0, core_line = 0;
+  /// The CORE mode of the core line: parallel (the default) or sequential.
+  std::string core_mode() const { return flag_value(core_flags, "mode").value_or("parallel"); }
 
   std::string where(int line) const { return fmt::format("{}:{}", path, line); }
 };
@@ -339,6 +345,21 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
             "got {} value(s), the first '{}'",
             where, t.size(), t[0]));
       g.train_gap_bytes = std::stoll(t[0]);
+    } else if (key == "core") {
+      once(g.core_line);
+      g.core_dir = t[0];
+      g.core_flags.assign(t.begin() + 1, t.end());
+      const std::string usage =
+          "'core' takes a CORE bundle's folder, then lrt-eval's --mode parallel|sequential, --max-per-task K and "
+          "--tasks A,B (e.g. 'core ~/core --mode sequential --max-per-task 100')";
+      for (std::size_t i = 0; i < g.core_flags.size(); i += 2) {
+        const std::string& f = g.core_flags[i];
+        if (f != "--mode" && f != "--max-per-task" && f != "--tasks")
+          throw GridError(fmt::format("{}: {}; got '{}'", where, usage, f));
+        if (i + 1 == g.core_flags.size()) throw GridError(fmt::format("{}: {} needs a value", where, f));
+      }
+      if (const std::string m = g.core_mode(); m != "parallel" && m != "sequential")
+        throw GridError(fmt::format("{}: the core line's --mode must be parallel or sequential, got '{}'", where, m));
     } else if (key == "baseline" || key == "data") {
       if (t.size() != 1) throw GridError(fmt::format("{}: '{}' takes one value, got {}", where, key, t.size()));
       once(key == "baseline" ? g.baseline_line : g.data_line);
@@ -346,7 +367,7 @@ inline Grid parse_grid(const std::string& text, const std::string& path) {
     } else {
       throw GridError(fmt::format(
           "{}: unknown key '{}' (known: variants, schedules, options, arm, pair, budgets, seeds, train, eval, "
-          "train-gap, lr-sweep, baseline, data)",
+          "train-gap, core, lr-sweep, baseline, data)",
           where, key));
     }
   }
@@ -548,6 +569,8 @@ struct Result {
   std::string arm;
   double budget = 0, lr_scale = 1, val_bpb = NAN, val_bpb_parallel = NAN, val_bpb_sequential = NAN;
   double train_bpb = NAN;  // the same model scored on its training split (grid line `train-gap`)
+  double core = NAN;       // CORE (grid line `core`), in mode core_mode
+  std::string core_mode;
   double tokens_per_param = NAN;
   long long seed = 0;
   bool recurrent = false;
@@ -572,6 +595,8 @@ inline Result result_from_json(const std::string& text, const std::string& label
   r.val_bpb_parallel = number_or_nan(j, "val_bpb_parallel");
   r.val_bpb_sequential = number_or_nan(j, "val_bpb_sequential");
   r.train_bpb = number_or_nan(j, "train_bpb");
+  r.core = number_or_nan(j, "core");
+  if (const lrt::json::Value* m = j.find("core_mode"); m != nullptr && m->is_string()) r.core_mode = m->as_string();
   r.tokens_per_param = number_or_nan(j, "tokens_per_param");
   r.recurrent = j.at("recurrent").as_bool();
   if (const lrt::json::Value* p = j.find("val_bpb_passes"); p != nullptr && p->is_array())
@@ -636,6 +661,14 @@ class Results {
     std::vector<double> d;
     for (const Result* r : chosen(arm, budget)) d.push_back(r->val_bpb - r->train_bpb);
     return stat_of(d);
+  }
+  /// CORE per run (the grid's core line; no values without it; higher is better).
+  Stat core(const std::string& arm, double budget) const { return stat_of(values(chosen(arm, budget), &Result::core)); }
+  /// The CORE mode of the runs scored ("" when none was).
+  std::string core_mode() const {
+    for (const Result& r : all_)
+      if (std::isfinite(r.core)) return r.core_mode;
+    return "";
   }
   bool has_train_bpb() const {
     return std::any_of(all_.begin(), all_.end(), [](const Result& r) { return std::isfinite(r.train_bpb); });
@@ -703,7 +736,8 @@ class Results {
 inline const std::vector<std::string>& result_fields() {
   static const std::vector<std::string> f = words(
       "arm variant schedule budget seed lr_scale steps tokens token_forwards params matmul_params tokens_per_param "
-      "train_seconds val_bpb val_bpb_parallel val_bpb_sequential val_bpb_passes recurrent train_bpb run_dir");
+      "train_seconds val_bpb val_bpb_parallel val_bpb_sequential val_bpb_passes recurrent train_bpb core core_mode "
+      "run_dir");
   return f;
 }
 
@@ -869,6 +903,22 @@ inline std::string results_md(const Results& res, const std::string& title, cons
     }
   }
 
+  if (const std::string mode = res.core_mode(); !mode.empty()) {
+    md += fmt::format(
+        "\n## CORE ({} mode)\n\nThe CORE metric (lrt-eval --core, grid line `core`; higher is better: the mean over "
+        "tasks of the accuracy centered on the task's random baseline) in {} mode{}, per run: mean ± sd (n runs), "
+        "the runs of the val_bpb table.\n\n",
+        mode, mode,
+        mode == "sequential" ? " (the exact recurrence, token by token)"
+                             : " (the memory at zero, as the release scores)");
+    md += budget_header("arm", budgets);
+    for (const Arm& a : res.arms()) {
+      md += "| " + a.name + " |";
+      for (double b : budgets) md.append(" ").append(cell(res.core(a.name, b))).append(" |");
+      md += "\n";
+    }
+  }
+
   md += fmt::format("\n## Tokens per parameter of the baseline arm, `{}`\n\nTraining tokens / matmul parameters.\n\n",
                     res.baseline());
   md += budget_header("", budgets) + "| tokens/param |";
@@ -909,27 +959,27 @@ using tool::color;
 using tool::Plot;
 using tool::xml_escape;
 
-/// bpb_vs_compute.svg: val_bpb (mean over seeds, bars ±sd) against the budget, log scale, per arm.
-inline std::string bpb_svg(const Results& res, const std::string& title) {
+/// A statistic per (arm, budget) against the budget, log scale, per arm: mean over seeds, bars ±sd.
+inline std::string budget_svg(const Results& res, const std::string& heading, const std::string& y_label,
+                              const std::function<Stat(const std::string&, double)>& stat) {
   double ylo = INFINITY, yhi = -INFINITY;
   for (const Arm& a : res.arms())
     for (double b : res.budgets())
-      if (const Stat s = res.bpb(a.name, b); s.n > 0) {
+      if (const Stat s = stat(a.name, b); s.n > 0) {
         const double e = std::isnan(s.sd) ? 0 : s.sd;
         ylo = std::min(ylo, s.mean - e), yhi = std::max(yhi, s.mean + e);
       }
   if (!(ylo <= yhi)) ylo = 0, yhi = 1;
   const auto& bs = res.budgets();
   const Plot p(std::log10(bs.front()), std::log10(bs.back()), ylo, yhi);
-  std::string s = p.begin("val_bpb vs compute: " + title, "budget (token-forwards, log scale)",
-                          "val_bpb (bits per byte, validation; lower is better)");
+  std::string s = p.begin(heading, "budget (token-forwards, log scale)", y_label);
   for (double b : bs) s += p.x_tick(std::log10(b), budget_label(b));
   std::size_t k = 0;
   for (std::size_t i = 0; i < res.arms().size(); ++i) {
     const std::string& name = res.arms()[i].name;
     std::vector<std::pair<double, double>> pts;
     for (double b : bs)
-      if (const Stat st = res.bpb(name, b); st.n > 0) {
+      if (const Stat st = stat(name, b); st.n > 0) {
         pts.emplace_back(std::log10(b), st.mean);
         if (!std::isnan(st.sd)) s += p.error_bar(std::log10(b), st.mean, st.sd, color(i));
       }
@@ -938,6 +988,19 @@ inline std::string bpb_svg(const Results& res, const std::string& title) {
   }
   if (k == 0) s += p.note("no finished runs yet");
   return s + "</svg>\n";
+}
+
+/// bpb_vs_compute.svg: val_bpb against the budget.
+inline std::string bpb_svg(const Results& res, const std::string& title) {
+  return budget_svg(res, "val_bpb vs compute: " + title, "val_bpb (bits per byte, validation; lower is better)",
+                    [&](const std::string& arm, double b) { return res.bpb(arm, b); });
+}
+
+/// core_vs_compute.svg: CORE against the budget (the grid's core line).
+inline std::string core_svg(const Results& res, const std::string& title) {
+  return budget_svg(res, fmt::format("CORE ({} mode) vs compute: {}", res.core_mode(), title),
+                    "CORE (centered accuracy; higher is better)",
+                    [&](const std::string& arm, double b) { return res.core(arm, b); });
 }
 
 /// pairs.svg: each pair's gap, g and delta (mean over seeds, bars ±sd) against the base arm's

@@ -1076,10 +1076,10 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const bool cpu = device.device == DeviceKind::cpu;
   std::mutex one_at_a_time;
   const auto run = [&](bool sequential) {
-    const lrt::eval::CoreScorer scorer = [&, sequential](const lrt::eval::CoreSpans& s) {
+    const lrt::eval::CoreScorer scorer = [&, inner = m.core_scorer(sequential)](const lrt::eval::CoreSpans& s) {
       std::unique_lock<std::mutex> lk(one_at_a_time, std::defer_lock);
       if (!cpu) lk.lock();
-      return sequential ? m.score_sequential(s) : m.score_zero_memory(s);
+      return inner(s);
     };
     const auto t0 = std::chrono::steady_clock::now();
     double last = 0;

@@ -58,11 +58,9 @@ class Session {
                                    const lrt::ScheduleOptions& o) = 0;
   virtual lrt::BpbResult evaluate_sequential(const std::vector<lrt::data::Batch>& batches,
                                              const lrt::TokenBytes& token_bytes) = 0;
-  /// CORE's scores of an example's rows with the memory at zero (lrt::eval::score_zero_memory);
-  /// on the CPU several threads may call it at once.
-  virtual std::vector<lrt::eval::SpanScores> score_zero_memory(const lrt::eval::CoreSpans& s) const = 0;
-  /// The same with the exact recurrence (lrt::eval::sequential_scorer's values).
-  virtual std::vector<lrt::eval::SpanScores> score_sequential(const lrt::eval::CoreSpans& s) const = 0;
+  /// CORE's scorer (lrt::eval::sequential_scorer with the exact recurrence, else
+  /// lrt::eval::zero_memory_scorer); on the CPU several threads may call it at once.
+  virtual lrt::eval::CoreScorer core_scorer(bool sequential) const = 0;
   virtual std::vector<lrt::BpbResult> evaluate_sequential_by_position(const std::vector<lrt::data::Batch>& batches,
                                                                       const lrt::TokenBytes& token_bytes,
                                                                       lrt::index_t band, lrt::index_t sinks) = 0;
@@ -136,14 +134,8 @@ class SessionOf final : public Session {
     return lrt::evaluate_sequential_by_position(model_, batches, token_bytes, band, sinks);
   }
 
-  std::vector<lrt::eval::SpanScores> score_zero_memory(const lrt::eval::CoreSpans& s) const override {
-    return lrt::eval::score_zero_memory(model_, s);
-  }
-  std::vector<lrt::eval::SpanScores> score_sequential(const lrt::eval::CoreSpans& s) const override {
-    if constexpr (V::recurrent)
-      return lrt::eval::score_sequential(model_, s);
-    else
-      return lrt::eval::score_zero_memory(model_, s);
+  lrt::eval::CoreScorer core_scorer(bool sequential) const override {
+    return sequential ? lrt::eval::sequential_scorer(model_) : lrt::eval::zero_memory_scorer(model_);
   }
 
   std::vector<lrt::LayerMemoryStats> memory_statistics(const lrt::Tensor<lrt::index_t, 2>& inputs) const override {

@@ -356,6 +356,70 @@ printf 'variants baseline\nbudgets 1e3\ntrain-gap 1.5\n' > badgap.txt
 [ $? = 2 ] && grep -q "badgap.txt:3: 'train-gap' takes one value" badgap.out || fail "a bad train-gap: $(cat badgap.out)"
 pass "stand-ins: train-gap (the training split scored with the eval line's other flags; val - train)"
 
+# core: a third lrt-eval per run on a CORE bundle (lrt-eval --core, with the core line's flags and
+# only the eval line's --device/--threads); result.json's core and core_mode, results.csv's columns,
+# results.md's CORE table and core_vs_compute.svg. The stand-in scores CORE 0.1 + 0.05 x seed for the
+# baseline and 0.2 + 0.05 x seed for lrt, and records its arguments.
+mkdir -p fakecore && cp fakepair/lrt-train fakecore/
+cat > fakecore/lrt-eval << 'EOF2'
+#!/usr/bin/env bash
+args="$*" core="" mode=parallel
+while [ $# -gt 0 ]; do
+  case $1 in --checkpoint) dir=$2; shift ;; --core) core=$2; shift ;; --mode) mode=$2; shift ;; esac
+  shift
+done
+echo "$args" >> "$dir/eval-args.txt"
+read -r variant seed lr budget < "$dir/fake.txt"
+if [ -n "$core" ]; then
+  [ -f "$core/core.yaml" ] || { echo "error: no bundle at $core" >&2; exit 1; }
+  awk -v v="$variant" -v s="$seed" -v m="$mode" 'BEGIN {
+    printf "{\"variant\":\"%s\",\"mode\":\"%s\",\"core_metric\":%.10g}\n", v, m, (v == "baseline" ? 0.1 : 0.2) + 0.05 * s }'
+else
+  printf '{"variant":"%s","schedule":"x","targets":10,"bytes":10,"val_bpb":2}\n' "$variant"
+fi
+EOF2
+chmod +x fakecore/lrt-eval
+mkdir -p grids/bundle && : > grids/bundle/core.yaml
+cat > grids/core.txt << 'EOF2'
+variants baseline lrt
+budgets 2e3
+seeds 0 1
+eval --eval-bytes 99 --threads 1
+core bundle --mode sequential --max-per-task 5
+EOF2
+"$ablate" grids/core.txt --bin fakecore --data corpus.txt --out core > core.out 2>&1 || fail "core: exit $?: $(tail core.out)"
+a=core/runs/lrt/f2e3/s1/eval-args.txt
+[ "$(wc -l < "$a")" = 2 ] || fail "core: not two lrt-eval runs: $(cat "$a")"
+case "$(sed -n 2p "$a")" in
+  *"--core $PWD/grids/bundle --json --mode sequential --max-per-task 5 --threads 1") ;;
+  *) fail "core: the CORE eval's arguments: $(sed -n 2p "$a")" ;;
+esac
+grep -q '"core":0.25,"core_mode":"sequential"' core/runs/lrt/f2e3/s1/result.json ||
+  fail "core: result.json: $(cat core/runs/lrt/f2e3/s1/result.json)"
+head -1 core/results.csv | grep -q ',core,core_mode,' || fail "core: results.csv has no core columns: $(head -1 core/results.csv)"
+grep -q ',0.25,sequential,' core/results.csv || fail "core: results.csv rows: $(cat core/results.csv)"
+for want in '## CORE (sequential mode)' '| baseline | 0.1250 ± 0.0354 (2) |' '| lrt | 0.2250 ± 0.0354 (2) |'; do
+  grep -qF -- "$want" core/results.md || fail "core: results.md has no line '$want':
+$(cat core/results.md)"
+done
+grep -q 'CORE (sequential mode) vs compute' core/core_vs_compute.svg || fail "core: core_vs_compute.svg"
+grep -q 'CORE 0.2500 (sequential)' core.out || fail "core: the done line has no CORE: $(grep done core.out)"
+grep -qF '## CORE' gap/results.md && fail "results.md has a CORE table without a core line"
+[ -e gap/core_vs_compute.svg ] && fail "core_vs_compute.svg without a core line"
+printf 'variants baseline\nbudgets 1e3\ncore bundle --mode both\n' > grids/badcore.txt
+"$ablate" grids/badcore.txt --bin fakecore --data corpus.txt --out badcore > badcore.out 2>&1
+[ $? = 2 ] && grep -q "badcore.txt:3: the core line's --mode must be parallel or sequential, got 'both'" badcore.out ||
+  fail "a core line with --mode both: $(cat badcore.out)"
+printf 'variants baseline\nbudgets 1e3\ncore bundle --eval-bytes 5\n' > grids/badcore2.txt
+"$ablate" grids/badcore2.txt --bin fakecore --data corpus.txt --out badcore > badcore.out 2>&1
+[ $? = 2 ] && grep -q "badcore2.txt:3: 'core' takes a CORE bundle's folder" badcore.out ||
+  fail "a core line with a bits-per-byte flag: $(cat badcore.out)"
+printf 'variants baseline\nbudgets 1e3\ncore nowhere\n' > grids/badcore3.txt
+"$ablate" grids/badcore3.txt --bin fakecore --data corpus.txt --out badcore > badcore.out 2>&1
+[ $? = 2 ] && grep -q "badcore3.txt:3: core: '.*grids/nowhere' is not a CORE bundle (no core.yaml in it)" badcore.out ||
+  fail "a core line without a bundle: $(cat badcore.out)"
+pass "stand-ins: core (each run scored on CORE in the line's mode; results.csv, results.md, core_vs_compute.svg)"
+
 # An arm's own --lr-scale (a rate an earlier sweep chose), refused beside an lr-sweep line.
 printf 'arm base2 --variant baseline --lr-scale 2\narm lrt --variant lrt\nbudgets 1e3\neval --split tune\n' > armlr.txt
 "$ablate" armlr.txt --bin fakegap --data corpus.txt --out armlr > armlr.out 2>&1 || fail "arm --lr-scale: $(tail armlr.out)"

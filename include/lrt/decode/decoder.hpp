@@ -125,6 +125,7 @@ class Decoder {
   }
 
   index_t batch() const noexcept { return B_; }
+  const Model& model() const noexcept { return *m_; }
   /// The most positions a row may reach; 0: no limit.
   index_t capacity() const noexcept { return cap_; }
   /// The attention sinks: the first positions of a row every query sees (0: none).
@@ -172,6 +173,31 @@ class Decoder {
     check(static_cast<index_t>(prompts.size()) == B_, "decoder", "got ", prompts.size(), " prompts for ", B_, " rows");
     std::vector<std::span<const index_t>> rows(prompts.begin(), prompts.end());
     return prefill_rows(rows, mode);
+  }
+
+  /// Starts a new context in which every row has the same prompt: it is fed once, on row 0, the
+  /// way `mode` says, and row 0's cache, memory ring and position are copied to the other rows,
+  /// which then continue on their own with step() (the options of one prompt, or several
+  /// completions of it, without computing the prompt B times). Returns the logits (B, V), every
+  /// row's the same: what prefill() gives with the prompt on every row, but from a one-row pass
+  /// (so equal to within rounding, not bit for bit, where the batched products round differently).
+  const Tensor<T, 2, D>& prefill_shared(std::span<const index_t> prompt, PrefillMode mode = {}) {
+    prefill_rows({prompt}, mode);
+    const auto row = [](auto& t, index_t b) { return t.view().slice(0, b, b + 1); };
+    for (index_t b = 1; b < B_; ++b) {
+      for (std::size_t l = 0; l < kv_.k.size(); ++l) {
+        row(kv_.k[l], b) = row(kv_.k[l], 0);
+        row(kv_.v[l], b) = row(kv_.v[l], 0);
+        if (sinks_ > 0) row(kv_.sk[l], b) = row(kv_.sk[l], 0), row(kv_.sv[l], b) = row(kv_.sv[l], 0);
+      }
+      if constexpr (V::recurrent) {
+        mem_.states.view().slice(1, b, b + 1) = mem_.states.view().slice(1, 0, 1);
+        for (index_t s = 0; s < mem_.tokens.shape()[0]; ++s) mem_.tokens(s, b) = mem_.tokens(s, 0);
+      }
+      row(logits_, b) = row(logits_, 0);
+      pos_[static_cast<std::size_t>(b)] = pos_[0];
+    }
+    return logits_;
   }
 
   /// Feeds tokens (B), row b's at position(b); returns the next-token logits (B, V),
@@ -321,7 +347,8 @@ class Decoder {
     }
   }
 
-  /// Shared by both prefill overloads: validates, resets and feeds the prompts.
+  /// Shared by the prefill overloads: validates, resets and feeds the prompts of rows 0, 1, ...
+  /// (every row's, or row 0's for prefill_shared).
   const Tensor<T, 2, D>& prefill_rows(const std::vector<std::span<const index_t>>& prompts, PrefillMode mode) {
     const ModelConfig& c = m_->config();
     bool same = true;
@@ -358,16 +385,18 @@ class Decoder {
         tok.clear(), rows.clear();
         for (std::size_t b = 0; b < prompts.size(); ++b)
           if (j < prompts[b].size()) tok.push_back(prompts[b][j]), rows.push_back(static_cast<index_t>(b));
-        feed(tok, rows.size() == prompts.size() ? std::span<const index_t>() : std::span<const index_t>(rows));
+        feed(tok,
+             static_cast<index_t>(rows.size()) == B_ ? std::span<const index_t>() : std::span<const index_t>(rows));
       }
       return logits_;
     }
     // zero: the zero-memory forward over the prompt (pass 0); interleaved: pass 0 + S passes.
     const index_t S = mode.kind == PrefillMode::Kind::Zero ? 0 : mode.passes;
+    const index_t n = static_cast<index_t>(prompts.size());
     if (same) {
-      load(prompts, 0, B_, S);
+      load(prompts, 0, n, S);
     } else {
-      for (index_t b = 0; b < B_; ++b) load(prompts, b, 1, S);
+      for (index_t b = 0; b < n; ++b) load(prompts, b, 1, S);
     }
     return logits_;
   }

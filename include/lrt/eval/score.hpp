@@ -1,11 +1,14 @@
 // lrt/eval/score.hpp: a model as a CORE scorer (eval/core.hpp), in two modes.
 //   - parallel (zero_memory_scorer): the release's evaluation ("full-pass (zero-feedback)
-//     semantics"): one forward of the rows with the memory at zero, the rows padded with BOS on
-//     the right (causal attention keeps padding out of every scored position). Only the
-//     positions that predict a span reach the head.
-//   - sequential (sequential_scorer): the exact recurrence, as an LRT runs when deployed: the
-//     decoder steps each row token by token with m_{t-1} carried (the Exact schedule's values).
+//     semantics"): the memory at zero throughout.
+//   - sequential (sequential_scorer): the exact recurrence, as an LRT runs when deployed: each
+//     row token by token with m_{t-1} carried (the Exact schedule's values).
 //     A model without memory has one mode: its sequential scorer is the parallel one.
+// Both scorers run pooled decoders (score_shared): the rows' common prefix (the few-shot context
+// and the query) is fed once and its cache and memory copied to every row, which then continues
+// alone. The direct forms, each row from position 0, stay as the references the tests hold the
+// scorers to: score_zero_memory (one zero-memory forward of the padded rows, the head only on the
+// positions that predict a span) and score_sequential (a decoder stepping every row).
 //
 //   const lrt::eval::CoreScorer s = lrt::eval::zero_memory_scorer(model);
 #pragma once
@@ -13,6 +16,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <span>
 #include <vector>
 
 #include "../autodiff/graph.hpp"
@@ -130,20 +136,130 @@ std::vector<SpanScores> score_sequential(const Model<V, T, D>& m, const CoreSpan
   return out;
 }
 
-/// A CoreScorer of model m in the zero-memory mode (m must outlive it).
-template <class V, class T, Device D>
-CoreScorer zero_memory_scorer(const Model<V, T, D>& m) {
-  return [&m](const CoreSpans& s) { return score_zero_memory(m, s); };
+/// The tokens every row of s has in common before the first position any row scores (>= 1, the
+/// BOS at least): the work a decoder does once for all the rows of an example.
+inline index_t shared_prefix(const CoreSpans& s) {
+  index_t n = static_cast<index_t>(s.rows[0].size());
+  for (const auto& r : s.rows) {
+    index_t i = 0;
+    while (i < n && i < static_cast<index_t>(r.size()) &&
+           r[static_cast<std::size_t>(i)] == s.rows[0][static_cast<std::size_t>(i)])
+      ++i;
+    n = i;
+  }
+  for (std::size_t b = 0; b < s.rows.size(); ++b)
+    if (s.start[b] >= 1) n = std::min(n, s.start[b]);  // position start - 1 is the first one scored
+  return std::max<index_t>(n, 1);
 }
 
-/// A CoreScorer of model m with the exact recurrence (m must outlive it); for a model without
-/// memory, the zero-memory scorer (the two modes are one).
+/// Scores the spans of s with a decoder of s.rows.size() rows, sharing the rows' common prefix:
+/// its tokens are fed once (Decoder::prefill_shared, `mode` exact: the exact recurrence; zero: the
+/// memory at zero, as score_zero_memory), then every row continues from that cache and memory,
+/// stepped together up to the last position any span needs (rows past their end are fed BOS,
+/// which no scored position sees). Equal to scoring each row alone to within rounding.
+template <class V, class T, Device D>
+std::vector<SpanScores> score_shared(Decoder<V, T, D>& dec, const CoreSpans& s, const PrefillMode& mode) {
+  const ModelConfig& c = dec.model().config();
+  const index_t B = static_cast<index_t>(s.rows.size());
+  check(dec.batch() == B, "core", "a decoder of ", dec.batch(), " rows for an example of ", B);
+  const index_t share = shared_prefix(s);
+  index_t last = share;  // positions 0..last-1 are fed
+  for (std::size_t b = 0; b < s.rows.size(); ++b) last = std::max(last, s.end[b] - 1);
+  for (const auto& r : s.rows)
+    for (index_t id : r)
+      check(id >= 0 && id < c.vocab_size, "core", "token id ", id, " outside the model's vocabulary of ", c.vocab_size);
+  std::vector<SpanScores> out(s.rows.size());
+  const auto score_all = [&](const Tensor<T, 2, D>& logits, index_t p, bool one_row) {
+    const auto& lg = lrt::on_device<cpu::Device>(logits);  // (B, V) soft-capped, on the host
+    for (index_t b = 0; b < B; ++b)
+      if (scored(s, static_cast<std::size_t>(b), p))
+        score_position(&lg(one_row ? 0 : b, 0), c.vocab_size,
+                       s.rows[static_cast<std::size_t>(b)][static_cast<std::size_t>(p + 1)],
+                       out[static_cast<std::size_t>(b)]);
+  };
+  score_all(dec.prefill_shared(std::span<const index_t>(s.rows[0].data(), static_cast<std::size_t>(share)), mode),
+            share - 1, true);
+  std::vector<index_t> tok(static_cast<std::size_t>(B));
+  for (index_t t = share; t < last; ++t) {
+    for (index_t b = 0; b < B; ++b) {
+      const auto& r = s.rows[static_cast<std::size_t>(b)];
+      tok[static_cast<std::size_t>(b)] = t < static_cast<index_t>(r.size()) ? r[static_cast<std::size_t>(t)] : c.bos();
+    }
+    score_all(dec.step(tok), t, false);
+  }
+  return out;
+}
+
+/// Decoders of one model kept for reuse by a scorer: an example takes one of its batch size
+/// (constructed the first time that size is needed by that many threads at once) and gives it
+/// back, so after warm-up no example builds a decoder or its cache. Thread-safe.
+template <class V, class T, Device D>
+class DecoderPool {
+ public:
+  using Dec = Decoder<V, T, D>;
+  explicit DecoderPool(const Model<V, T, D>& m) : m_(&m) {}
+
+  /// A decoder of `rows` rows, given back when the lease ends.
+  class Lease {
+   public:
+    Lease(DecoderPool& p, std::unique_ptr<Dec> d) : p_(&p), d_(std::move(d)) {}
+    Lease(Lease&&) = delete;
+    ~Lease() {
+      std::lock_guard<std::mutex> lk(p_->mu_);
+      p_->free_.push_back(std::move(d_));
+    }
+    Dec& operator*() const noexcept { return *d_; }
+
+   private:
+    DecoderPool* p_;
+    std::unique_ptr<Dec> d_;
+  };
+
+  Lease take(index_t rows) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      for (auto& d : free_)
+        if (d->batch() == rows) {
+          std::unique_ptr<Dec> got = std::move(d);
+          d = std::move(free_.back());
+          free_.pop_back();
+          return Lease(*this, std::move(got));
+        }
+    }
+    return Lease(*this, std::make_unique<Dec>(*m_, rows));
+  }
+
+ private:
+  const Model<V, T, D>* m_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Dec>> free_;
+};
+
+/// A CoreScorer of model m through pooled decoders (score_shared) fed the way `mode` says (m must
+/// outlive it; copies share the pool).
+template <class V, class T, Device D>
+CoreScorer decoder_scorer(const Model<V, T, D>& m, PrefillMode mode) {
+  auto pool = std::make_shared<DecoderPool<V, T, D>>(m);
+  return [pool, mode](const CoreSpans& s) {
+    const auto lease = pool->take(static_cast<index_t>(s.rows.size()));
+    return score_shared(*lease, s, mode);
+  };
+}
+
+/// A CoreScorer of model m in the zero-memory mode, the options sharing their prefix.
+template <class V, class T, Device D>
+CoreScorer zero_memory_scorer(const Model<V, T, D>& m) {
+  return decoder_scorer(m, PrefillMode::zero());
+}
+
+/// A CoreScorer of model m with the exact recurrence, the options sharing their prefix; for a
+/// model without memory, the zero-memory scorer (the two modes are one).
 template <class V, class T, Device D>
 CoreScorer sequential_scorer(const Model<V, T, D>& m) {
   if constexpr (!V::recurrent)
     return zero_memory_scorer(m);
   else
-    return [&m](const CoreSpans& s) { return score_sequential(m, s); };
+    return decoder_scorer(m, PrefillMode::exact());
 }
 
 }  // namespace eval

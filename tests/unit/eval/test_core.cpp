@@ -401,6 +401,50 @@ TEST_CASE("core sequential: each scored token's loss is the Exact schedule's, in
   CHECK(differ_from_parallel > tokens / 2);  // the memory changes what the model predicts
 }
 
+/// Row b of s alone.
+ev::CoreSpans row_alone(const ev::CoreSpans& s, std::size_t b) { return {{s.rows[b]}, {s.start[b]}, {s.end[b]}}; }
+
+TEST_CASE("core: the options scored from their shared prefix equal each option scored alone, both modes, in double") {
+  const auto m_ptr = load_model<lrt::variants::LrtRelease, double>(data_dir + "/release_lrt.safetensors");
+  const auto& m = *m_ptr;
+  const auto bundle = ev::CoreBundle::open(bundle_dir);
+  const lrt::data::TextTokenizer bytes;
+  const ev::CoreScorer shared_par = ev::zero_memory_scorer(m), shared_seq = ev::sequential_scorer(m);
+  std::size_t tokens = 0, shared_tokens = 0, examples = 0;
+  double worst = 0;
+  for (const auto& t : bundle.tasks()) {
+    const auto data = bundle.task_data(t);
+    for (index_t i = 0; i < 4; ++i) {
+      const auto spans = ev::token_spans(t.type, ev::render_prompts(t, data, i), bytes);
+      const index_t share = ev::shared_prefix(spans);
+      CHECK(share >= 1);
+      shared_tokens += static_cast<std::size_t>(share - 1) * (spans.rows.size() - 1);  // fed once, not B times
+      ++examples;
+      for (const bool seq : {false, true}) {
+        const auto together = (seq ? shared_seq : shared_par)(spans);
+        REQUIRE(together.size() == spans.rows.size());
+        for (std::size_t b = 0; b < spans.rows.size(); ++b) {
+          const auto alone =
+              seq ? ev::score_sequential(m, row_alone(spans, b)) : ev::score_zero_memory(m, row_alone(spans, b));
+          REQUIRE(alone[0].loss.size() == together[b].loss.size());
+          for (std::size_t k = 0; k < alone[0].loss.size(); ++k) {
+            worst = std::max(worst, std::abs(together[b].loss[k] - alone[0].loss[k]));
+            CHECK(std::abs(together[b].loss[k] - alone[0].loss[k]) <= 1e-12);
+            CHECK(std::abs(together[b].gap[k] - alone[0].gap[k]) <= 1e-12);
+            CHECK(together[b].argmax[k] == alone[0].argmax[k]);
+            ++tokens;
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(examples, " examples, ", tokens,
+          " scored tokens in both modes equal to scoring each option alone (largest difference ", worst, "); ",
+          shared_tokens, " prefix tokens fed once instead of once per option");
+  CHECK(tokens > 400);
+  CHECK(shared_tokens > 1000);  // the few-shot context is what the options share
+}
+
 TEST_CASE("core sequential: a model without memory scores the same in both modes, bit for bit") {
   const auto m_ptr =
       load_model<lrt::variants::Baseline>(std::string(LRT_TEST_DATA_DIR) + "/pre_roster/baseline_standard.safetensors");
