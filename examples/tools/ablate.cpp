@@ -295,8 +295,9 @@ class Ablation {
       // horizon, not how the run evaluates or on which device: those flags go again.
       std::vector<std::string> given = grid.train_flags;
       given.insert(given.end(), arms[r.arm].flags.begin(), arms[r.arm].flags.end());
-      const std::vector<std::string> again = ablate::pick_flags(
-          given, {"eval-every", "eval-tokens", "eval-bytes", "seq-eval-every", "device", "precision"});
+      const std::vector<std::string> again =
+          ablate::pick_flags(given, {"eval-every", "eval-tokens", "eval-bytes", "seq-eval-every", "core", "core-every",
+                                     "core-max-per-task", "core-mode", "device", "precision"});
       c.insert(c.end(), {"--resume", r.dir});
       c.insert(c.end(), again.begin(), again.end());
       c.insert(c.end(), {"--out", r.dir, "--data", data});

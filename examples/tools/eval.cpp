@@ -1,11 +1,12 @@
 // lrt-eval: validation bits per byte of a checkpoint (spec §7); the last line is `val_bpb: X`.
 // With --core DIR: CORE, the in-context-learning accuracy of a bundle's tasks as the release
-// computes it (lrt/eval/core.hpp); the last line is `core_metric: X`.
+// computes it (lrt/eval/core.hpp); the last line is `core_metric: X`. Under mpirun -np N the
+// examples are spread over the ranks (rank 0 reports).
 // LRT checkpoints also print val_bpb_parallel (with per-pass values) and val_bpb_sequential. The
 // parallel mode runs the schedule the checkpoint records, with its options: lrt's metadata, or a
 // release config's use_interleaved (+ interleaved_kv_refresh) / use_multi_refine (+ its weights).
 //   lrt-eval --checkpoint runs/tiny/model.safetensors --data ~/.cache/lrt-data/brown/package
-#include "runner.hpp"
+#include "mpi_join.hpp"
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-eval",
@@ -54,7 +55,9 @@ int main(int argc, char** argv) {
       .option("threads", "N", tool::threads_help)
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32");
-  return tool::run_main(a, [&] {
+  std::unique_ptr<lrt::dist::Group> group;  // under mpirun: --core's examples spread over the ranks
+  if (const int rc = tool::join_mpi(group, "lrt-eval"); rc != 0) return rc;
+  const int rc = tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
     tool::apply_threads(a);
     tool::device_choice(a);  // a bad --device or --precision fails before any work
@@ -63,4 +66,11 @@ int main(int argc, char** argv) {
     const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
     return tool::find_entry(c.schedule.structure, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);
   });
+  // A usage error stops every rank alike; any other, the others could wait for this one.
+  if (rc != 0 && rc != 2 && group != nullptr && group->size() > 1) {
+    std::fprintf(stderr, "lrt-eval: rank %d of %d stopped with exit code %d: ending the job\n", group->rank(),
+                 group->size(), rc);
+    group->abort(rc);
+  }
+  return rc;
 }

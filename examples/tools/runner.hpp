@@ -16,6 +16,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -448,6 +449,11 @@ struct TrainSettings {
   int modes = 0;            // how many of --steps, --time and --budget-forwards were given
   double time_arg = 0, tpp = 0, budget_forwards = 0;
   DeviceChoice device;
+  // --core DIR: CORE scored into log.csv (rank 0) every core_every steps (0: at each evaluation)
+  std::shared_ptr<const lrt::eval::CoreBundle> core;
+  std::string core_dir, core_mode;  // core_mode: parallel, sequential or both
+  long long core_every = 0;
+  lrt::eval::CoreOptions core_options;
 };
 
 template <class V, class Sched>
@@ -578,6 +584,26 @@ TrainSettings train_settings(const Args& a) {
     lrt::check_schedule_options<Sched, V>(sched_opts);
   } catch (const lrt::Error& e) {
     throw UsageError(fmt::format("{} with {}: {}", display_name<V>(), lrt::schedule_spec<Sched>(), e.what()));
+  }
+  if (a.has("core")) {
+    st.core_dir = a.str("core");
+    tool::require_path(st.core_dir, "--core");
+    st.core_mode = a.has("core-mode") ? a.str("core-mode") : "parallel";
+    if (st.core_mode != "parallel" && st.core_mode != "sequential" && st.core_mode != "both")
+      throw UsageError(fmt::format("--core-mode must be parallel, sequential or both, got '{}'", st.core_mode));
+    if constexpr (!V::recurrent)
+      if (st.core_mode != "parallel")
+        throw UsageError(fmt::format("--core-mode {}: variant {} has no memory, so its one CORE mode is parallel",
+                                     st.core_mode, display_name<V>()));
+    st.core_every = a.integer("core-every", 0, 1LL << 40);
+    st.core_options.max_per_task = a.integer("core-max-per-task", -1, 1LL << 40);
+    if (st.core_options.max_per_task == 0) throw UsageError("--core-max-per-task must be >= 1 (or -1: every item)");
+    st.core = std::make_shared<const lrt::eval::CoreBundle>(lrt::eval::CoreBundle::open(st.core_dir));
+    for (const auto& t : st.core->tasks())  // a bad data file or too few items fail before training
+      (void)st.core->task_data(t, st.core_options.max_per_task);
+  } else {
+    for (const char* f : {"core-every", "core-max-per-task", "core-mode"})
+      if (a.has(f)) throw UsageError(fmt::format("--{} goes with --core DIR", f));
   }
   eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
   eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
@@ -804,6 +830,79 @@ void open_run_log(RunLog& log, const Args& a, const TrainSettings& st, Session& 
                   st.resume ? "" : ", preset " + st.preset, st.cfg.n_layer, st.cfg.n_embd, tr.tokens_per_step());
 }
 
+/// CORE of a session's model (lrt::eval::evaluate_core) through its scorer: on the CPU the examples
+/// run on the thread pool; a GPU session takes them one at a time.
+inline lrt::eval::CoreReport session_core(const Session& m, bool sequential, const lrt::eval::CoreBundle& bundle,
+                                          const lrt::eval::CoreOptions& o, const lrt::data::TextTokenizer& tok,
+                                          const std::function<void(const lrt::eval::CoreProgress&)>& progress = {}) {
+  const bool cpu = m.device() == DeviceKind::cpu;
+  auto one_at_a_time = std::make_shared<std::mutex>();
+  const lrt::eval::CoreScorer scorer = [cpu, one_at_a_time,
+                                        inner = m.core_scorer(sequential)](const lrt::eval::CoreSpans& s) {
+    std::unique_lock<std::mutex> lk(*one_at_a_time, std::defer_lock);
+    if (!cpu) lk.lock();
+    return inner(s);
+  };
+  return lrt::eval::evaluate_core(bundle, o, tok, scorer, progress);
+}
+
+/// A shard's scored examples as text, one line each (task, index, line, correct, predicted, margin,
+/// option losses; doubles in their shortest round-trip form), after a line per task with its seconds.
+inline std::string core_shard_text(const lrt::eval::CoreReport& rep) {
+  std::string s;
+  for (std::size_t k = 0; k < rep.tasks.size(); ++k) {
+    const auto& t = rep.tasks[k];
+    s += fmt::format("T {} {}\n", k, t.seconds);
+    for (std::size_t i = 0; i < t.per_example.size(); ++i) {
+      const auto& e = t.per_example[i];
+      if (!e.scored) continue;
+      s += fmt::format("E {} {} {} {} {} {} {}", k, i, e.line, e.correct ? 1 : 0, e.predicted, e.margin,
+                       e.option_losses.size());
+      for (double l : e.option_losses) s += fmt::format(" {}", l);
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+/// The report of one shard rebuilt from core_shard_text over `shape` (a report of the same bundle
+/// and options: its tasks and example counts).
+inline lrt::eval::CoreReport core_shard_from_text(const std::string& text, const lrt::eval::CoreReport& shape) {
+  lrt::eval::CoreReport rep = shape;
+  for (auto& t : rep.tasks)
+    for (auto& e : t.per_example) e = {};
+  std::istringstream in(text);
+  const auto bad = [](const std::string& line) {
+    return lrt::Error("lrt-eval", "a rank sent a bad CORE line: " + line);
+  };
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string tag, num;
+    std::size_t k = 0, i = 0;
+    f >> tag >> k;
+    if (!f || k >= rep.tasks.size()) throw bad(line);
+    auto& t = rep.tasks[k];
+    const auto real = [&] {
+      if (!(f >> num)) throw bad(line);
+      return std::strtod(num.c_str(), nullptr);  // "nan" and "inf" too
+    };
+    if (tag == "T") {
+      t.seconds = real();
+      continue;
+    }
+    std::size_t n = 0;
+    int correct = 0;
+    lrt::eval::CoreExample e;
+    if (tag != "E" || !(f >> i >> e.line >> correct >> e.predicted) || i >= t.per_example.size()) throw bad(line);
+    e.margin = real();
+    if (!(f >> n) || n > 1024) throw bad(line);
+    for (std::size_t j = 0; j < n; ++j) e.option_losses.push_back(real());
+    e.correct = correct != 0, e.scored = true;
+    t.per_example[i] = std::move(e);
+  }
+  return rep;
+}
+
 /// How the loop ended, and what the report needs of it.
 struct LoopEnd {
   int stop = 0;       // the signal that stopped the run after a step (0: it reached the horizon)
@@ -858,6 +957,13 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
       }
     }
     if (seq_now && root) row.val_bpb_seq = tr.evaluate_sequential(val, token_bytes).bpb();
+    const bool core_now = st.core && (last || (st.core_every > 0 ? (s.step + 1) % st.core_every == 0 : eval_now));
+    if (core_now && root) {
+      if (st.core_mode != "sequential")
+        row.core = session_core(tr, false, *st.core, st.core_options, d.tok).core_metric;
+      if (st.core_mode != "parallel")
+        row.core_seq = session_core(tr, true, *st.core, st.core_options, d.tok).core_metric;
+    }
     eval_seconds += now() - t_eval;
     log.append(row);
     const double tps = double(timed_steps * tr.tokens_per_step()) / train_seconds;
@@ -866,7 +972,12 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
                                    s.loss, s.lr_multiplier, tps, tool::duration(now()), tool::duration(eta));
     if (eval_now) line += fmt::format(" | val loss {:.4f} bpb {:.4f}", row.val_loss, row.val_bpb);
     if (seq_now) line += fmt::format(" (sequential {:.4f})", row.val_bpb_seq);
-    if (root) progress.update(line, now(), eval_now || s.step == 0 || stop != 0);
+    if (core_now)
+      line += st.core_mode == "both"
+                  ? fmt::format(" | CORE {:.4f} (sequential {:.4f})", row.core, row.core_seq)
+                  : fmt::format(" | CORE {:.4f}{}", st.core_mode == "parallel" ? row.core : row.core_seq,
+                                st.core_mode == "parallel" ? "" : " (sequential)");
+    if (root) progress.update(line, now(), eval_now || core_now || s.step == 0 || stop != 0);
     if (eval_now || stop != 0) {
       // A unit: model, optimizer state, the logs so far.
       saved =
@@ -887,6 +998,9 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
                                         : fmt::format(" --eval-tokens {}", val_tokens(val));
       more += fmt::format(" --eval-every {}", eval_every);
       if (seq_every > 0) more += fmt::format(" --seq-eval-every {}", seq_every);
+      if (st.core)
+        more += fmt::format(" --core {} --core-every {} --core-max-per-task {} --core-mode {}", st.core_dir,
+                            st.core_every, st.core_options.max_per_task, st.core_mode);
       for (const char* f : {"device", "precision"})
         if (a.has(f)) more += fmt::format(" --{} {}", f, a.str(f));
       if (root)
@@ -1051,6 +1165,9 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   if (o.max_per_task == 0) throw UsageError("--max-per-task must be >= 1 (or -1: every item)");
   if (a.has("tasks")) o.tasks = a.items("tasks");
   const bool json = a.has("json");
+  lrt::dist::Group* group = dist_group();  // under mpirun: each rank scores every N-th example
+  if (group != nullptr && group->size() > 1) o.shards = group->size(), o.shard = group->rank();
+  const bool root = group == nullptr || group->is_root();
   const auto bundle = lrt::eval::CoreBundle::open(dir);
   const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
   const DeviceChoice device = device_choice(a);
@@ -1065,26 +1182,19 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   if (!json)
     fmt::print(
         "checkpoint {} (step {}): {} with {}, L={} d={} T={}\ntokenizer: {}\nCORE bundle {}: {} tasks{}\nmode: "
-        "{}\ndevice: {}\n",
+        "{}\ndevice: {}{}\n",
         a.str("checkpoint"), lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer, cfg.n_embd,
         cfg.sequence_len, tok.describe(), dir, o.tasks.empty() ? bundle.tasks().size() : o.tasks.size(),
         o.max_per_task > 0 ? fmt::format(", at most {} items each", o.max_per_task) : std::string(), mode_text,
-        describe(device, *model));
+        describe(device, *model),
+        o.shards > 1 ? fmt::format(" x {} ranks ({}), the examples spread over them", o.shards, group->name()) : "");
   std::fflush(stdout);
-  // On the CPU the examples run on the thread pool; a GPU session takes them one at a time.
-  const Session& m = *model;
-  const bool cpu = device.device == DeviceKind::cpu;
-  std::mutex one_at_a_time;
   const auto run = [&](bool sequential) {
-    const lrt::eval::CoreScorer scorer = [&, inner = m.core_scorer(sequential)](const lrt::eval::CoreSpans& s) {
-      std::unique_lock<std::mutex> lk(one_at_a_time, std::defer_lock);
-      if (!cpu) lk.lock();
-      return inner(s);
-    };
     const auto t0 = std::chrono::steady_clock::now();
     double last = 0;
     const char* label = mode == "both" ? (sequential ? " (sequential)" : " (parallel)") : "";
     const auto progress = [&](const lrt::eval::CoreProgress& p) {
+      if (!root) return;  // rank 0 reports, its own share
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (p.done != p.total && el - last < 5) return;
       last = el;
@@ -1095,12 +1205,18 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
                    p.label.c_str(), rate,
                    tool::duration(static_cast<double>(p.total - p.done) / std::max(rate, 1e-9)).c_str());
     };
-    return lrt::eval::evaluate_core(bundle, o, tok, scorer, progress);
+    lrt::eval::CoreReport rep = session_core(*model, sequential, bundle, o, tok, progress);
+    if (o.shards == 1) return rep;
+    // every rank's examples to every rank, in rank order, then one report
+    const std::vector<std::string> all = group->exchange(core_shard_text(rep), "the CORE examples of each rank");
+    std::vector<lrt::eval::CoreReport> shards;
+    for (const std::string& text : all) shards.push_back(core_shard_from_text(text, rep));
+    return lrt::eval::merge_core(shards);
   };
   std::vector<std::pair<std::string, lrt::eval::CoreReport>> reps;  // (mode, report)
   if (mode != "sequential") reps.emplace_back("parallel", run(false));
   if (mode != "parallel") reps.emplace_back("sequential", run(true));
-  if (a.has("examples")) {
+  if (a.has("examples") && root) {
     std::string out = "# mode\ttask\tidx\tline\tcorrect\tpredicted\tmargin\toption_losses\n";
     for (const auto& [name, rep] : reps)
       for (const auto& t : rep.tasks)
@@ -1176,6 +1292,10 @@ template <class V, class Sched>
 int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg, const lrt::ScheduleOptions& so) {
   lrt::check_schedule_options<Sched, V>(so);
   if (a.has("core")) return core_run<V, Sched>(a, r, cfg);
+  if (dist_group() != nullptr && dist_group()->size() > 1)
+    throw UsageError(
+        "under mpirun lrt-eval spreads --core's examples over the ranks; bits per byte (--data) run in "
+        "one process");
   for (const char* f : {"max-per-task", "tasks", "examples"})
     if (a.has(f)) throw UsageError(fmt::format("--{} goes with --core DIR", f));
   if (!a.has("data")) throw UsageError("missing required option '--data' (or --core DIR for CORE)");

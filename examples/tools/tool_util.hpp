@@ -64,16 +64,19 @@ class Progress {
 struct LogRow {
   long long step = 0, tokens = 0;
   double train_loss = NAN, val_loss = NAN, val_bpb = NAN, lr = NAN, seconds = NAN;
-  double val_bpb_seq = NAN;  // LRT: the sequential (exact recurrence) bits per byte, when scored
+  double val_bpb_seq = NAN;           // LRT: the sequential (exact recurrence) bits per byte, when scored
+  double core = NAN, core_seq = NAN;  // lrt-train --core: CORE in parallel / sequential mode, when scored
 };
 
-inline const char* log_header = "step,tokens,train_loss,val_loss,val_bpb,lr_multiplier,seconds,val_bpb_sequential";
+inline const char* log_header =
+    "step,tokens,train_loss,val_loss,val_bpb,lr_multiplier,seconds,val_bpb_sequential,core,core_sequential";
 
 inline std::string fmt_opt(double v) { return std::isnan(v) ? "" : fmt::format("{:.6g}", v); }
 
 inline std::string log_line(const LogRow& r) {
-  return fmt::format("{},{},{},{},{},{},{},{}", r.step, r.tokens, fmt_opt(r.train_loss), fmt_opt(r.val_loss),
-                     fmt_opt(r.val_bpb), fmt_opt(r.lr), fmt_opt(r.seconds), fmt_opt(r.val_bpb_seq));
+  return fmt::format("{},{},{},{},{},{},{},{},{},{}", r.step, r.tokens, fmt_opt(r.train_loss), fmt_opt(r.val_loss),
+                     fmt_opt(r.val_bpb), fmt_opt(r.lr), fmt_opt(r.seconds), fmt_opt(r.val_bpb_seq), fmt_opt(r.core),
+                     fmt_opt(r.core_seq));
 }
 
 /// Reads a log written by log_line (unparsable lines are skipped).
@@ -87,11 +90,11 @@ inline std::vector<LogRow> read_log(const std::string& path) {
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    while (f.size() < 8) f.emplace_back();  // logs before val_bpb_sequential have 7 fields
+    while (f.size() < 10) f.emplace_back();  // older logs have 7 fields (no val_bpb_sequential) or 8 (no core)
     LogRow r;
     r.step = std::atoll(f[0].c_str()), r.tokens = std::atoll(f[1].c_str());
     r.train_loss = num(f[2]), r.val_loss = num(f[3]), r.val_bpb = num(f[4]), r.lr = num(f[5]), r.seconds = num(f[6]);
-    r.val_bpb_seq = num(f[7]);
+    r.val_bpb_seq = num(f[7]), r.core = num(f[8]), r.core_seq = num(f[9]);
     rows.push_back(r);
   }
   return rows;

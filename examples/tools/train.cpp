@@ -5,10 +5,7 @@
 //   lrt-train --variant baseline --budget-forwards 5e6 ...   (matched compute)
 #include <fmt/ranges.h>
 
-#include "runner.hpp"
-#ifdef LRT_TOOLS_MPI
-#include <lrt/dist/mpi.hpp>
-#endif
+#include "mpi_join.hpp"
 
 /// The variants of this build's (variant, schedule) pairs, in the registry's order: "baseline, lrt, ...".
 static std::string variant_names() {
@@ -16,13 +13,6 @@ static std::string variant_names() {
   for (const auto& e : tool::registry())
     if (std::find(names.begin(), names.end(), e.variant) == names.end()) names.push_back(e.variant);
   return fmt::format("{}", fmt::join(names, ", "));
-}
-
-/// The number of ranks an MPI launcher started (1 without one).
-[[maybe_unused]] static int launched_ranks() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
-  return 1;
 }
 
 int main(int argc, char** argv) {
@@ -92,33 +82,20 @@ int main(int argc, char** argv) {
               "LRT: also score the validation tokens in sequential mode (the exact recurrence) every N steps "
               "(0: only at the end)",
               "0")
+      .option("core", "DIR", "also score CORE on this bundle (lrt-eval --core) into log.csv's core columns")
+      .option("core-every", "N", "with --core: every N steps and at the end (0: at each evaluation)", "0")
+      .option("core-max-per-task", "K", "with --core: the first K items of each task after its shuffle (-1: all)", "-1")
+      .option("core-mode", "M",
+              "with --core: parallel (the memory at zero, as the release scores), sequential (LRT: the exact "
+              "recurrence) or both",
+              "parallel")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
       .option("threads", "N", tool::threads_help)
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
   std::unique_ptr<lrt::dist::Group> group;
-#ifdef LRT_TOOLS_MPI
-  if (lrt::dist::launched_by_mpi()) {
-    try {
-      group = std::make_unique<lrt::dist::MpiGroup>();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      return 1;
-    }
-    tool::dist_group_slot() = group.get();
-    if (!group->is_root() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports
-  }
-#else
-  if (launched_ranks() > 1) {
-    std::fprintf(stderr,
-                 "error: lrt-train was started as one of %d MPI ranks, but this build has no MPI (CMake found no "
-                 "OpenMPI when it was configured): each rank would train alone. Install it (bash scripts/setup.sh "
-                 "--mpi, or apt-get install openmpi-bin libopenmpi-dev), reconfigure and rebuild\n",
-                 launched_ranks());
-    return 2;
-  }
-#endif
+  if (const int rc = tool::join_mpi(group, "lrt-train"); rc != 0) return rc;
   for (int i = 1; i < argc; ++i) tool::program_arguments_slot() += std::string(i > 1 ? " " : "") + argv[i];
   const int rc = tool::run_main(a, [&] {
     for (int i = 1; i < argc; ++i)

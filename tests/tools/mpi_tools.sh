@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/tools/mpi_tools.sh BIN_DIR: data-parallel lrt-train under `mpirun -np 2` on loopback.
+# tests/tools/mpi_tools.sh BIN_DIR: data-parallel lrt-train (and lrt-eval --core's examples over
+# ranks) under `mpirun -np 2` on loopback.
 #   - equality: 2 ranks give the same model.safetensors and optim.safetensors, byte for byte, as
 #     one process that accumulates the same rows in two micro-batches (--micro-rows = half the
 #     batch), for 20 steps of tiny baseline and tiny lrt (interleaved:2);
@@ -59,6 +60,18 @@ for variant in baseline lrt; do
     --data "$data" --out from1_$variant
   same one_$variant from1_$variant
 done
+
+stage "lrt-eval --core over 2 ranks: each rank scores every other example; the same outcomes as one process"
+core=(--checkpoint one_lrt --core "$src/tests/data/core/bundle" --max-per-task 6 --mode both)
+timeout 300 "$bin/lrt-eval" "${core[@]}" --examples core1.tsv > core1.out 2>&1 || fail "lrt-eval --core: $(tail -3 core1.out)"
+timeout 300 "${mpi[@]}" "$bin/lrt-eval" "${core[@]}" --examples core2.tsv > core2.out 2>&1 ||
+  fail "lrt-eval --core over 2 ranks: $(tail -5 core2.out)"
+grep -q "x 2 ranks (mpi), the examples spread over them" core2.out || fail "lrt-eval --core over 2 ranks: $(head -6 core2.out)"
+cmp -s core1.tsv core2.tsv || fail "lrt-eval --core: the examples of 2 ranks differ from one process's: $(diff core1.tsv core2.tsv | head)"
+[ "$(grep -c . core1.tsv)" -gt 40 ] || fail "lrt-eval --core: too few examples: $(wc -l < core1.tsv)"
+diff <(grep '^core_metric' core1.out) <(grep '^core_metric' core2.out) || fail "lrt-eval --core: CORE differs over 2 ranks"
+sed 's/^/  | /' < <(grep '^core_metric' core2.out)
+expect 2 "bits per byte \(--data\) run in one process" "${mpi[@]}" "$bin/lrt-eval" --checkpoint one_lrt --data "$data"
 
 stage "refusals"
 expect 1 "batch_rows \(3\) does not divide by the 2 ranks" "${mpi[@]}" "$bin/lrt-train" --variant baseline \

@@ -121,3 +121,35 @@ nt=$(sed -n 's/.*; training split: the first 4096 of \([0-9]*\) bytes$/\1/p' trt
   fail "lrt-eval --split train: a's split ($na bytes) less t's ($nt) is not the tuning slice ($held): $(head -1 trt.out)"
 grep -q '^targets scored: 4096 (4096 bytes)' tra.out || fail "lrt-eval --split train: $(grep targets tra.out)"
 pass "--tune-split holds out a tuning slice that lrt-eval --split tune scores; --split train scores the rest"
+
+# 5. --core: CORE into log.csv's core columns every --core-every steps and at the end, in both
+#    modes, the values lrt-eval --core gives the same checkpoint; the refusals.
+bundle=$src/tests/data/core/bundle
+# shellcheck disable=SC2086
+"$train" $common --steps 5 --core "$bundle" --core-every 3 --core-max-per-task 4 --core-mode both --out core \
+  > core.out 2>&1 || fail "--core: the run exited with $?: $(tail -5 core.out)"
+got=$(awk -F, 'NR > 1 && $9 != "" && $10 != "" { printf "%s ", $1 }' core/log.csv)
+[ "$got" = "2 4 " ] || fail "--core: CORE in log.csv at steps '$got', not '2 4 ': $(cat core/log.csv)"
+head -1 core/log.csv | grep -q ',val_bpb_sequential,core,core_sequential$' || fail "--core: log.csv header: $(head -1 core/log.csv)"
+grep -Eq '^step 5/5 .*\| CORE -?[0-9.]+ \(sequential -?[0-9.]+\)' core.out || fail "--core: no CORE on the last step's line: $(tail -3 core.out)"
+"$bin/lrt-eval" --checkpoint core --core "$bundle" --max-per-task 4 --mode both > core-eval.out 2>&1 ||
+  fail "--core: lrt-eval: $(tail -3 core-eval.out)"
+par=$(sed -n 's/^core_metric_parallel: //p' core-eval.out) seq=$(sed -n 's/^core_metric_sequential: //p' core-eval.out)
+awk -F, -v p="$par" -v s="$seq" 'END { d1 = $9 - p; d2 = $10 - s; exit !(d1 * d1 < 1e-10 && d2 * d2 < 1e-10) }' core/log.csv ||
+  fail "--core: the last log row ($(tail -1 core/log.csv)) is not lrt-eval's CORE ($par, $seq)"
+refuse_core() {  # refuse_core "pattern" args...
+  local pat=$1
+  shift
+  # shellcheck disable=SC2086
+  "$train" $common --steps 2 --out refused "$@" > refused.out 2>&1
+  [ $? = 2 ] && grep -q -- "$pat" refused.out || fail "not refused with '$pat': $* -> $(head -3 refused.out)"
+}
+refuse_core "--core-every goes with --core DIR" --core-every 3
+refuse_core "--core-mode must be parallel, sequential or both, got 'exact'" --core "$bundle" --core-mode exact
+refuse_core "variant baseline has no memory, so its one CORE mode is parallel" --variant baseline --core "$bundle" --core-mode both
+refuse_core "--core: no such file or folder" --core /nonexistent/bundle
+# shellcheck disable=SC2086
+"$train" $common --steps 2 --out refused --core "$bundle" --core-max-per-task 2 > refused.out 2>&1
+[ $? = 1 ] && grep -q "asks for 3 few-shot examples, but its data .* gives 2 items" refused.out && ! grep -q '^step ' refused.out ||
+  fail "--core-max-per-task too small for a task's few-shot count: not refused before training: $(tail -3 refused.out)"
+pass "--core scores CORE into log.csv (both modes, lrt-eval's values) every --core-every steps and at the end"

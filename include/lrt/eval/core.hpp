@@ -15,7 +15,9 @@
 //     continuation's token; centered accuracy (acc - b/100) / (1 - b/100); CORE, their mean.
 // Prompts are never cropped (the release's GPT declares no maximum length).
 // The model is a CoreScorer: the losses and argmaxes of a batch of rows over their spans
-// (eval/score.hpp: the zero-memory forward of the release's evaluation).
+// (eval/score.hpp: the memory at zero, as the release evaluates, or the exact recurrence).
+// Examples run on the thread pool; over processes, each scores a shard (CoreOptions::shards) and
+// merge_core joins their reports.
 //
 //   auto bundle = lrt::eval::CoreBundle::open("eval_bundle");
 //   auto report = lrt::eval::evaluate_core(bundle, {}, tokenizer, lrt::eval::zero_memory_scorer(model));
@@ -482,7 +484,8 @@ struct CoreExample {
   index_t predicted = 0;
   std::vector<double> option_losses;
   double margin = 0;
-  index_t line = 0;  // the item's line in its data file
+  index_t line = 0;     // the item's line in its data file
+  bool scored = false;  // false: left to another shard (CoreOptions::shards)
 };
 
 /// The decision of the release's evaluate_example from a scorer's answer.
@@ -525,6 +528,9 @@ inline CoreExample decide(TaskType type, const CoreSpans& s, const std::vector<S
 struct CoreOptions {
   index_t max_per_task = -1;       // items per task after the shuffle (<= 0: all)
   std::vector<std::string> tasks;  // labels to run, in the bundle's order (empty: all)
+  // Sharding over processes: only the examples e (numbered over the chosen tasks in order) with
+  // e % shards == shard are scored; the shards' reports merge with merge_core.
+  index_t shards = 1, shard = 0;
 };
 
 /// Progress of evaluate_core, reported after each example (serialised).
@@ -556,7 +562,52 @@ inline CoreExample evaluate_example(const CoreTask& t, const std::vector<CoreIte
   return decide(t.type, s, score(s), item.gold);
 }
 
-/// CORE over the bundle's tasks (or o.tasks), examples spread over the thread pool.
+/// Each task's accuracy and centered accuracy over its scored examples, and the CORE metric, the
+/// mean centered accuracy (what evaluate_core ends with, and merge_core after merging shards).
+inline void summarize(CoreReport& rep) {
+  rep.core_metric = 0;
+  for (auto& tr : rep.tasks) {
+    index_t right = 0, scored = 0;
+    for (const auto& e : tr.per_example) right += e.correct ? 1 : 0, scored += e.scored ? 1 : 0;
+    tr.accuracy = scored > 0 ? static_cast<double>(right) / static_cast<double>(scored) : NAN;
+    tr.centered = (tr.accuracy - 0.01 * tr.task.random_baseline) / (1.0 - 0.01 * tr.task.random_baseline);
+    rep.core_metric += tr.centered;
+  }
+  if (!rep.tasks.empty()) rep.core_metric /= static_cast<double>(rep.tasks.size());
+}
+
+/// The shards' reports of one bundle and options (CoreOptions::shards) as one: each example from
+/// the shard that scored it, each task's seconds the longest shard's; an lrt::Error when the
+/// reports do not match or an example was scored by none or by two.
+inline CoreReport merge_core(const std::vector<CoreReport>& shards) {
+  check(!shards.empty(), "core", "no reports to merge");
+  CoreReport out = shards[0];
+  for (std::size_t r = 1; r < shards.size(); ++r) {
+    check(shards[r].tasks.size() == out.tasks.size(), "core", "shard ", r, " has ", shards[r].tasks.size(),
+          " tasks, shard 0 has ", out.tasks.size());
+    for (std::size_t k = 0; k < out.tasks.size(); ++k) {
+      auto& to = out.tasks[k];
+      const auto& from = shards[r].tasks[k];
+      check(from.task.label == to.task.label && from.per_example.size() == to.per_example.size(), "core", "shard ", r,
+            "'s task ", k, " (", from.task.label, ", ", from.per_example.size(), " examples) is not shard 0's (",
+            to.task.label, ", ", to.per_example.size(), ")");
+      to.seconds = std::max(to.seconds, from.seconds);
+      for (std::size_t i = 0; i < to.per_example.size(); ++i)
+        if (from.per_example[i].scored) {
+          check(!to.per_example[i].scored, "core", "task ", to.task.label, ", example ", i, " was scored twice");
+          to.per_example[i] = from.per_example[i];
+        }
+    }
+  }
+  for (const auto& t : out.tasks)
+    for (std::size_t i = 0; i < t.per_example.size(); ++i)
+      check(t.per_example[i].scored, "core", "task ", t.task.label, ", example ", i, " was scored by no shard");
+  summarize(out);
+  return out;
+}
+
+/// CORE over the bundle's tasks (or o.tasks), examples spread over the thread pool (and, with
+/// o.shards > 1, this shard's examples only).
 inline CoreReport evaluate_core(const CoreBundle& b, const CoreOptions& o, const data::TextTokenizer& tok,
                                 const CoreScorer& score,
                                 const std::function<void(const CoreProgress&)>& progress = {}) {
@@ -568,11 +619,17 @@ inline CoreReport evaluate_core(const CoreBundle& b, const CoreOptions& o, const
       if (std::find(o.tasks.begin(), o.tasks.end(), t.label) != o.tasks.end()) chosen.push_back(&t);
     for (const auto& l : o.tasks) (void)b.task(l);  // an unknown label is an error
   }
+  check(o.shards >= 1 && o.shard >= 0 && o.shard < o.shards, "core", "shard ", o.shard, " of ", o.shards,
+        ": needs 0 <= shard < shards");
   std::vector<std::vector<CoreItem>> data;
-  index_t total = 0;
+  std::vector<index_t> first;  // the number of task k's first example over all chosen tasks
+  index_t all = 0, total = 0;
   for (const CoreTask* t : chosen) {
     data.push_back(b.task_data(*t, o.max_per_task));
-    total += static_cast<index_t>(data.back().size());
+    const index_t n = static_cast<index_t>(data.back().size());
+    first.push_back(all);
+    for (index_t e = all; e < all + n; ++e) total += e % o.shards == o.shard ? 1 : 0;
+    all += n;
   }
   CoreReport rep;
   std::mutex mu;
@@ -586,29 +643,31 @@ inline CoreReport evaluate_core(const CoreBundle& b, const CoreOptions& o, const
     tr.examples = n;
     tr.per_example.resize(static_cast<std::size_t>(n));
     const auto t0 = std::chrono::steady_clock::now();
+    std::vector<index_t> mine;  // this shard's examples of the task
+    for (index_t i = 0; i < n; ++i)
+      if ((first[k] + i) % o.shards == o.shard) mine.push_back(i);
+    const index_t m = static_cast<index_t>(mine.size());
     std::atomic<index_t> next{0};
-    const index_t workers = std::min<index_t>(n, lrt::num_threads());
-    lrt::parallel_for(workers, 1, [&](index_t w0, index_t w1) {
-      for (index_t w = w0; w < w1; ++w)
-        for (index_t i = next++; i < n; i = next++) {
-          auto& e = tr.per_example[static_cast<std::size_t>(i)];
-          e = evaluate_example(t, items, i, tok, score);
-          e.line = items[static_cast<std::size_t>(i)].line;
-          if (progress) {
-            std::lock_guard<std::mutex> lk(mu);
-            progress({k, chosen.size(), t.label, ++done, total});
+    const index_t workers = std::min<index_t>(m, lrt::num_threads());
+    if (workers > 0)
+      lrt::parallel_for(workers, 1, [&](index_t w0, index_t w1) {
+        for (index_t w = w0; w < w1; ++w)
+          for (index_t j = next++; j < m; j = next++) {
+            const index_t i = mine[static_cast<std::size_t>(j)];
+            auto& e = tr.per_example[static_cast<std::size_t>(i)];
+            e = evaluate_example(t, items, i, tok, score);
+            e.line = items[static_cast<std::size_t>(i)].line;
+            e.scored = true;
+            if (progress) {
+              std::lock_guard<std::mutex> lk(mu);
+              progress({k, chosen.size(), t.label, ++done, total});
+            }
           }
-        }
-    });
-    index_t right = 0;
-    for (const auto& e : tr.per_example) right += e.correct ? 1 : 0;
-    tr.accuracy = static_cast<double>(right) / static_cast<double>(n);
-    tr.centered = (tr.accuracy - 0.01 * t.random_baseline) / (1.0 - 0.01 * t.random_baseline);
+      });
     tr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rep.core_metric += tr.centered;
     rep.tasks.push_back(std::move(tr));
   }
-  if (!rep.tasks.empty()) rep.core_metric /= static_cast<double>(rep.tasks.size());
+  summarize(rep);
   return rep;
 }
 

@@ -353,6 +353,45 @@ TEST_CASE("core: examples on several threads give the one-thread outcome; --task
                        lrt::Error);
 }
 
+TEST_CASE("core: three shards merged give the report of one process; a gap or an overlap is an error") {
+  const auto model_ptr = load_model<lrt::variants::LrtRelease>(data_dir + "/release_lrt.safetensors");
+  const auto bundle = ev::CoreBundle::open(bundle_dir);
+  const lrt::data::TextTokenizer bytes;
+  ev::CoreOptions o;
+  o.max_per_task = 5;
+  const auto scorer = ev::zero_memory_scorer(*model_ptr);
+  const auto whole = ev::evaluate_core(bundle, o, bytes, scorer);
+  std::vector<ev::CoreReport> parts;
+  o.shards = 3;
+  for (index_t k = 0; k < 3; ++k) {
+    o.shard = k;
+    parts.push_back(ev::evaluate_core(bundle, o, bytes, scorer));
+  }
+  index_t scored = 0;
+  for (const auto& p : parts)
+    for (const auto& t : p.tasks)
+      for (const auto& e : t.per_example) scored += e.scored ? 1 : 0;
+  CHECK(scored == 40);  // 8 tasks x 5, each once
+  CHECK(parts[0].tasks[0].per_example[0].scored);
+  CHECK_FALSE(parts[1].tasks[0].per_example[0].scored);
+  CHECK(parts[1].tasks[0].per_example[1].scored);
+  const auto merged = ev::merge_core(parts);
+  REQUIRE(merged.tasks.size() == whole.tasks.size());
+  for (std::size_t k = 0; k < whole.tasks.size(); ++k) {
+    CHECK(merged.tasks[k].accuracy == whole.tasks[k].accuracy);
+    for (std::size_t i = 0; i < whole.tasks[k].per_example.size(); ++i) {
+      CHECK(merged.tasks[k].per_example[i].option_losses == whole.tasks[k].per_example[i].option_losses);
+      CHECK(merged.tasks[k].per_example[i].correct == whole.tasks[k].per_example[i].correct);
+    }
+  }
+  CHECK(merged.core_metric == whole.core_metric);
+  CHECK_THROWS_WITH_AS(ev::merge_core({parts[0], parts[1]}), doctest::Contains("was scored by no shard"), lrt::Error);
+  CHECK_THROWS_WITH_AS(ev::merge_core({parts[0], parts[0]}), doctest::Contains("was scored twice"), lrt::Error);
+  o.shard = 3;
+  CHECK_THROWS_WITH_AS(ev::evaluate_core(bundle, o, bytes, scorer), doctest::Contains("needs 0 <= shard < shards"),
+                       lrt::Error);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sequential mode: the exact recurrence
 
