@@ -27,6 +27,7 @@ class IndexList {
     check(step >= 1 && begin >= 0, "index_list", "range needs begin >= 0 and step >= 1, got begin ", begin, ", step ",
           step);
     std::vector<index_t> v;
+    v.reserve(static_cast<std::size_t>(end > begin ? (end - begin + step - 1) / step : 0));
     for (index_t i = begin; i < end; i += step) v.push_back(i);
     return IndexList(v);
   }

@@ -6,6 +6,7 @@
 #include "../test_util.hpp"
 #include <lrt/autodiff.hpp>
 #include <lrt/decode.hpp>
+#include <lrt/eval.hpp>
 
 namespace {
 std::atomic<long long> g_news{0};
@@ -243,6 +244,44 @@ TEST_CASE("decoder: after start-up a decode step allocates nothing (lockstep and
     CHECK(decode_allocations<vs::Baseline>(ragged, lrt::PrefillMode::exact(), 2, 80, 8).second == 0);
     CHECK(decode_allocations<vs::Lrt>(ragged, lrt::PrefillMode::exact(), 2, 80, 8).second == 0);
   }
+}
+
+TEST_CASE(
+    "core scorers: after warm-up an example costs the same allocations at any length (none per token, no decoder)") {
+  namespace ev = lrt::eval;
+  lrt::ModelConfig c;
+  c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 32, c.vocab_size = 257;
+  c.mem_offset = 2, c.reset_at_bos = true;
+  lrt::Model<lrt::variants::Lrt, float> m(c, 1);
+  // Three options after a shared prefix of n tokens (multiple choice: the span after the prefix),
+  // past the context for the longer ones.
+  const auto spans = [](index_t n) {
+    ev::CoreSpans s;
+    for (index_t o = 0; o < 3; ++o) {
+      std::vector<index_t> r{256};
+      for (index_t i = 1; i < n; ++i) r.push_back(32 + (i * 7) % 90);
+      for (index_t i = 0; i < 2 + o; ++i) r.push_back(97 + o);
+      s.start.push_back(n), s.end.push_back(static_cast<index_t>(r.size()));
+      s.rows.push_back(std::move(r));
+    }
+    return s;
+  };
+  const ev::CoreSpans short_one = spans(10), long_one = spans(90);
+  const bool was_in_task = std::exchange(lrt::detail::in_pool_task, true);  // one thread's steady state
+  for (const bool seq : {false, true}) {
+    CAPTURE(seq);
+    const ev::CoreScorer score = seq ? ev::sequential_scorer(m) : ev::zero_memory_scorer(m);
+    const long long first = allocations_during([&] { score(long_one); });  // builds the decoder
+    for (int i = 0; i < 2; ++i) score(short_one), score(long_one);
+    const long long a = allocations_during([&] { score(short_one); });
+    const long long b = allocations_during([&] { score(long_one); });
+    MESSAGE(std::string(seq ? "sequential" : "parallel"), ": the first example ", first, " allocations, then ", a,
+            " (prefix of 10 tokens) and ", b, " (90 tokens)");
+    CHECK(first > a + 10);  // the counter sees the decoder being built
+    CHECK(a == b);          // nothing per token: the steps and the prefix's pass reuse what warm-up left
+    CHECK(a < 80);          // the scores returned, the prefill's bookkeeping (parallel: its pass's graph)
+  }
+  lrt::detail::in_pool_task = was_in_task;
 }
 
 TEST_CASE("lean decoder: nothing is allocated after construction, first step and exact prefill included") {

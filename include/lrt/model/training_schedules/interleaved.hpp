@@ -6,6 +6,8 @@
 // schedule type, and the interleaved prefill of a prompt for decoding (spec §6).
 #pragma once
 
+#include <algorithm>
+
 #include "subsets.hpp"
 #include "common.hpp"
 
@@ -132,10 +134,21 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
   if constexpr (M::variant::kv) {
     if (kv_refresh) refresh.emplace(m, ids), observe = refresh->observer();
   }
+  // A pass's scores; for interleaved_prefill only the last position's logits, the head on it alone
+  // (a pass without it scores nothing, and the loss is not formed).
+  const auto pass_scores = [&](const ad::Var<T, 3, D>& h, const Tensor<index_t, 2, D>& targets,
+                               const std::vector<index_t>& positions, ad::Var<T, 0, D>& loss) {
+    if (out.prefill == nullptr) return score(m, h, targets, positions, loss, out.keep_logits);
+    const auto at = std::find(positions.begin(), positions.end(), Tt - 1);
+    if (at == positions.end()) return PassResult<T, D>{};
+    const index_t i = static_cast<index_t>(at - positions.begin());
+    return score(m, ad::slice(h, 1, i, i + 1), Tensor<index_t, 2, D>(targets.view().slice(1, i, i + 1)), {Tt - 1}, loss,
+                 true);
+  };
   auto p0 = m.forward(ids, rope, attend0, nullptr, refresh ? &observe : nullptr);
   std::vector<index_t> all(static_cast<std::size_t>(Tt));
   std::iota(all.begin(), all.end(), index_t{0});
-  r.passes.push_back(score(m, p0.h, tg, all, losses[0], out.keep_logits));
+  r.passes.push_back(pass_scores(p0.h, tg, all, losses[0]));
   ad::Var<T, 3, D> Sbuf = p0.source;
   std::vector<char> visited;
   const std::vector<index_t>* last_subset = nullptr;
@@ -170,7 +183,7 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
     auto pp = m.forward(ids_p, rope_p, attend, &M_);
     Sbuf = ad::scatter(Sbuf, 1, idx, pp.source);
     losses.emplace_back();
-    r.passes.push_back(score(m, pp.h, tg_p, P, losses.back(), out.keep_logits));
+    r.passes.push_back(pass_scores(pp.h, tg_p, P, losses.back()));
     if constexpr (M::variant::kv) {
       if (refresh && &P != last_subset) {  // nothing reads the buffers after the last pass
         for (index_t p : P) visited[static_cast<std::size_t>(p)] = 1;
@@ -184,6 +197,7 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
   if (PrefillState<T, D>* st = out.prefill) {  // interleaved_prefill: keep the final buffers
     for (std::size_t l = 0; l < Kb.size(); ++l) st->k.emplace_back(Kb[l].value()), st->v.emplace_back(Vb[l].value());
     st->source = Sbuf.value();
+    return r;  // no loss: most passes scored nothing
   }
   r.loss = weighted_mean(losses, std::vector<double>(losses.size(), 1.0));
   return r;
@@ -217,7 +231,8 @@ struct Interleaved {
 /// Interleaved prefill (spec §6): pass 0 and S refinement passes of §4.2 over a prompt ids (B, P),
 /// without gradients, sharing subset_passes with the Interleaved<S> schedule. Returns what a
 /// KV-cache decoder continues from: the final per-layer K/V buffers, the source states and the
-/// logits after the last prompt token (from the last pass that computed it). S is clamped to P; S >= P
+/// logits after the last prompt token (from the last pass that computed it; the head runs on that
+/// position alone). S is clamped to P; S >= P
 /// makes every position exact (spec §5c); S = 0 runs pass 0 alone (the zero-memory forward), as
 /// does any S for a model without memory.
 template <class V, class T, Device D>
