@@ -4,11 +4,14 @@
 //   - sequential (sequential_scorer): the exact recurrence, as an LRT runs when deployed: each
 //     row token by token with m_{t-1} carried (the Exact schedule's values).
 //     A model without memory has one mode: its sequential scorer is the parallel one.
-// Both scorers run pooled decoders (score_shared): the rows' common prefix (the few-shot context
-// and the query) is fed once and its cache and memory copied to every row, which then continues
-// alone. The direct forms, each row from position 0, stay as the references the tests hold the
-// scorers to: score_zero_memory (one zero-memory forward of the padded rows, the head only on the
-// positions that predict a span) and score_sequential (a decoder stepping every row).
+// Both share the rows' common prefix (the few-shot context and the query): it is computed once,
+// as one row. Parallel (score_zero_memory_shared): one zero-memory pass over the prefix, then one
+// batched forward of the rows' remaining positions attending to the prefix's keys and values.
+// Sequential (score_shared): a pooled decoder feeds the prefix on one row, copies its cache and
+// memory to every row (Decoder::prefill_shared) and steps the rows on. The direct forms, each row
+// from position 0, stay as the references the tests hold the scorers to: score_zero_memory (one
+// zero-memory forward of the padded rows, the head only on the positions that predict a span) and
+// score_sequential (a decoder stepping every row).
 //
 //   const lrt::eval::CoreScorer s = lrt::eval::zero_memory_scorer(model);
 #pragma once
@@ -152,6 +155,74 @@ inline index_t shared_prefix(const CoreSpans& s) {
   return std::max<index_t>(n, 1);
 }
 
+/// Scores the spans of s with the memory at zero, sharing the rows' common prefix: one zero-memory
+/// pass over the prefix as one row (interleaved_prefill with no refinement: its keys, values and
+/// last logits), then one batched forward of every row's remaining positions whose attention
+/// reads the prefix's keys and values before its own (rows past their end padded with BOS). The
+/// values of score_zero_memory with the prefix computed once instead of once per row.
+template <class V, class T, Device D>
+std::vector<SpanScores> score_zero_memory_shared(const Model<V, T, D>& m, const CoreSpans& s) {
+  const ModelConfig& c = m.config();
+  const index_t B = static_cast<index_t>(s.rows.size());
+  for (const auto& r : s.rows)
+    for (index_t id : r)
+      check(id >= 0 && id < c.vocab_size, "core", "token id ", id, " outside the model's vocabulary of ", c.vocab_size);
+  const index_t share = shared_prefix(s);
+  index_t last = share;  // positions 0..last-1 are fed
+  for (std::size_t b = 0; b < s.rows.size(); ++b) last = std::max(last, s.end[b] - 1);
+  std::vector<SpanScores> out(s.rows.size());
+  ad::Graph g;
+  ad::NoGrad ng;
+  Tensor<index_t, 2> prefix(Shape<2>{1, share});
+  std::copy(s.rows[0].begin(), s.rows[0].begin() + share, prefix.data());
+  const PrefillState<T, D> st = interleaved_prefill(m, lrt::on_device<D>(std::move(prefix)), 0);
+  {
+    const auto& lg = lrt::on_device<cpu::Device>(st.logits);  // (1, V): position share - 1, every row's
+    for (std::size_t b = 0; b < s.rows.size(); ++b)
+      if (scored(s, b, share - 1))
+        score_position(&lg(0, 0), c.vocab_size, s.rows[b][static_cast<std::size_t>(share)], out[b]);
+  }
+  const index_t n = last - share;
+  if (n == 0) return out;
+  Tensor<index_t, 2> ids(Shape<2>{B, n});
+  for (index_t b = 0; b < B; ++b)
+    for (index_t t = 0; t < n; ++t) {
+      const auto& r = s.rows[static_cast<std::size_t>(b)];
+      const index_t p = share + t;
+      ids(b, t) = p < static_cast<index_t>(r.size()) ? r[static_cast<std::size_t>(p)] : c.bos();
+    }
+  std::vector<ad::Var<T, 4, D>> pk, pv;  // per layer: the prefix's keys and values on every row
+  for (std::size_t l = 0; l < st.k.size(); ++l) {
+    const auto& k1 = st.k[l];
+    Tensor<T, 4, D> k(Shape<4>{B, share, k1.shape()[2], k1.shape()[3]}, uninitialized), v(k.shape(), uninitialized);
+    for (index_t b = 0; b < B; ++b) k.slice(0, b, b + 1) = k1.view(), v.slice(0, b, b + 1) = st.v[l].view();
+    pk.push_back(ad::constant(std::move(k))), pv.push_back(ad::constant(std::move(v)));
+  }
+  const auto qpos = IndexList<D>::range(share, last);
+  const auto rope = ad::RopeTable<T, D>::make(qpos, c.head_dim(), c.rope_bf16_tables);
+  const typename Model<V, T, D>::Attend attend = [&](index_t l, const ad::Var<T, 4, D>& q, const ad::Var<T, 4, D>& k,
+                                                     const ad::Var<T, 4, D>& v) {
+    const std::size_t i = static_cast<std::size_t>(l);
+    return ad::attention(q, ad::concat(pk[i], k, 1), ad::concat(pv[i], v, 1), qpos, c.window(l));
+  };
+  const auto p = m.forward(lrt::on_device<D>(ids), rope, attend);
+  index_t first = n;  // the first remaining position any row scores: the head runs from there
+  for (std::size_t b = 0; b < s.rows.size(); ++b)
+    if (s.start[b] >= 1) first = std::min(first, std::max<index_t>(s.start[b] - 1 - share, 0));
+  if (first == n) return out;
+  const auto z = m.head(ad::slice(p.h, 1, first, n));  // (B, n - first, Vp)
+  Tensor<T, 3, D> capped(z.value().shape(), uninitialized);
+  capped = capped_logits<T>(z.value(), c);
+  const auto& lg = lrt::on_device<cpu::Device>(capped);
+  for (index_t t = first; t < n; ++t)
+    for (index_t b = 0; b < B; ++b)
+      if (scored(s, static_cast<std::size_t>(b), share + t))
+        score_position(&lg(b, t - first, 0), c.vocab_size,
+                       s.rows[static_cast<std::size_t>(b)][static_cast<std::size_t>(share + t + 1)],
+                       out[static_cast<std::size_t>(b)]);
+  return out;
+}
+
 /// Scores the spans of s with a decoder of s.rows.size() rows, sharing the rows' common prefix:
 /// its tokens are fed once (Decoder::prefill_shared, `mode` exact: the exact recurrence; zero: the
 /// memory at zero, as score_zero_memory), then every row continues from that cache and memory,
@@ -246,10 +317,11 @@ CoreScorer decoder_scorer(const Model<V, T, D>& m, PrefillMode mode) {
   };
 }
 
-/// A CoreScorer of model m in the zero-memory mode, the options sharing their prefix.
+/// A CoreScorer of model m in the zero-memory mode, the options sharing their prefix
+/// (score_zero_memory_shared; m must outlive it).
 template <class V, class T, Device D>
 CoreScorer zero_memory_scorer(const Model<V, T, D>& m) {
-  return decoder_scorer(m, PrefillMode::zero());
+  return [&m](const CoreSpans& s) { return score_zero_memory_shared(m, s); };
 }
 
 /// A CoreScorer of model m with the exact recurrence, the options sharing their prefix; for a

@@ -271,15 +271,15 @@ TEST_CASE(
   for (const bool seq : {false, true}) {
     CAPTURE(seq);
     const ev::CoreScorer score = seq ? ev::sequential_scorer(m) : ev::zero_memory_scorer(m);
-    const long long first = allocations_during([&] { score(long_one); });  // builds the decoder
+    const long long first = allocations_during([&] { score(long_one); });  // sequential: builds the decoder
     for (int i = 0; i < 2; ++i) score(short_one), score(long_one);
     const long long a = allocations_during([&] { score(short_one); });
     const long long b = allocations_during([&] { score(long_one); });
     MESSAGE(std::string(seq ? "sequential" : "parallel"), ": the first example ", first, " allocations, then ", a,
             " (prefix of 10 tokens) and ", b, " (90 tokens)");
-    CHECK(first > a + 10);  // the counter sees the decoder being built
+    CHECK(first > a + 10);  // the counter sees the first example's buffers being made
     CHECK(a == b);          // nothing per token: the steps and the prefix's pass reuse what warm-up left
-    CHECK(a < 80);          // the scores returned, the prefill's bookkeeping (parallel: its pass's graph)
+    CHECK(a < 100);         // the scores returned, the prefill's bookkeeping (parallel: the passes' graphs)
   }
   lrt::detail::in_pool_task = was_in_task;
 }
