@@ -155,6 +155,20 @@ inline index_t shared_prefix(const CoreSpans& s) {
   return std::max<index_t>(n, 1);
 }
 
+/// An lrt::Error unless every token of s lies in the model's vocabulary.
+inline void check_tokens(const CoreSpans& s, const ModelConfig& c) {
+  for (const auto& r : s.rows)
+    for (index_t id : r)
+      check(id >= 0 && id < c.vocab_size, "core", "token id ", id, " outside the model's vocabulary of ", c.vocab_size);
+}
+
+/// The positions fed (0..result-1): at least the shared prefix, up to the last one any span needs.
+inline index_t fed_positions(const CoreSpans& s, index_t share) {
+  index_t last = share;
+  for (std::size_t b = 0; b < s.rows.size(); ++b) last = std::max(last, s.end[b] - 1);
+  return last;
+}
+
 /// Scores the spans of s with the memory at zero, sharing the rows' common prefix: one zero-memory
 /// pass over the prefix as one row (interleaved_prefill with no refinement: its keys, values and
 /// last logits), then one batched forward of every row's remaining positions whose attention
@@ -164,12 +178,8 @@ template <class V, class T, Device D>
 std::vector<SpanScores> score_zero_memory_shared(const Model<V, T, D>& m, const CoreSpans& s) {
   const ModelConfig& c = m.config();
   const index_t B = static_cast<index_t>(s.rows.size());
-  for (const auto& r : s.rows)
-    for (index_t id : r)
-      check(id >= 0 && id < c.vocab_size, "core", "token id ", id, " outside the model's vocabulary of ", c.vocab_size);
-  const index_t share = shared_prefix(s);
-  index_t last = share;  // positions 0..last-1 are fed
-  for (std::size_t b = 0; b < s.rows.size(); ++b) last = std::max(last, s.end[b] - 1);
+  check_tokens(s, c);
+  const index_t share = shared_prefix(s), last = fed_positions(s, share);
   std::vector<SpanScores> out(s.rows.size());
   ad::Graph g;
   ad::NoGrad ng;
@@ -233,12 +243,8 @@ std::vector<SpanScores> score_shared(Decoder<V, T, D>& dec, const CoreSpans& s, 
   const ModelConfig& c = dec.model().config();
   const index_t B = static_cast<index_t>(s.rows.size());
   check(dec.batch() == B, "core", "a decoder of ", dec.batch(), " rows for an example of ", B);
-  const index_t share = shared_prefix(s);
-  index_t last = share;  // positions 0..last-1 are fed
-  for (std::size_t b = 0; b < s.rows.size(); ++b) last = std::max(last, s.end[b] - 1);
-  for (const auto& r : s.rows)
-    for (index_t id : r)
-      check(id >= 0 && id < c.vocab_size, "core", "token id ", id, " outside the model's vocabulary of ", c.vocab_size);
+  check_tokens(s, c);
+  const index_t share = shared_prefix(s), last = fed_positions(s, share);
   std::vector<SpanScores> out(s.rows.size());
   const auto score_all = [&](const Tensor<T, 2, D>& logits, index_t p, bool one_row) {
     const auto& lg = lrt::on_device<cpu::Device>(logits);  // (B, V) soft-capped, on the host
