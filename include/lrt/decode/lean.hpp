@@ -149,6 +149,14 @@ class LeanDecoder {
     /// untouched while the decoder is), or null: the decoder allocates it, once.
     void* arena = nullptr;
     std::size_t arena_bytes = 0;
+    /// The most rows decoded at once (join(), step(rows, tokens)); each has its own cache and
+    /// memory ring in the state. 1: one row, through prefill() and step(token).
+    index_t rows = 1;
+    /// true: a step's fp32 products give every row the arithmetic of a single-row step
+    /// (cpu::rowwise_product), so a row's logits do not depend on the rows beside it; false: the
+    /// batched BLAS product (lrt::gemm), whose rounding depends on how many rows a step has.
+    /// Packed (int8, bf16) products are per row either way.
+    bool batch_invariant = true;
   };
 
   explicit LeanDecoder(LeanWeights<T> w) : LeanDecoder(std::move(w), Options{}) {}
@@ -164,7 +172,7 @@ class LeanDecoder {
     LeanWeights<T> none;
     none.config = c;
     LeanDecoder probe(Unchecked{}, std::move(none));
-    probe.cap_ = o.capacity, probe.max_prompt_ = prompt_room(c, o);
+    probe.cap_ = o.capacity, probe.max_prompt_ = prompt_room(c, o), probe.R_ = o.rows;
     return probe.carve(nullptr) + 63;
   }
 
@@ -194,8 +202,21 @@ class LeanDecoder {
   const ModelConfig& config() const noexcept { return c_; }
   index_t capacity() const noexcept { return cap_; }
   index_t max_prompt() const noexcept { return max_prompt_; }
-  /// The position of the next token (the number of tokens fed).
-  index_t position() const noexcept { return pos_; }
+  /// The position of row 0's next token (the number of tokens it was fed).
+  index_t position() const noexcept { return rpos_ ? rpos_[0] : 0; }
+  /// The position of row r's next token.
+  index_t position(index_t r) const {
+    check(r >= 0 && r < R_, "lean decoder", "row ", r, " outside [0, ", R_, ")");
+    return rpos_[r];
+  }
+  /// The rows the decoder holds (Options::rows), and whether row r is in use (joined or prefilled).
+  index_t rows() const noexcept { return R_; }
+  bool active(index_t r) const {
+    check(r >= 0 && r < R_, "lean decoder", "row ", r, " outside [0, ", R_, ")");
+    return ract_[r] != 0;
+  }
+  /// The rows in use.
+  index_t active_rows() const noexcept { return static_cast<index_t>(std::count(ract_, ract_ + R_, 1)); }
   /// The slots of layer l's cache (window(l) + 1 keys are ever read).
   index_t cache_slots(index_t l) const {
     check(l >= 0 && l < c_.n_layer, "lean decoder", "layer ", l, " outside [0, ", c_.n_layer, ")");
@@ -205,25 +226,32 @@ class LeanDecoder {
   std::size_t state_bytes() const noexcept { return state_size_; }
   /// Whether the state lies in the caller's arena (Options::arena).
   bool in_caller_arena() const noexcept { return own_ == nullptr && state_size_ > 0; }
+  /// The mode and the passes of the last prefill() or join().
   const PrefillMode& prefill_mode() const noexcept { return mode_; }
   const PrefillStats& prefill_stats() const noexcept { return stats_; }
-  /// The logits (V) returned by the last prefill() or step().
+  /// Row 0's logits (V) after its last token: what the last prefill() or step() returned.
   std::span<const T> logits() const noexcept { return {logits_, static_cast<std::size_t>(c_.vocab_size)}; }
-  /// Forgets the context (nothing is freed); the prefill mode returns to exact.
+  /// Row r's logits (V) after its last token (join(), step(rows, tokens)).
+  std::span<const T> logits(index_t r) const {
+    check(r >= 0 && r < R_, "lean decoder", "row ", r, " outside [0, ", R_, ")");
+    return {logits_ + r * c_.vocab_size, static_cast<std::size_t>(c_.vocab_size)};
+  }
+  /// Forgets every row's context (nothing is freed); the prefill mode returns to exact.
   void reset() noexcept {
-    pos_ = 0;
+    if (rpos_) std::fill(rpos_, rpos_ + R_, index_t{0}), std::fill(ract_, ract_ + R_, std::uint8_t{0});
     mode_ = PrefillMode{};
     stats_ = {};
   }
 
   /// Starts a new context from a prompt (>= 1 token ids), fed the way `mode` says; returns the
-  /// logits after its last token. Mode zero stays in force for the following steps.
+  /// logits after its last token. Mode zero stays in force for the following steps. With several
+  /// rows: every row is freed and the prompt goes to row 0.
   std::span<const T> prefill(std::span<const index_t> prompt, PrefillMode mode = {}) {
     throw_if_error(try_prefill(prompt, mode));
     return logits();
   }
 
-  /// Feeds one token at position(); returns the next-token logits (V), soft-capped.
+  /// Feeds one token to row 0 at position(); returns the next-token logits (V), soft-capped.
   std::span<const T> step(index_t token) {
     throw_if_error(try_step(token));
     return logits();
@@ -231,40 +259,86 @@ class LeanDecoder {
 
   /// prefill() with its checks returned: on an error nothing has changed (the context is kept).
   Status try_prefill(std::span<const index_t> prompt, PrefillMode mode = {}) {
-    const index_t P = static_cast<index_t>(prompt.size());
-    using K = PrefillMode::Kind;
-    Status s;
-    if (fails(s, P >= 1, "the prompt is empty") ||
-        fails(s, cap_ == 0 || P <= cap_, "the prompt has ", P, " tokens, more than the capacity ", cap_) ||
-        fails(s, mode.kind != K::Interleaved || mode.passes >= 1,
-              "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes) ||
-        fails(s, mode.kind != K::Approximate || (std::isfinite(mode.tolerance) && mode.tolerance > 0),
-              "approximate prefill needs a tolerance > 0, got ", mode.tolerance) ||
-        fails(s, mode.kind == K::Exact || P <= max_prompt_, "a ", mode.name(), " prefill of ", P,
-              " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
-              "; exact prefill takes any length)"))
-      return s;
-    for (index_t tok : prompt)
-      if (s = token_status(tok); !s.ok()) return s;
+    Status s = prompt_status(prompt, mode);
+    if (!s.ok()) return s;
     reset();
-    mode_ = mode;
-    if (mode.kind == K::Exact)
-      for (index_t tok : prompt) step_token(tok);
-    else
-      passes(prompt, mode);
+    start_row(0, prompt, mode);
     return s;
   }
 
-  /// step() with its checks returned: a bad token or a full context changes nothing.
+  /// step() with its checks returned: a bad token or a full context changes nothing. Row 0 starts
+  /// an empty context if it is not in use.
   Status try_step(index_t token) {
-    Status s = token_status(token);
+    if (!ract_[0]) {
+      if (Status s = token_status(token); !s.ok()) return s;
+      ract_[0] = 1, rpos_[0] = 0, rzero_[0] = 0;
+    }
+    const index_t row = 0;
+    return try_step(std::span<const index_t>(&row, 1), std::span<const index_t>(&token, 1));
+  }
+
+  /// Takes a free row for a new request: feeds its prompt the way `mode` says (exact: token by
+  /// token; the other rows wait) and returns the row; its logits are logits(row). Mode zero stays
+  /// in force for the row's steps. An lrt::Error when every row is in use.
+  index_t join(std::span<const index_t> prompt, PrefillMode mode = {}) {
+    index_t row = -1;
+    throw_if_error(try_join(prompt, mode, row));
+    return row;
+  }
+  /// join() with its checks returned; `row` is set on success. On an error nothing has changed.
+  Status try_join(std::span<const index_t> prompt, PrefillMode mode, index_t& row) {
+    Status s = prompt_status(prompt, mode);
     if (!s.ok()) return s;
-    if (cap_ > 0 && pos_ >= cap_)
-      return Status::error(StatusCode::state, "lean decoder", "context full: position ", pos_, " is past the capacity ",
-                           cap_, " (capacity 0: no limit)");
-    if (pos_ >= (index_t{1} << 40))
-      return Status::error(StatusCode::state, "lean decoder", "position ", pos_, " is past 2^40");
-    step_token(token);
+    const std::uint8_t* free = std::find(ract_, ract_ + R_, std::uint8_t{0});
+    if (free == ract_ + R_)
+      return Status::error(StatusCode::state, "lean decoder", "every row is in use (", R_,
+                           " rows, Options::rows): leave() one first");
+    row = static_cast<index_t>(free - ract_);
+    start_row(row, prompt, mode);
+    return s;
+  }
+
+  /// Frees row r (its state is kept until a join reuses the row; nothing is freed).
+  void leave(index_t r) { throw_if_error(try_leave(r)); }
+  Status try_leave(index_t r) {
+    Status s;
+    if (fails(s, r >= 0 && r < R_, "row ", r, " outside [0, ", R_, ")") ||
+        fails(s, ract_[r] != 0, "row ", r, " is not in use"))
+      return s;
+    ract_[r] = 0, rpos_[r] = 0;
+    return s;
+  }
+
+  /// Feeds tokens[i] to row rows[i] (distinct rows in use, in any order) at that row's position, in
+  /// one forward of all of them; each row's next-token logits are then logits(row), the bits a
+  /// single-row decoder gives that row (with Options::batch_invariant). Rows not named wait.
+  void step(std::span<const index_t> rows, std::span<const index_t> tokens) {
+    throw_if_error(try_step(rows, tokens));
+  }
+  /// step(rows, tokens) with its checks returned: on an error no row has changed.
+  Status try_step(std::span<const index_t> rows, std::span<const index_t> tokens) {
+    Status s;
+    const index_t n = static_cast<index_t>(rows.size());
+    if (fails(s, rows.size() == tokens.size(), "got ", tokens.size(), " tokens for ", rows.size(), " rows") ||
+        fails(s, n <= R_, "got ", n, " rows; this decoder holds ", R_))
+      return s;
+    std::fill(seen_, seen_ + R_, std::uint8_t{0});
+    for (index_t i = 0; i < n; ++i) {
+      const index_t r = rows[static_cast<std::size_t>(i)];
+      if (fails(s, r >= 0 && r < R_, "row ", r, " outside [0, ", R_, ")") ||
+          fails(s, ract_[r] != 0, "row ", r, " is not in use (join() it first)") ||
+          fails(s, !seen_[r], "row ", r, " is given twice"))
+        return s;
+      seen_[r] = 1;
+      if (s = token_status(tokens[static_cast<std::size_t>(i)]); !s.ok()) return s;
+      if (cap_ > 0 && rpos_[r] >= cap_)
+        return Status::error(StatusCode::state, "lean decoder", "context full: position ", rpos_[r], " of row ", r,
+                             " is past the capacity ", cap_, " (capacity 0: no limit)");
+      if (rpos_[r] >= (index_t{1} << 40))
+        return Status::error(StatusCode::state, "lean decoder", "position ", rpos_[r], " of row ", r,
+                             " is past 2^40");
+    }
+    if (n > 0) step_rows(rows.data(), tokens.data(), n);
     return s;
   }
 
@@ -285,9 +359,29 @@ class LeanDecoder {
     fails(s, tok >= 0 && tok < c_.vocab_size, "token id ", tok, " outside the vocabulary [0, ", c_.vocab_size, ")");
     return s;
   }
+  /// The checks of a prompt fed the way `mode` says (prefill, join).
+  Status prompt_status(std::span<const index_t> prompt, const PrefillMode& mode) const {
+    const index_t P = static_cast<index_t>(prompt.size());
+    using K = PrefillMode::Kind;
+    Status s;
+    if (fails(s, P >= 1, "the prompt is empty") ||
+        fails(s, cap_ == 0 || P <= cap_, "the prompt has ", P, " tokens, more than the capacity ", cap_) ||
+        fails(s, mode.kind != K::Interleaved || mode.passes >= 1,
+              "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes) ||
+        fails(s, mode.kind != K::Approximate || (std::isfinite(mode.tolerance) && mode.tolerance > 0),
+              "approximate prefill needs a tolerance > 0, got ", mode.tolerance) ||
+        fails(s, mode.kind == K::Exact || P <= max_prompt_, "a ", mode.name(), " prefill of ", P,
+              " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
+              "; exact prefill takes any length)"))
+      return s;
+    for (index_t tok : prompt)
+      if (s = token_status(tok); !s.ok()) return s;
+    return s;
+  }
   static Status options_status(const Options& o) {
     Status s;
-    if (fails(s, o.capacity >= 0, "capacity must be >= 0 (0: no limit), got ", o.capacity) ||
+    if (fails(s, o.rows >= 1, "rows must be >= 1, got ", o.rows) ||
+        fails(s, o.capacity >= 0, "capacity must be >= 0 (0: no limit), got ", o.capacity) ||
         fails(s, o.max_prompt >= -1, "max_prompt must be >= -1 (-1: sequence_len), got ", o.max_prompt))
       return s;
     fails(s, o.arena != nullptr || o.arena_bytes == 0, "arena_bytes is ", o.arena_bytes, " without an arena");
@@ -371,7 +465,7 @@ class LeanDecoder {
   /// and max_prompt_, setting every state pointer; returns the bytes used.
   std::size_t carve(std::byte* base) {
     const index_t L = c_.n_layer, d = c_.n_embd, D = c_.kv_dim(), hd = c_.n_head * c_.head_dim();
-    const index_t n = std::max<index_t>(1, max_prompt_), half = c_.head_dim() / 2;
+    const index_t n = std::max({index_t{1}, max_prompt_, R_}), half = c_.head_dim() / 2, R = R_;
     std::size_t at = 0;
     const auto take = [&]<class U>(U*& p, index_t count) {
       at = (at + 63) / 64 * 64;
@@ -385,12 +479,13 @@ class LeanDecoder {
       const index_t N = win.slots;
       most = std::max(most, N);
       T *kc, *vc, *wk = nullptr, *wv = nullptr;
-      take(kc, N * D), take(vc, N * D);
+      take(kc, R * N * D), take(vc, R * N * D);
       if (max_prompt_ > 0) take(wk, max_prompt_ * D), take(wv, max_prompt_ * D);
       if (base) win_[l] = win, kc_[l] = kc, vc_[l] = vc, wk_[l] = wk, wv_[l] = wv;
     }
     take(qpos_, n), take(sub_, n), take(tok_, n);
-    if (V::recurrent) take(ring_tok_, c_.mem_offset), take(ring_, c_.mem_offset * d);
+    take(rpos_, R), take(ract_, R), take(rzero_, R), take(seen_, R), take(srow_, R), take(stok_, R);
+    if (V::recurrent) take(ring_tok_, R * c_.mem_offset), take(ring_, R * c_.mem_offset * d);
     if (V::recurrent && max_prompt_ > 0) take(src_, max_prompt_ * d), take(prev_, max_prompt_ * d);
     take(x_, n * d), take(x0_, n * d), take(u_, n * d), take(t_, n * d), take(h_, n * d), take(s_, n * d);
     take(mem_, n * d);
@@ -401,13 +496,13 @@ class LeanDecoder {
     take(f_, n * 4 * d), take(f2_, n * 4 * d);
     take(rinv_, n * std::max<index_t>(c_.n_head, 1)), take(lse_, n * c_.n_head);
     take(cos_, n * half), take(sin_, n * half);
-    take(p_, std::max(most, max_prompt_)), take(z_, c_.padded_vocab()), take(logits_, c_.vocab_size);
+    take(p_, std::max(most, max_prompt_)), take(z_, R * c_.padded_vocab()), take(logits_, R * c_.vocab_size);
     return (at + 63) / 64 * 64;
   }
 
   /// Lays out the state in the caller's arena or one allocation (after validate()).
   Status init(const Options& o) {
-    cap_ = o.capacity;
+    cap_ = o.capacity, R_ = o.rows, invariant_ = o.batch_invariant;
     max_prompt_ = prompt_room(c_, o);
     const std::size_t need = carve(nullptr);
     std::byte* base = nullptr;
@@ -436,21 +531,21 @@ class LeanDecoder {
   /// Views of n rows of a scratch buffer.
   static Mat rows(T* p, index_t n, index_t cols) noexcept { return Mat(p, Shape<2>{n, cols}); }
   static CMat crows(const T* p, index_t n, index_t cols) noexcept { return CMat(p, Shape<2>{n, cols}); }
-  /// y = x W^T (Model's ad::linear: lrt::gemm of (n, in) by W^T).
-  /// Packed weights: one packed product per row (cpu/packed_matvec.hpp).
-  static void linear(const T* x, index_t n, const LeanMatrix<T>& w, T* y) {
+  /// y = x W^T for n rows of x, `ldx` apart (Model's ad::linear). Packed weights: the packed
+  /// product of each row (cpu/packed_matvec.hpp, the weights read once for all rows). Float
+  /// weights: the rows of a decode step (`step`, with Options::batch_invariant) through
+  /// cpu::rowwise_product, each row's arithmetic that of one row alone; else lrt::gemm (a
+  /// whole-prompt pass: the BLAS product; one row: the same single-row product).
+  void product(const T* x, index_t n, index_t ldx, const LeanMatrix<T>& w, T* y, bool step) const {
     if (w.q) {
-      for (index_t r = 0; r < n; ++r)
-        cpu::matvec_int8<T>(x + r * w.cols, w.q, w.scales, w.rows, w.cols, w.group, y + r * w.rows);
+      cpu::matmul_int8_rows<T>(x, n, ldx, w.q, w.scales, w.rows, w.cols, w.group, y, w.rows);
     } else if (w.bf16) {
-      for (index_t r = 0; r < n; ++r) cpu::matvec_bf16<T>(x + r * w.cols, w.bf16, w.rows, w.cols, y + r * w.rows);
+      cpu::matmul_bf16_rows<T>(x, n, ldx, w.bf16, w.rows, w.cols, y, w.rows);
+    } else if (step && invariant_) {
+      cpu::rowwise_product<T>(n, w.rows, w.cols, x, ldx, w.data, w.cols, y, w.rows);
     } else {
-      lrt::gemm(rows(y, n, w.rows), crows(x, n, w.cols), w.view().t());
+      lrt::gemm(rows(y, n, w.rows), CMat(x, Shape<2>{n, w.cols}, Strides<2>{ldx, 1}), w.view().t());
     }
-  }
-  /// The same for x rows of stride `ld` (the gate's first c channels of u).
-  static void linear_strided(const T* x, index_t n, index_t ld, const LeanMatrix<T>& w, T* y) {
-    lrt::gemm(rows(y, n, w.rows), CMat(x, Shape<2>{n, w.cols}, Strides<2>{ld, 1}), w.view().t());
   }
   void rmsnorm(const T* x, index_t n, T* y) {
     cpu::rmsnorm_forward<T>(crows(x, n, c_.n_embd), rows(y, n, c_.n_embd), TensorView<T, 1>(rinv_, Shape<1>{n}),
@@ -497,6 +592,7 @@ class LeanDecoder {
     const index_t* tok;
     index_t n;
     Attend& attend_fn;
+    bool step;  // a decode step's rows (LeanDecoder::product), not a whole-prompt pass
 
     const ModelConfig& config() const noexcept { return d.c_; }
     static bool has(const LeanMatrix<T>& w) noexcept { return !w.empty(); }
@@ -589,10 +685,7 @@ class LeanDecoder {
       return out(dst, x.cols);
     }
     Rows linear(const Rows& x, const LeanMatrix<T>& w, Buf dst) const noexcept {
-      if (x.ld == x.cols)
-        LeanDecoder::linear(x.p, n, w, buf(dst));
-      else
-        LeanDecoder::linear_strided(x.p, n, x.ld, w, buf(dst));
+      d.product(x.p, n, x.ld, w, buf(dst), step);
       return out(dst, w.rows);
     }
     static Rows heads(const Rows& x, index_t) noexcept { return x; }
@@ -631,12 +724,12 @@ class LeanDecoder {
   /// Runs model_forward (model/block.hpp) directly for n tokens at positions pos (ascending), with
   /// memory rows mem (n, d) or none, attending through attend(l, q (n, H*Dh), k (n, D), v (n, D),
   /// y (n, H*Dh)): the RoPE rows of pos, then DirectExec. Leaves the final normed states in h_ and
-  /// the source states in s_ (n, d each).
+  /// the source states in s_ (n, d each). step: the rows of a decode step (see product()).
   template <class Attend>
-  void run_direct(const index_t* tok, index_t n, const index_t* pos, const T* mem, Attend&& attend) {
+  void run_direct(const index_t* tok, index_t n, const index_t* pos, const T* mem, Attend&& attend, bool step) {
     const index_t Dh = c_.head_dim(), half = Dh / 2, d = c_.n_embd;
     for (index_t r = 0; r < n; ++r) rope_row<T>(pos[r], Dh, c_.rope_bf16_tables, cos_ + r * half, sin_ + r * half);
-    DirectExec<std::remove_reference_t<Attend>> e{*this, tok, n, attend};
+    DirectExec<std::remove_reference_t<Attend>> e{*this, tok, n, attend, step};
     using Rows = typename decltype(e)::Rows;
     const Rows m{mem, d, d};
     model_forward<V>(e, w_, mem ? &m : nullptr);
@@ -650,63 +743,111 @@ class LeanDecoder {
                                  TensorView<const T, 2>(sin_, cs), TensorView<T, 4>(y, s),
                                  TensorView<T, 1>(rinv_, Shape<1>{n * heads}), rmsnorm_eps);
   }
-  /// logits_ = softcapped head(h row r) over the vocabulary (Decoder::store_logits).
-  void head_logits(index_t r) {
-    linear(h_ + r * c_.n_embd, 1, w_.lm_head, z_);
-    TensorView<T, 2>(logits_, Shape<2>{1, c_.vocab_size}) =
-        capped_logits<T>(CMat(z_, Shape<2>{1, c_.padded_vocab()}).slice(1, 0, c_.vocab_size), c_);
+  /// Row `row`'s logits = softcapped head(h rows i0..i0+n) over the vocabulary
+  /// (Decoder::store_logits), for rows[j] = the row of h row i0 + j (null: `row0`).
+  void head_logits(index_t i0, index_t n, const index_t* rows, index_t row0, bool step) {
+    const index_t Vp = c_.padded_vocab(), nv = c_.vocab_size;
+    product(h_ + i0 * c_.n_embd, n, c_.n_embd, w_.lm_head, z_, step);
+    for (index_t j = 0; j < n; ++j) {
+      const index_t r = rows ? rows[j] : row0;
+      TensorView<T, 2>(logits_ + r * nv, Shape<2>{1, nv}) =
+          capped_logits<T>(CMat(z_ + j * Vp, Shape<2>{1, Vp}).slice(1, 0, nv), c_);
+    }
   }
 
   // ------------------------------------------------------------ decode steps
 
-  bool zero_memory() const noexcept { return mode_.kind == PrefillMode::Kind::Zero; }
   /// The position in slot 0 of layer l's cache while the newest position is t (KvWindow::base).
   index_t base(index_t l, index_t t) const noexcept { return win_[l].base(t); }
 
-  void step_token(index_t tok) {
-    const index_t t = pos_, d = c_.n_embd, k = c_.mem_offset;  // within the capacity: try_step, try_prefill
-    const std::size_t D = static_cast<std::size_t>(c_.kv_dim());
-    for (index_t l = 0; l < c_.n_layer; ++l) {  // the window moves to the front when the buffer is full
-      if (const index_t shift = win_[l].shift(t))
-        for (T* cache : {kc_[static_cast<std::size_t>(l)], vc_[static_cast<std::size_t>(l)]})
-          std::memmove(cache, cache + shift * static_cast<index_t>(D),
-                       static_cast<std::size_t>(t - base(l, t)) * D * sizeof(T));
+  /// Row r's cache of layer l: (slots, D).
+  T* kcache(std::size_t l, index_t r) const noexcept { return kc_[l] + r * win_[l].slots * c_.kv_dim(); }
+  T* vcache(std::size_t l, index_t r) const noexcept { return vc_[l] + r * win_[l].slots * c_.kv_dim(); }
+  T* ring(index_t r) const noexcept { return ring_ + r * c_.mem_offset * c_.n_embd; }
+  index_t* ring_tokens(index_t r) const noexcept { return ring_tok_ + r * c_.mem_offset; }
+
+  /// Takes row r for a prompt (checked by prompt_status): exact, token by token; else the
+  /// whole-prompt passes, loaded into the row.
+  void start_row(index_t r, std::span<const index_t> prompt, const PrefillMode& mode) {
+    ract_[r] = 1, rpos_[r] = 0, rzero_[r] = mode.kind == PrefillMode::Kind::Zero;
+    mode_ = mode, stats_ = {};
+    if (mode.kind == PrefillMode::Kind::Exact) {
+      for (index_t tok : prompt) step_rows(&r, &tok, 1);
+    } else {
+      passes(r, prompt, mode);
     }
-    const bool use_memory = V::recurrent && !zero_memory();
-    if (use_memory) {  // m~_t = s_{t-k}, or 0 where the row reads no state
-      const bool reads = reads_state(
-          c_, t, tok, [&](index_t j) { return ring_tok_[static_cast<std::size_t>(ring_write_slot(k, j))]; });
-      if (reads)
-        std::memcpy(mem_, ring_ + ring_read_slot(k, t) * d, static_cast<std::size_t>(d) * sizeof(T));
-      else
-        std::fill(mem_, mem_ + d, T(0));
+  }
+
+  /// One decode step of n rows (checked by try_step): the rows that read memory in one forward,
+  /// those that do not (zero mode, or no recurrence) in another, so that each forward is what the
+  /// row alone runs.
+  void step_rows(const index_t* rows, const index_t* toks, index_t n) {
+    for (const bool memory : {true, false}) {
+      index_t m = 0;
+      for (index_t i = 0; i < n; ++i)
+        if ((V::recurrent && !rzero_[rows[i]]) == memory) srow_[m] = rows[i], stok_[m] = toks[i], ++m;
+      if (m > 0) forward_rows(srow_, stok_, m, memory);
     }
-    run_direct(&tok, 1, &t, use_memory ? mem_ : nullptr,
-               [&](index_t l, const T* q, const T* kk, const T* vv, T* y) { attend_one(l, t, q, kk, vv, y); });
-    if (use_memory) {
-      std::memcpy(ring_ + ring_write_slot(k, t) * d, s_, static_cast<std::size_t>(d) * sizeof(T));
-      ring_tok_[static_cast<std::size_t>(ring_write_slot(k, t))] = tok;
+  }
+
+  /// The forward of tokens toks[i] at rows[i]'s positions, each attending over its own row's
+  /// cache, reading (memory) and writing its own ring; every row's logits and position advance.
+  void forward_rows(const index_t* rows, const index_t* toks, index_t n, bool use_memory) {
+    const index_t d = c_.n_embd, k = c_.mem_offset, hd = c_.n_head * c_.head_dim(), D = c_.kv_dim();
+    for (index_t i = 0; i < n; ++i) {
+      const index_t r = rows[i], t = rpos_[r], tok = toks[i];
+      for (index_t l = 0; l < c_.n_layer; ++l) {  // the window moves to the front when the buffer is full
+        const std::size_t ls = static_cast<std::size_t>(l);
+        if (const index_t shift = win_[l].shift(t))
+          for (T* cache : {kcache(ls, r), vcache(ls, r)})
+            std::memmove(cache, cache + shift * D, static_cast<std::size_t>((t - base(l, t)) * D) * sizeof(T));
+      }
+      qpos_[i] = t, tok_[i] = tok;
+      if (use_memory) {  // m~_t = s_{t-k}, or 0 where the row reads no state
+        const index_t* rt = ring_tokens(r);
+        const bool reads =
+            reads_state(c_, t, tok, [&](index_t j) { return rt[static_cast<std::size_t>(ring_write_slot(k, j))]; });
+        T* row = mem_ + i * d;
+        if (reads)
+          std::memcpy(row, ring(r) + ring_read_slot(k, t) * d, static_cast<std::size_t>(d) * sizeof(T));
+        else
+          std::fill(row, row + d, T(0));
+      }
     }
-    head_logits(0);
-    ++pos_;
+    run_direct(
+        tok_, n, qpos_, use_memory ? mem_ : nullptr,
+        [&](index_t l, const T* q, const T* kk, const T* vv, T* y) {
+          for (index_t i = 0; i < n; ++i) attend_one(l, rows[i], qpos_[i], q + i * hd, kk + i * D, vv + i * D, y + i * hd);
+        },
+        /*step=*/true);
+    for (index_t i = 0; i < n; ++i) {
+      const index_t r = rows[i], t = qpos_[i];
+      if (use_memory) {
+        std::memcpy(ring(r) + ring_write_slot(k, t) * d, s_ + i * d, static_cast<std::size_t>(d) * sizeof(T));
+        ring_tokens(r)[static_cast<std::size_t>(ring_write_slot(k, t))] = toks[i];
+      }
+    }
+    head_logits(0, n, rows, 0, /*step=*/true);
+    for (index_t i = 0; i < n; ++i) ++rpos_[rows[i]];
   }
 
   /// One query at position t against layer l's cache: its key and value into slot t - base, then
   /// attention over the window (cpu::attention_forward's arithmetic for one query row: scores by
   /// lrt::gemm, the kernel's softmax row, probabilities times values by lrt::gemm, then / sum).
-  void attend_one(index_t l, index_t t, const T* q, const T* k, const T* v, T* y) {
+  void attend_one(index_t l, index_t r, index_t t, const T* q, const T* k, const T* v, T* y) {
     const std::size_t ls = static_cast<std::size_t>(l);
+    T *const kc = kcache(ls, r), *const vc = vcache(ls, r);
     const index_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.head_dim(), D = c_.kv_dim();
     const index_t nb = base(l, t), slot = t - nb, lo = t - std::min(t, c_.window(l)) - nb, m = slot - lo + 1;
-    std::memcpy(kc_[ls] + slot * D, k, static_cast<std::size_t>(D) * sizeof(T));
-    std::memcpy(vc_[ls] + slot * D, v, static_cast<std::size_t>(D) * sizeof(T));
+    std::memcpy(kc + slot * D, k, static_cast<std::size_t>(D) * sizeof(T));
+    std::memcpy(vc + slot * D, v, static_cast<std::size_t>(D) * sizeof(T));
     const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
     const index_t group = H / Hkv;
     for (index_t h = 0; h < H; ++h) {
       const index_t g = h / group;
       const CMat qt(q + h * Dh, Shape<2>{1, Dh});
-      const CMat kr(kc_[ls] + lo * D + g * Dh, Shape<2>{m, Dh}, Strides<2>{D, 1});
-      const CMat vr(vc_[ls] + lo * D + g * Dh, Shape<2>{m, Dh}, Strides<2>{D, 1});
+      const CMat kr(kc + lo * D + g * Dh, Shape<2>{m, Dh}, Strides<2>{D, 1});
+      const CMat vr(vc + lo * D + g * Dh, Shape<2>{m, Dh}, Strides<2>{D, 1});
       const Mat p(p_, Shape<2>{1, m});
       lrt::gemm(p, qt, kr.t(), scale);  // S = scale q K^T
       T max;
@@ -723,7 +864,7 @@ class LeanDecoder {
   /// One pass over positions pos (ascending) of the prompt in the workspace: their K/V go into
   /// wk_/wv_ before each layer attends over positions 0..pos.back() (Interleaved's write-back), their
   /// source states into src_. mem: memory rows (n, d) or none.
-  void pass(std::span<const index_t> prompt, std::span<const index_t> pos, const T* mem) {
+  void pass(index_t r, std::span<const index_t> prompt, std::span<const index_t> pos, const T* mem) {
     const index_t n = static_cast<index_t>(pos.size()), D = c_.kv_dim(), d = c_.n_embd;
     const index_t H = c_.n_head, Dh = c_.head_dim(), hi = pos.back() + 1;
     for (std::size_t i = 0; i < pos.size(); ++i) tok_[i] = prompt[static_cast<std::size_t>(pos[i])];
@@ -739,11 +880,12 @@ class LeanDecoder {
           TensorView<const index_t, 1>(pos.data(), Shape<1>{n}), c_.window(l), T(1) / std::sqrt(static_cast<T>(Dh)),
           TensorView<T, 4>(y, qs), TensorView<T, 3>(lse_, Shape<3>{1, H, n}));
     };
-    run_direct(tok_, n, pos.data(), mem, attend);
+    run_direct(tok_, n, pos.data(), mem, attend, /*step=*/false);
     if constexpr (V::recurrent)
       for (index_t i = 0; i < n; ++i)
         std::memcpy(src_ + pos[static_cast<std::size_t>(i)] * d, s_ + i * d, static_cast<std::size_t>(d) * sizeof(T));
-    if (hi == static_cast<index_t>(prompt.size())) head_logits(n - 1);  // the logits after the prompt's last token
+    if (hi == static_cast<index_t>(prompt.size()))  // the logits after the prompt's last token
+      head_logits(n - 1, 1, nullptr, r, /*step=*/false);
     ++stats_.passes, stats_.positions += n;
   }
 
@@ -763,32 +905,32 @@ class LeanDecoder {
   }
 
   /// The whole-prompt modes (see the top of this file), then the cache, ring and logits from the workspace.
-  void passes(std::span<const index_t> prompt, const PrefillMode& mode) {
+  void passes(index_t r, std::span<const index_t> prompt, const PrefillMode& mode) {
     const index_t P = static_cast<index_t>(prompt.size()), d = c_.n_embd, k = c_.mem_offset;
     for (index_t p = 0; p < P; ++p) qpos_[p] = p;
     const std::span<const index_t> all(qpos_, static_cast<std::size_t>(P));
     using K = PrefillMode::Kind;
     if (mode.kind == K::Zero || !V::recurrent) {
-      pass(prompt, all, nullptr);
+      pass(r, prompt, all, nullptr);
       stats_.converged = true;
     } else if (mode.kind == K::Interleaved) {
-      pass(prompt, all, nullptr);  // pass 0: zero memory
+      pass(r, prompt, all, nullptr);  // pass 0: zero memory
       const index_t S = interleaved_subset_count(P, mode.passes);
       for (index_t i = 0; i < S; ++i) {  // the schedule's subsets, each reading the latest states
         const index_t m = interleaved_subset(P, mode.passes, i, sub_);
         const std::span<const index_t> sub(sub_, static_cast<std::size_t>(m));
         memory_rows(prompt, sub, src_);
-        pass(prompt, sub, mem_);
+        pass(r, prompt, sub, mem_);
       }
     } else {  // fixed-point / approximate
       std::fill(mem_, mem_ + P * d, T(0));
-      pass(prompt, all, mem_);  // pass 0: every position reads zero memory (exact below k)
+      pass(r, prompt, all, mem_);  // pass 0: every position reads zero memory (exact below k)
       index_t F = std::min(k, P);
       while (F < P) {
         std::memcpy(prev_, src_, static_cast<std::size_t>(P * d) * sizeof(T));
         const auto part = all.subspan(static_cast<std::size_t>(F));
         memory_rows(prompt, part, prev_);
-        pass(prompt, part, mem_);
+        pass(r, prompt, part, mem_);
         bool converged = false;
         F = fixed_point_frontier(src_, prev_, d, P, F, k, mode.kind == K::Approximate ? mode.tolerance : 0.0,
                                  converged);
@@ -796,25 +938,25 @@ class LeanDecoder {
       }
       if (F >= P) stats_.converged = true;
     }
-    load(prompt);  // the logits: from the last pass that computed position P - 1
+    load(r, prompt);  // the logits: from the last pass that computed position P - 1
   }
 
   /// The window of each layer (positions base(l, P-1)..P-1) into its cache, the last k source
   /// states and tokens into the ring; the position becomes P.
-  void load(std::span<const index_t> prompt) {
+  void load(index_t r, std::span<const index_t> prompt) {
     const index_t P = static_cast<index_t>(prompt.size()), D = c_.kv_dim(), d = c_.n_embd, k = c_.mem_offset;
     for (index_t l = 0; l < c_.n_layer; ++l) {
       const std::size_t ls = static_cast<std::size_t>(l);
       const index_t lo = base(l, P - 1);
-      std::memcpy(kc_[ls], wk_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
-      std::memcpy(vc_[ls], wv_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
+      std::memcpy(kcache(ls, r), wk_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
+      std::memcpy(vcache(ls, r), wv_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
     }
     if constexpr (V::recurrent)
       for (index_t p = std::max<index_t>(0, P - k); p < P; ++p) {
-        std::memcpy(ring_ + ring_write_slot(k, p) * d, src_ + p * d, static_cast<std::size_t>(d) * sizeof(T));
-        ring_tok_[static_cast<std::size_t>(ring_write_slot(k, p))] = prompt[static_cast<std::size_t>(p)];
+        std::memcpy(ring(r) + ring_write_slot(k, p) * d, src_ + p * d, static_cast<std::size_t>(d) * sizeof(T));
+        ring_tokens(r)[static_cast<std::size_t>(ring_write_slot(k, p))] = prompt[static_cast<std::size_t>(p)];
       }
-    pos_ = P;
+    rpos_[r] = P;
   }
 
   struct Free {
@@ -823,17 +965,20 @@ class LeanDecoder {
 
   LeanWeights<T> w_;
   ModelConfig c_;
-  index_t cap_ = 0, max_prompt_ = 0, pos_ = 0;
+  index_t cap_ = 0, max_prompt_ = 0, R_ = 1;
+  bool invariant_ = true;
   PrefillMode mode_;
   PrefillStats stats_;
   std::unique_ptr<std::byte[], Free> own_;  // the state, unless it is in the caller's arena
   std::size_t state_size_ = 0;
   // The state (in own_ or the arena, laid out by carve()):
   KvWindow* win_ = nullptr;                                    // per layer: the cache's geometry
-  T **kc_ = nullptr, **vc_ = nullptr;                          // per layer: cache (slide, D)
+  T **kc_ = nullptr, **vc_ = nullptr;                          // per layer: cache (R, slots, D)
   T **wk_ = nullptr, **wv_ = nullptr;                          // per layer: workspace (max_prompt, D)
-  T* ring_ = nullptr;                                          // (k, d) source states, position t in slot t % k
-  index_t* ring_tok_ = nullptr;                                // (k) their tokens
+  T* ring_ = nullptr;                                          // (R, k, d) source states, position t in slot t % k
+  index_t* ring_tok_ = nullptr;                                // (R, k) their tokens
+  index_t *rpos_ = nullptr, *srow_ = nullptr, *stok_ = nullptr;  // (R) per row: next position; a step's rows, tokens
+  std::uint8_t *ract_ = nullptr, *rzero_ = nullptr, *seen_ = nullptr;  // (R) per row: in use, zero memory; checks
   index_t *qpos_ = nullptr, *sub_ = nullptr, *tok_ = nullptr;  // (max_prompt) a pass's positions, tokens
   T *src_ = nullptr, *prev_ = nullptr;  // workspace (max_prompt, d): source states, the pass before's
   T *x_ = nullptr, *x0_ = nullptr, *u_ = nullptr, *t_ = nullptr, *h_ = nullptr, *s_ = nullptr, *mem_ = nullptr;

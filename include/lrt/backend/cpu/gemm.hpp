@@ -13,12 +13,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cmath>
 #include <mutex>
+#include <type_traits>
 
 #include <Eigen/Core>
 
 #include "../../tensor/linalg.hpp"
 #include "device.hpp"
+#include "rowwise.hpp"
 
 #if defined(LRT_USE_OPENBLAS) && LRT_USE_OPENBLAS
 #include <cblas.h>
@@ -112,25 +115,6 @@ void eigen_gemm(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, co
   });
 }
 
-/// Lanes of the matrix-vector kernels: independent partial sums the compiler keeps in vector
-/// registers whatever the instruction set (16 measured best with SSE2, AVX2 and AVX-512 builds).
-inline constexpr int gemv_lanes = 16;
-
-/// sum_k x[k] w[k] in gemv_lanes interleaved partial sums, folded pairwise (a fixed order).
-template <class T>
-inline T dot_lanes(index_t K, const T* __restrict x, const T* __restrict w) {
-  constexpr int L = gemv_lanes;
-  T acc[L] = {};
-  index_t k = 0;
-  for (; k + L <= K; k += L)
-    for (int l = 0; l < L; ++l) acc[l] += x[k + l] * w[k + l];
-  for (int h = L / 2; h > 0; h /= 2)
-    for (int l = 0; l < h; ++l) acc[l] += acc[l + h];
-  T s = acc[0];
-  for (; k < K; ++k) s += x[k] * w[k];
-  return s;
-}
-
 /// C (1, N) = alpha x (1, K) op(B) + beta C for a contiguous row x: a single row streams the
 /// weights once, which is bandwidth-bound; BLAS GEMMs pack B first and reach a third of the
 /// bandwidth at M = 1 (OpenBLAS 0.3.21, lrt-bench's decode rows), sgemv about two thirds.
@@ -139,10 +123,7 @@ inline T dot_lanes(index_t K, const T* __restrict x, const T* __restrict w) {
 template <class T>
 void gemv_row(index_t N, index_t K, T alpha, const T* x, const MatRef<T>& b, T beta, T* C) {
   if (b.trans) {
-    for (index_t n = 0; n < N; ++n) {
-      const T s = alpha * dot_lanes(K, x, b.p + n * b.ld);
-      C[n] = beta == T(0) ? s : s + beta * C[n];
-    }
+    gemv_rows(1, 0, N, K, alpha, x, K, b.p, b.ld, beta, C, N);
     return;
   }
   if (beta == T(0))
@@ -243,6 +224,50 @@ struct GemmBackend<cpu::Device> {
     }
   }
 };
+
+namespace cpu {
+
+/// y (R, N) = x (R, K) w^T for a weight matrix w (N, K), row-major with row strides ldx, ldw, ldy:
+/// the rows of a decode step. Every y[r, n] is the single-row product's (dot_lanes, the arithmetic
+/// of lrt::gemm at M = 1), so a row's results do not depend on the other rows, on R or on the
+/// thread count: decoding a row in a batch gives its bits alone (N = 1: the sum in order of k,
+/// as lrt::gemm computes a one-column product). The weights are read once for all
+/// R rows (blocks of gemv_rows_block rows at a time, kept in cache against every row of x); from
+/// 2 rows and parallel_flops flops on, the blocks are spread over lrt's pool. Counted in the
+/// GemmProfile when one is installed.
+template <class T>
+void rowwise_product(index_t R, index_t N, index_t K, const T* x, index_t ldx, const T* w, index_t ldw, T* y,
+                     index_t ldy) {
+  if (R <= 0 || N <= 0) return;
+  if (N == 1) {  // lrt::gemm reads a one-column w^T as a plain column: gemv_row's sum in order of k
+    for (index_t r = 0; r < R; ++r) {
+      T s = T(0);
+      for (index_t k = 0; k < K; ++k) s += x[r * ldx + k] * w[k];
+      y[r * ldy] = s;
+    }
+    return;
+  }
+  GemmProfile* prof = detail::gemm_profile_slot().load(std::memory_order_relaxed);
+  const auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const double flops = 2.0 * double(R) * double(N) * double(K);
+  const index_t nb = detail::gemv_rows_block<T>(K), blocks = (N + nb - 1) / nb;
+  if (R >= 2 && blocks >= 2 && num_threads() > 1 && flops >= GemmBackend<Device>::parallel_flops) {
+    parallel_for(blocks, 1, [&](index_t b0, index_t b1) {
+      detail::gemv_rows(R, b0 * nb, std::min(N, b1 * nb), K, T(1), x, ldx, w, ldw, T(0), y, ldy);
+    });
+  } else {
+    detail::gemv_rows(R, 0, N, K, T(1), x, ldx, w, ldw, T(0), y, ldy);
+  }
+  if (prof) {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
+    prof->flops.fetch_add(static_cast<std::int64_t>(flops), std::memory_order_relaxed);
+    prof->calls.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace cpu
 
 }  // namespace v0
 }  // namespace lrt

@@ -248,49 +248,78 @@ inline void rows_bf16(const float* x, const std::uint16_t* w, index_t cols, cons
 }
 }  // namespace packed_detail
 
-/// y (rows) = W x for an int8 matrix W (rows, cols): q row-major, scales (rows, ceil(cols / group)).
+/// Y (R, rows) = X W^T for R rows of x (stride ldx) and an int8 matrix W (rows, cols): q row-major,
+/// scales (rows, ceil(cols / group)); Y's rows of stride ldy. Each row of Y is matvec_int8 of its
+/// row of X, the same arithmetic whatever R (a row decoded in a batch gives its bits alone); a
+/// block of W's rows is read once, then kept in cache for every row of X.
 template <class T>
-void matvec_int8(const T* x, const std::int8_t* q, const float* scales, index_t rows, index_t cols, index_t group,
-                 T* y) noexcept {
+void matmul_int8_rows(const T* x, index_t R, index_t ldx, const std::int8_t* q, const float* scales, index_t rows,
+                      index_t cols, index_t group, T* y, index_t ldy) noexcept {
   const index_t ng = (cols + group - 1) / group;
   if constexpr (std::is_same_v<T, float>) {
     constexpr index_t B = 8;  // rows per block: eight accumulators share each load of x
     index_t o = 0;
     for (; o + B <= rows; o += B)
-      packed_detail::rows_int8<B>(x, q + o * cols, scales + o * ng, cols, group, ng,
-                                  o + 2 * B <= rows ? q + (o + B) * cols : nullptr, y + o);
+      for (index_t r = 0; r < R; ++r)
+        packed_detail::rows_int8<B>(x + r * ldx, q + o * cols, scales + o * ng, cols, group, ng,
+                                    r == 0 && o + 2 * B <= rows ? q + (o + B) * cols : nullptr, y + r * ldy + o);
     for (; o < rows; ++o)
-      packed_detail::rows_int8<1>(x, q + o * cols, scales + o * ng, cols, group, ng, nullptr, y + o);
+      for (index_t r = 0; r < R; ++r)
+        packed_detail::rows_int8<1>(x + r * ldx, q + o * cols, scales + o * ng, cols, group, ng, nullptr,
+                                    y + r * ldy + o);
   } else {
-    for (index_t o = 0; o < rows; ++o) {
-      T acc = 0;
-      for (index_t g = 0; g < ng; ++g) {
-        T part = 0;
-        for (index_t i = g * group; i < std::min(cols, (g + 1) * group); ++i)
-          part += static_cast<T>(q[o * cols + i]) * x[i];
-        acc += static_cast<T>(scales[o * ng + g]) * part;
+    for (index_t r = 0; r < R; ++r)
+      for (index_t o = 0; o < rows; ++o) {
+        const T* xr = x + r * ldx;
+        T acc = 0;
+        for (index_t g = 0; g < ng; ++g) {
+          T part = 0;
+          for (index_t i = g * group; i < std::min(cols, (g + 1) * group); ++i)
+            part += static_cast<T>(q[o * cols + i]) * xr[i];
+          acc += static_cast<T>(scales[o * ng + g]) * part;
+        }
+        y[r * ldy + o] = acc;
       }
-      y[o] = acc;
-    }
+  }
+}
+
+/// y (rows) = W x for an int8 matrix W (rows, cols): q row-major, scales (rows, ceil(cols / group)).
+template <class T>
+void matvec_int8(const T* x, const std::int8_t* q, const float* scales, index_t rows, index_t cols, index_t group,
+                 T* y) noexcept {
+  matmul_int8_rows<T>(x, 1, cols, q, scales, rows, cols, group, y, rows);
+}
+
+/// Y (R, rows) = X W^T for R rows of x and a bf16 matrix W (rows, cols), row-major bits; each row
+/// of Y is matvec_bf16 of its row of X (see matmul_int8_rows).
+template <class T>
+void matmul_bf16_rows(const T* x, index_t R, index_t ldx, const std::uint16_t* w, index_t rows, index_t cols, T* y,
+                      index_t ldy) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    constexpr index_t B = 8;
+    index_t o = 0;
+    for (; o + B <= rows; o += B)
+      for (index_t r = 0; r < R; ++r)
+        packed_detail::rows_bf16<B>(x + r * ldx, w + o * cols, cols,
+                                    r == 0 && o + 2 * B <= rows ? w + (o + B) * cols : nullptr, y + r * ldy + o);
+    for (; o < rows; ++o)
+      for (index_t r = 0; r < R; ++r)
+        packed_detail::rows_bf16<1>(x + r * ldx, w + o * cols, cols, nullptr, y + r * ldy + o);
+  } else {
+    for (index_t r = 0; r < R; ++r)
+      for (index_t o = 0; o < rows; ++o) {
+        T acc = 0;
+        for (index_t i = 0; i < cols; ++i)
+          acc += static_cast<T>(packed_detail::bf16_value(w[o * cols + i])) * x[r * ldx + i];
+        y[r * ldy + o] = acc;
+      }
   }
 }
 
 /// y (rows) = W x for a bf16 matrix W (rows, cols), row-major bits.
 template <class T>
 void matvec_bf16(const T* x, const std::uint16_t* w, index_t rows, index_t cols, T* y) noexcept {
-  if constexpr (std::is_same_v<T, float>) {
-    constexpr index_t B = 8;
-    index_t o = 0;
-    for (; o + B <= rows; o += B)
-      packed_detail::rows_bf16<B>(x, w + o * cols, cols, o + 2 * B <= rows ? w + (o + B) * cols : nullptr, y + o);
-    for (; o < rows; ++o) packed_detail::rows_bf16<1>(x, w + o * cols, cols, nullptr, y + o);
-  } else {
-    for (index_t o = 0; o < rows; ++o) {
-      T acc = 0;
-      for (index_t i = 0; i < cols; ++i) acc += static_cast<T>(packed_detail::bf16_value(w[o * cols + i])) * x[i];
-      y[o] = acc;
-    }
-  }
+  matmul_bf16_rows<T>(x, 1, cols, w, rows, cols, y, rows);
 }
 
 }  // namespace cpu
