@@ -1,10 +1,15 @@
 // The packed products (backend/cpu/packed_matvec.hpp) on the build's instruction set (NEON when
 // cross-built for aarch64; tests/CMakeLists.txt builds it for each x86-64 path) against double
 // products of the values the packing stands for: row counts that leave a partial block of eight,
-// columns that leave a tail, groups that end short. Prints one line per shape; exits 1 on a
-// difference larger than float rounding or when the path is not argv[1] (if given), 77 (skipped)
-// when the CPU lacks the instruction set.
+// columns that leave a tail, groups that end short. Then the products of several rows at once
+// (the packed ones and the row-wise float product, backend/cpu/rowwise.hpp): every row bit for
+// bit the product of that row alone, and the float one in dot_lanes' documented order (on x87,
+// where intermediates carry extended precision, within float rounding of it). Prints one
+// line per shape; exits 1 on a difference larger than float rounding (or any, where bits are
+// promised) or when the path is not argv[1] (if given), 77 (skipped) when the CPU lacks the
+// instruction set.
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include <lrt/backend/cpu/packed_matvec.hpp>
+#include <lrt/backend/cpu/rowwise.hpp>
 #include <lrt/io/quantize.hpp>
 
 int main(int argc, char** argv) {
@@ -65,6 +71,67 @@ int main(int argc, char** argv) {
     const bool ok = e8 < 1e-5 * double(cols) && e16 < 1e-5 * double(cols);
     std::printf("%s (%lld, %lld) groups of %lld: int8 %.2e, bf16 %.2e\n", ok ? "ok  " : "FAIL",
                 static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(group), e8, e16);
+    bad += !ok;
+  }
+  // Several rows at once: each row's bits are its own product's, whatever the rows beside it.
+  for (const auto& [R, N, K] : std::array<std::array<index_t, 3>, 6>{
+           {{1, 37, 70}, {3, 13, 64}, {4, 24, 256}, {5, 9, 17}, {16, 40, 512}, {17, 300, 33}}}) {
+    std::vector<float> x(static_cast<std::size_t>(R * K)), w(static_cast<std::size_t>(N * K)),
+        y(static_cast<std::size_t>(R * N)), one(static_cast<std::size_t>(N));
+    for (auto& v : w) v = u(rng);
+    for (auto& v : x) v = u(rng);
+    std::vector<std::int8_t> q(w.size());
+    std::vector<float> sc(static_cast<std::size_t>(N * lrt::quant_groups(K, 16)));
+    lrt::quantize_int8(w, N, K, 16, q, sc);
+    std::vector<std::uint16_t> h(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) h[i] = lrt::st::f32_to_bf16(w[i]);
+    const auto rows_alone = [&](auto&& product_of, auto&& one_row) {
+      product_of(y.data());
+      bool same = true;
+      for (index_t r = 0; r < R; ++r) {
+        one_row(x.data() + r * K, one.data());
+        same = same && std::memcmp(one.data(), y.data() + r * N, one.size() * sizeof(float)) == 0;
+      }
+      return same;
+    };
+    const bool i8 = rows_alone(
+        [&](float* out) { lrt::cpu::matmul_int8_rows<float>(x.data(), R, K, q.data(), sc.data(), N, K, 16, out, N); },
+        [&](const float* xr, float* out) { lrt::cpu::matvec_int8<float>(xr, q.data(), sc.data(), N, K, 16, out); });
+    const bool b16 =
+        rows_alone([&](float* out) { lrt::cpu::matmul_bf16_rows<float>(x.data(), R, K, h.data(), N, K, out, N); },
+                   [&](const float* xr, float* out) { lrt::cpu::matvec_bf16<float>(xr, h.data(), N, K, out); });
+    const bool f32 = rows_alone(
+        [&](float* out) {
+          lrt::cpu::detail::gemv_rows<float>(R, 0, N, K, 1.0f, x.data(), K, w.data(), K, 0.0f, out, N);
+        },
+        [&](const float* xr, float* out) {
+          for (index_t n = 0; n < N; ++n) out[n] = lrt::cpu::detail::dot_lanes<float>(K, xr, w.data() + n * K);
+        });
+    bool order = true;  // dot_lanes' order written out in scalars
+    for (index_t r = 0; r < R; ++r)
+      for (index_t n = 0; n < N; ++n) {
+        const float *xr = x.data() + r * K, *wn = w.data() + n * K;
+        float lane[16] = {};
+        index_t k = 0;
+        for (; k + 16 <= K; k += 16)
+          for (int l = 0; l < 16; ++l) lane[l] = lrt::cpu::detail::lane_madd(lane[l], xr[k + l], wn[k + l]);
+        for (int hh = 8; hh > 0; hh /= 2)
+          for (int l = 0; l < hh; ++l) lane[l] += lane[l + hh];
+        float want = lane[0];
+        for (; k < K; ++k) want = lrt::cpu::detail::lane_madd(want, xr[k], wn[k]);
+        const float got = y[static_cast<std::size_t>(r * N + n)];
+#if FLT_EVAL_METHOD == 0
+        order = order && std::memcmp(&want, &got, sizeof want) == 0;
+#else  // x87 (the plain build): intermediates in extended precision, rounded where the compiler spills
+        order = order && std::abs(double(want) - double(got)) <= 1e-6 * double(K);
+#endif
+      }
+    // y holds the float rows' product (the last rows_alone): compare it with the scalar order.
+    const bool ok = i8 && b16 && f32 && order;
+    std::printf(
+        "%s %lld rows x (%lld, %lld): each row alone: int8 %s, bf16 %s, float %s; float in dot_lanes' order %s\n",
+        ok ? "ok  " : "FAIL", static_cast<long long>(R), static_cast<long long>(N), static_cast<long long>(K),
+        i8 ? "same" : "DIFFER", b16 ? "same" : "DIFFER", f32 ? "same" : "DIFFER", order ? "yes" : "NO");
     bad += !ok;
   }
   return bad ? 1 : 0;

@@ -312,9 +312,7 @@ class LeanDecoder {
   /// Feeds tokens[i] to row rows[i] (distinct rows in use, in any order) at that row's position, in
   /// one forward of all of them; each row's next-token logits are then logits(row), the bits a
   /// single-row decoder gives that row (with Options::batch_invariant). Rows not named wait.
-  void step(std::span<const index_t> rows, std::span<const index_t> tokens) {
-    throw_if_error(try_step(rows, tokens));
-  }
+  void step(std::span<const index_t> rows, std::span<const index_t> tokens) { throw_if_error(try_step(rows, tokens)); }
   /// step(rows, tokens) with its checks returned: on an error no row has changed.
   Status try_step(std::span<const index_t> rows, std::span<const index_t> tokens) {
     Status s;
@@ -335,8 +333,7 @@ class LeanDecoder {
         return Status::error(StatusCode::state, "lean decoder", "context full: position ", rpos_[r], " of row ", r,
                              " is past the capacity ", cap_, " (capacity 0: no limit)");
       if (rpos_[r] >= (index_t{1} << 40))
-        return Status::error(StatusCode::state, "lean decoder", "position ", rpos_[r], " of row ", r,
-                             " is past 2^40");
+        return Status::error(StatusCode::state, "lean decoder", "position ", rpos_[r], " of row ", r, " is past 2^40");
     }
     if (n > 0) step_rows(rows.data(), tokens.data(), n);
     return s;
@@ -817,7 +814,8 @@ class LeanDecoder {
     run_direct(
         tok_, n, qpos_, use_memory ? mem_ : nullptr,
         [&](index_t l, const T* q, const T* kk, const T* vv, T* y) {
-          for (index_t i = 0; i < n; ++i) attend_one(l, rows[i], qpos_[i], q + i * hd, kk + i * D, vv + i * D, y + i * hd);
+          for (index_t i = 0; i < n; ++i)
+            attend_one(l, rows[i], qpos_[i], q + i * hd, kk + i * D, vv + i * D, y + i * hd);
         },
         /*step=*/true);
     for (index_t i = 0; i < n; ++i) {
@@ -972,14 +970,14 @@ class LeanDecoder {
   std::unique_ptr<std::byte[], Free> own_;  // the state, unless it is in the caller's arena
   std::size_t state_size_ = 0;
   // The state (in own_ or the arena, laid out by carve()):
-  KvWindow* win_ = nullptr;                                    // per layer: the cache's geometry
-  T **kc_ = nullptr, **vc_ = nullptr;                          // per layer: cache (R, slots, D)
-  T **wk_ = nullptr, **wv_ = nullptr;                          // per layer: workspace (max_prompt, D)
-  T* ring_ = nullptr;                                          // (R, k, d) source states, position t in slot t % k
-  index_t* ring_tok_ = nullptr;                                // (R, k) their tokens
+  KvWindow* win_ = nullptr;                                      // per layer: the cache's geometry
+  T **kc_ = nullptr, **vc_ = nullptr;                            // per layer: cache (R, slots, D)
+  T **wk_ = nullptr, **wv_ = nullptr;                            // per layer: workspace (max_prompt, D)
+  T* ring_ = nullptr;                                            // (R, k, d) source states, position t in slot t % k
+  index_t* ring_tok_ = nullptr;                                  // (R, k) their tokens
   index_t *rpos_ = nullptr, *srow_ = nullptr, *stok_ = nullptr;  // (R) per row: next position; a step's rows, tokens
   std::uint8_t *ract_ = nullptr, *rzero_ = nullptr, *seen_ = nullptr;  // (R) per row: in use, zero memory; checks
-  index_t *qpos_ = nullptr, *sub_ = nullptr, *tok_ = nullptr;  // (max_prompt) a pass's positions, tokens
+  index_t *qpos_ = nullptr, *sub_ = nullptr, *tok_ = nullptr;          // (max_prompt) a pass's positions, tokens
   T *src_ = nullptr, *prev_ = nullptr;  // workspace (max_prompt, d): source states, the pass before's
   T *x_ = nullptr, *x0_ = nullptr, *u_ = nullptr, *t_ = nullptr, *h_ = nullptr, *s_ = nullptr, *mem_ = nullptr;
   T *q_ = nullptr, *q2_ = nullptr, *y_ = nullptr, *k_ = nullptr, *k2_ = nullptr, *v_ = nullptr, *e_ = nullptr;

@@ -306,4 +306,41 @@ TEST_CASE("lean decoder: nothing is allocated after construction, first step and
   CHECK(run(vs::LrtRelease{}) == 0);
 }
 
+TEST_CASE("lean decoder rows: joins, steps of any rows and leaves allocate nothing (fp32 and int8 weights)") {
+  namespace vs = lrt::variants;
+  lrt::ModelConfig c;
+  c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 8, c.vocab_size = 40;
+  c.window_pattern = "SL", c.mem_offset = 2, c.reset_at_bos = true;
+  const auto run = [&](auto tag, bool packed) {
+    using V = decltype(tag);
+    lrt::Model<V> m(c, 3);
+    const lrt::PackedWeights pw = lrt::pack_weights(m, lrt::WeightFormat::Int8, 8);
+    typename lrt::LeanDecoder<V, float>::Options o{0, -1};
+    o.rows = 16;
+    lrt::LeanDecoder<V, float> dec(lrt::lean_weights(m, packed ? &pw : nullptr), o);
+    const std::vector<index_t> prompt{39, 1, 2, 3, 39, 5};
+    std::vector<index_t> rows, toks;
+    rows.reserve(16), toks.reserve(16);
+    const auto schedule = [&] {
+      dec.reset();
+      for (index_t t = 0; t < 60; ++t) {
+        if (t % 4 == 0 && dec.active_rows() < 16)  // a new request every fourth step, exact or zero-memory prefill
+          (void)dec.join(prompt, t % 8 == 0 ? lrt::PrefillMode::exact() : lrt::PrefillMode::zero());
+        rows.clear(), toks.clear();
+        for (index_t r = 0; r < 16; ++r)
+          if (dec.active(r)) rows.push_back(r), toks.push_back((t + r) % 39);
+        dec.step(rows, toks);
+        if (t % 7 == 6) dec.leave(rows.front());  // and the oldest leaves now and then
+      }
+    };
+    // Warm-up: a whole-prompt prefill's attention takes its score blocks from the caching allocator
+    // and its thread's position list the first time (steps and exact prefill take nothing).
+    schedule();
+    return allocations_during(schedule);
+  };
+  CHECK(run(vs::Baseline{}, false) == 0);
+  CHECK(run(vs::Lrt{}, false) == 0);
+  CHECK(run(vs::Lrt{}, true) == 0);
+}
+
 }  // namespace test_allocations

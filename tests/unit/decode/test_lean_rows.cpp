@@ -55,8 +55,10 @@ std::vector<Request> requests(index_t n, index_t bos, unsigned seed) {
     for (auto& t : r.prompt) t = static_cast<index_t>(rng() % 280);
     if (i % 4 == 1) r.prompt[r.prompt.size() / 2] = bos;  // the BOS cut inside a prompt
     r.mode = modes[i % 5];
-    if (i % 2) r.sampler = {0.9, 20, 0.95, static_cast<std::uint64_t>(100 + i)};  // seeded sampling
-    else r.sampler.temperature = 0;                                               // greedy
+    if (i % 2)
+      r.sampler = {0.9, 20, 0.95, static_cast<std::uint64_t>(100 + i)};  // seeded sampling
+    else
+      r.sampler.temperature = 0;                          // greedy
     r.new_tokens = 3 + static_cast<index_t>(rng() % 22);  // up to 24: past the window and the context
     r.arrives = static_cast<index_t>(rng() % 14);
     out.push_back(std::move(r));
@@ -108,11 +110,13 @@ std::vector<Trace> together(const lrt::LeanWeights<float>& w, const std::vector<
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       if (row_of[i] < 0) continue;
       const index_t r = row_of[i];
-      const index_t tok = lrt::sample_token<float>(dec.logits(r), reqs[i].sampler, lrt::sample_counter(0, dec.position(r)));
+      const index_t tok =
+          lrt::sample_token<float>(dec.logits(r), reqs[i].sampler, lrt::sample_counter(0, dec.position(r)));
       out[i].tokens.push_back(tok);
       step_rows.push_back(r), step_tokens.push_back(tok);
     }
-    if (step % 3 == 1) std::reverse(step_rows.begin(), step_rows.end()), std::reverse(step_tokens.begin(), step_tokens.end());
+    if (step % 3 == 1)
+      std::reverse(step_rows.begin(), step_rows.end()), std::reverse(step_tokens.begin(), step_tokens.end());
     widest = std::max(widest, static_cast<index_t>(step_rows.size()));
     if (!step_rows.empty()) dec.step(step_rows, step_tokens);
     for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -235,9 +239,11 @@ TEST_CASE("row-wise product: every row is the single-row product, in dot_lanes' 
               for (int h = 8; h > 0; h /= 2)
                 for (int l = 0; l < h; ++l) lane[l] += lane[l + h];
               want = lane[0];
-              for (; k < K; ++k) want = lrt::cpu::detail::gemv_fused ? std::fma(xr[k], wn[k], want) : want + xr[k] * wn[k];
+              for (; k < K; ++k)
+                want = lrt::cpu::detail::gemv_fused ? std::fma(xr[k], wn[k], want) : want + xr[k] * wn[k];
             }
-            as_documented = as_documented && std::memcmp(&want, &y[static_cast<std::size_t>(r * N + n)], sizeof want) == 0;
+            as_documented =
+                as_documented && std::memcmp(&want, &y[static_cast<std::size_t>(r * N + n)], sizeof want) == 0;
           }
         }
         CHECK(rows_alone);
@@ -276,8 +282,7 @@ TEST_CASE("lean decoder rows: errors name the row and what is wrong; nothing cha
   for (int i = 0; i < 5; ++i) dec.step(std::vector<index_t>{0}, std::vector<index_t>{7});
   CHECK_THROWS_WITH_AS(dec.step(std::vector<index_t>{0}, std::vector<index_t>{7}),
                        doctest::Contains("context full: position 8 of row 0"), lrt::Error);
-  CHECK_THROWS_WITH_AS(dec.join(std::vector<index_t>(9, 1)), doctest::Contains("more than the capacity 8"),
-                       lrt::Error);
+  CHECK_THROWS_WITH_AS(dec.join(std::vector<index_t>(9, 1)), doctest::Contains("more than the capacity 8"), lrt::Error);
   CHECK(dec.active_rows() == 1);
   o.rows = 0;
   CHECK_THROWS_WITH_AS((lrt::LeanDecoder<vs::Lrt, float>(lrt::lean_weights(m), o)),

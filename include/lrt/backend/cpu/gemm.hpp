@@ -126,16 +126,22 @@ void gemv_row(index_t N, index_t K, T alpha, const T* x, const MatRef<T>& b, T b
     gemv_rows(1, 0, N, K, alpha, x, K, b.p, b.ld, beta, C, N);
     return;
   }
-  if (beta == T(0))
-    std::fill(C, C + N, T(0));
-  else if (beta != T(1))
-    for (index_t n = 0; n < N; ++n) C[n] *= beta;
-  for (index_t k = 0; k < K; ++k) {
-    const T xk = alpha * x[k];
-    const T* __restrict row = b.p + k * b.ld;
-    T* __restrict c = C;
-    for (index_t n = 0; n < N; ++n) c[n] += xk * row[n];
-  }
+  // C[n] = beta C[n] (0 for beta = 0), then += (alpha x[k]) B[k, n] in order of k; in chunks of
+  // 64 columns held in registers across k (a full chunk's loops have constant bounds).
+  constexpr index_t NC = 64;
+  const auto chunk = [&](index_t n0, auto nc) {
+    T acc[NC];
+    for (index_t i = 0; i < nc; ++i) acc[i] = beta == T(0) ? T(0) : beta == T(1) ? C[n0 + i] : C[n0 + i] * beta;
+    for (index_t k = 0; k < K; ++k) {
+      const T xk = alpha * x[k];
+      const T* __restrict row = b.p + k * b.ld + n0;
+      for (index_t i = 0; i < nc; ++i) acc[i] += xk * row[i];
+    }
+    for (index_t i = 0; i < nc; ++i) C[n0 + i] = acc[i];
+  };
+  index_t n0 = 0;
+  for (; n0 + NC <= N; n0 += NC) chunk(n0, std::integral_constant<index_t, NC>{});
+  if (n0 < N) chunk(n0, N - n0);
 }
 
 /// One single-threaded GEMM on the fastest available library.
@@ -259,8 +265,7 @@ void rowwise_product(index_t R, index_t N, index_t K, const T* x, index_t ldx, c
     detail::gemv_rows(R, 0, N, K, T(1), x, ldx, w, ldw, T(0), y, ldy);
   }
   if (prof) {
-    const auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
     prof->flops.fetch_add(static_cast<std::int64_t>(flops), std::memory_order_relaxed);
     prof->calls.fetch_add(1, std::memory_order_relaxed);

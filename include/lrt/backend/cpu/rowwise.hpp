@@ -56,6 +56,45 @@ inline float fold8(__m256 v) noexcept {
 }
 #endif
 
+/// Keeps v in a register: each weight vector is loaded once and used by every row of x (left to
+/// itself, the compiler loads it again as a memory operand of each multiply-add, which makes the
+/// block bound by loads).
+template <class R>
+inline void in_register(R& v) noexcept {
+#if defined(__GNUC__)
+  __asm__("" : "+v"(v));
+#else
+  (void)v;
+#endif
+}
+
+#if defined(__AVX512F__) && defined(__FMA__)
+/// The folds of 16 registers of 16 lanes at once, each in dot_lanes' order (lane l += lane l + h
+/// for h = 8, 4, 2, 1), as a tree of shuffles and adds that packs two folds into one register at
+/// each level. Returns the 16 folds: lane 4t + u holds the fold of v[t + 4u].
+inline __m512 fold16(const __m512* v) noexcept {
+  __m512 c[8], e[4], g[2];
+  for (int m = 0; m < 8; ++m) {  // h = 8: c[m] = (v[2m] lanes 0-7 | v[2m+1] lanes 0-7)
+    const __m512 a = v[2 * m], b = v[2 * m + 1];
+    c[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  for (int m = 0; m < 4; ++m) {  // h = 4: e[m] quarter t = v[4m + t] lanes 0-3
+    const __m512 a = c[2 * m], b = c[2 * m + 1];
+    e[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  for (int m = 0; m < 2; ++m) {  // h = 2: g[m] quarter t = (v[8m + t] lanes 0-1, v[8m + 4 + t] lanes 0-1)
+    const __m512 a = e[2 * m], b = e[2 * m + 1];
+    g[m] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // h = 1: lane 4t + u holds the fold of v[t + 4u].
+  return _mm512_add_ps(_mm512_shuffle_ps(g[0], g[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(g[0], g[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+#endif
+
 /// out[r * ldo + j] = the dot product of x[r] (K values) with row j of w (stride ldw), for NR rows
 /// of x and NW rows of w, each in dot_lanes' order: gemv_lanes partial sums over k in steps of
 /// gemv_lanes (lane l takes k = l, l + 16, ...), folded pairwise (lane l += lane l + h for h = 8, 4,
@@ -63,7 +102,8 @@ inline float fold8(__m256 v) noexcept {
 /// chains, so a block keeps the FMA units busy where one dot product waits on its own latency; no
 /// output depends on the others, on NR or on NW.
 template <int NR, int NW, class T>
-inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index_t ldw, T* out, index_t ldo) noexcept {
+inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index_t ldw, T* out, index_t ldo,
+                      const T* ahead = nullptr) noexcept {
   constexpr int L = gemv_lanes;
   index_t k = 0;
   T s[NR][NW];
@@ -74,18 +114,49 @@ inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index
       for (int j = 0; j < NW; ++j) acc[r][j] = _mm512_setzero_ps();
     for (; k + L <= K; k += L) {
       __m512 wv[NW];
-      for (int j = 0; j < NW; ++j) wv[j] = _mm512_loadu_ps(w + j * ldw + k);
+      if (ahead)
+        for (int j = 0; j < NW; ++j) _mm_prefetch(reinterpret_cast<const char*>(ahead + j * ldw + k), _MM_HINT_T0);
+      for (int j = 0; j < NW; ++j) {
+        wv[j] = _mm512_loadu_ps(w + j * ldw + k);
+        if constexpr (NR > 1) in_register(wv[j]);
+      }
       for (int r = 0; r < NR; ++r) {
         const __m512 xv = _mm512_loadu_ps(x[r] + k);
         for (int j = 0; j < NW; ++j) acc[r][j] = _mm512_fmadd_ps(xv, wv[j], acc[r][j]);
       }
     }
-    for (int r = 0; r < NR; ++r)
-      for (int j = 0; j < NW; ++j) {
-        const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc[r][j]),
-                                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][j]), 1)));
-        s[r][j] = fold8(h8);
+    if constexpr (NR == 4 && NW == 4) {
+      __m512 v[16];  // j-major, so that the folds come out row by row: lane 4r + j
+      for (int r = 0; r < NR; ++r)
+        for (int j = 0; j < NW; ++j) v[j * 4 + r] = acc[r][j];
+      const __m512 f = fold16(v);
+      if (k == K) {  // no tail: each row's four outputs straight out
+        _mm_storeu_ps(out, _mm512_extractf32x4_ps(f, 0)), _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(f, 1));
+        _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(f, 2));
+        _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(f, 3));
+        return;
       }
+      float lanes[16];
+      _mm512_storeu_ps(lanes, f);
+      for (int r = 0; r < NR; ++r)
+        for (int j = 0; j < NW; ++j) s[r][j] = lanes[4 * r + j];
+    } else if constexpr (NR == 1 && NW == 16) {
+      // Output i's fold is in lane 4 (i % 4) + i / 4: put the lanes in order of i.
+      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      const __m512 f = _mm512_permutexvar_ps(order, fold16(acc[0]));
+      if (k == K) {
+        _mm512_storeu_ps(out, f);
+        return;
+      }
+      _mm512_storeu_ps(s[0], f);
+    } else {
+      for (int r = 0; r < NR; ++r)
+        for (int j = 0; j < NW; ++j) {
+          const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc[r][j]),
+                                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][j]), 1)));
+          s[r][j] = fold8(h8);
+        }
+    }
   } else
 #elif defined(__AVX2__) && defined(__FMA__)
   if constexpr (std::is_same_v<T, float>) {  // lanes 0-7 and 8-15 in two registers
@@ -94,7 +165,12 @@ inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index
       for (int j = 0; j < NW; ++j) lo[r][j] = _mm256_setzero_ps(), hi[r][j] = _mm256_setzero_ps();
     for (; k + L <= K; k += L) {
       __m256 wl[NW], wh[NW];
-      for (int j = 0; j < NW; ++j) wl[j] = _mm256_loadu_ps(w + j * ldw + k), wh[j] = _mm256_loadu_ps(w + j * ldw + k + 8);
+      if (ahead)
+        for (int j = 0; j < NW; ++j) _mm_prefetch(reinterpret_cast<const char*>(ahead + j * ldw + k), _MM_HINT_T0);
+      for (int j = 0; j < NW; ++j) {
+        wl[j] = _mm256_loadu_ps(w + j * ldw + k), wh[j] = _mm256_loadu_ps(w + j * ldw + k + 8);
+        in_register(wl[j]), in_register(wh[j]);
+      }
       for (int r = 0; r < NR; ++r) {
         const __m256 xl = _mm256_loadu_ps(x[r] + k), xh = _mm256_loadu_ps(x[r] + k + 8);
         for (int j = 0; j < NW; ++j)
@@ -127,22 +203,23 @@ inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index
     }
 }
 
-/// Rows of x and of w per dot_block in gemv_rows (accumulators that fit the vector registers).
+/// Rows of x and of w per dot_block in gemv_rows (accumulators that fit the vector registers),
+/// and rows of w per dot_block for the rows of x left over (one at a time).
 #if defined(__AVX512F__) && defined(__FMA__)
-inline constexpr int gemv_block_x = 4, gemv_block_w = 4;
+inline constexpr int gemv_block_x = 4, gemv_block_w = 4, gemv_block_w1 = 16;
 #else
-inline constexpr int gemv_block_x = 2, gemv_block_w = 2;
+inline constexpr int gemv_block_x = 2, gemv_block_w = 2, gemv_block_w1 = 4;
 #endif
 
 /// dot_block for nr <= NR rows of x and nw <= NW rows of w.
 template <int NR, int NW, class T>
-inline void dot_block_upto(int nr, int nw, index_t K, const T* const* x, const T* w, index_t ldw, T* out,
-                           index_t ldo) noexcept {
+inline void dot_block_upto(int nr, int nw, index_t K, const T* const* x, const T* w, index_t ldw, T* out, index_t ldo,
+                           const T* ahead) noexcept {
   if constexpr (NR > 1)
-    if (nr < NR) return dot_block_upto<NR - 1, NW>(nr, nw, K, x, w, ldw, out, ldo);
+    if (nr < NR) return dot_block_upto<NR - 1, NW>(nr, nw, K, x, w, ldw, out, ldo, ahead);
   if constexpr (NW > 1)
-    if (nw < NW) return dot_block_upto<NR, NW - 1>(nr, nw, K, x, w, ldw, out, ldo);
-  dot_block<NR, NW>(K, x, w, ldw, out, ldo);
+    if (nw < NW) return dot_block_upto<NR, NW - 1>(nr, nw, K, x, w, ldw, out, ldo, ahead);
+  dot_block<NR, NW>(K, x, w, ldw, out, ldo, ahead);
 }
 
 /// sum_k x[k] w[k] in gemv_lanes interleaved partial sums, folded pairwise (a fixed order; see dot_block).
@@ -160,32 +237,51 @@ inline index_t gemv_rows_block(index_t K) noexcept {
   return std::max<index_t>(gemv_block_w, n / gemv_block_w * gemv_block_w);
 }
 
+/// One pass of gemv_rows: NRb rows of x (xs, rows r0.. of C) against weight rows b0..b1, NWb at a
+/// time; `first`: these weights come from memory (ask for the next rows ahead).
+template <int NRb, int NWb, class T>
+inline void gemv_pass(const T* const* xs, index_t r0, index_t b0, index_t b1, index_t n1, index_t K, T alpha,
+                      const T* w, index_t ldw, T beta, T* C, index_t ldc, bool first) noexcept {
+  T tmp[NRb * NWb];
+  const bool direct = alpha == T(1) && beta == T(0);  // C = the dots: written by dot_block itself
+  for (index_t n = b0; n < b1; n += NWb) {
+    const int nw = static_cast<int>(std::min<index_t>(NWb, b1 - n));
+    const T* ahead = first && n + 2 * NWb <= n1 ? w + (n + NWb) * ldw : nullptr;
+    if (direct) {
+      dot_block_upto<NRb, NWb>(NRb, nw, K, xs, w + n * ldw, ldw, C + r0 * ldc + n, ldc, ahead);
+      continue;
+    }
+    dot_block_upto<NRb, NWb>(NRb, nw, K, xs, w + n * ldw, ldw, tmp, NWb, ahead);
+    for (int i = 0; i < NRb; ++i)
+      for (int j = 0; j < nw; ++j) {
+        T& c = C[(r0 + i) * ldc + n + j];
+        const T s = alpha * tmp[i * NWb + j];
+        c = beta == T(0) ? s : s + beta * c;
+      }
+  }
+}
+
 /// C (R, N) = alpha x (R, K) w^T + beta C for w (N, K) (row stride ldw), weight rows n0..n1 only:
 /// every C[r, n] is alpha * dot_lanes(x[r], w[n]) (+ beta C[r, n]), so a row's results are those of
 /// that row alone, whatever R. The weights are read once for all rows: a cache block of
-/// gemv_rows_block rows of w at a time, against every row of x.
+/// gemv_rows_block rows of w at a time, against gemv_block_x rows of x at a time, then against
+/// each row left over.
 template <class T>
-void gemv_rows(index_t R, index_t n0, index_t n1, index_t K, T alpha, const T* x, index_t ldx, const T* w,
-               index_t ldw, T beta, T* C, index_t ldc) noexcept {
-  constexpr int NR = gemv_block_x, NW = gemv_block_w;
+void gemv_rows(index_t R, index_t n0, index_t n1, index_t K, T alpha, const T* x, index_t ldx, const T* w, index_t ldw,
+               T beta, T* C, index_t ldc) noexcept {
+  constexpr int NR = gemv_block_x, NW = gemv_block_w, NW1 = gemv_block_w1;
   const index_t nb = gemv_rows_block<T>(K);
-  T out[NR * NW];
   for (index_t b0 = n0; b0 < n1; b0 += nb) {
     const index_t b1 = std::min(n1, b0 + nb);
-    for (index_t r0 = 0; r0 < R; r0 += NR) {
-      const int nr = static_cast<int>(std::min<index_t>(NR, R - r0));
-      const T* xs[NR] = {};
-      for (int i = 0; i < nr; ++i) xs[i] = x + (r0 + i) * ldx;
-      for (index_t n = b0; n < b1; n += NW) {
-        const int nw = static_cast<int>(std::min<index_t>(NW, b1 - n));
-        dot_block_upto<NR, NW>(nr, nw, K, xs, w + n * ldw, ldw, out, NW);
-        for (int i = 0; i < nr; ++i)
-          for (int j = 0; j < nw; ++j) {
-            T& c = C[(r0 + i) * ldc + n + j];
-            const T s = alpha * out[i * NW + j];
-            c = beta == T(0) ? s : s + beta * c;
-          }
-      }
+    index_t r0 = 0;
+    for (; r0 + NR <= R; r0 += NR) {
+      const T* xs[NR];
+      for (int i = 0; i < NR; ++i) xs[i] = x + (r0 + i) * ldx;
+      gemv_pass<NR, NW>(xs, r0, b0, b1, n1, K, alpha, w, ldw, beta, C, ldc, r0 == 0);
+    }
+    for (; r0 < R; ++r0) {
+      const T* xr = x + r0 * ldx;
+      gemv_pass<1, NW1>(&xr, r0, b0, b1, n1, K, alpha, w, ldw, beta, C, ldc, r0 == 0);
     }
   }
 }
