@@ -200,73 +200,120 @@ inline void prefetch(const void* p) noexcept {
 #endif
 }
 
-/// R rows of an int8 matrix (row stride cols, scales of stride ng) times x; `next`: the block of
-/// rows after these (prefetched), or null.
-template <int R>
-inline void rows_int8(const float* x, const std::int8_t* q, const float* sc, index_t cols, index_t group, index_t ng,
-                      const std::int8_t* next, float* y) noexcept {
-  Lanes acc[R];
-  float tail[R] = {};
+/// R rows of an int8 matrix (row stride cols, scales of stride ng) times NX rows of x: y[a * ldy +
+/// r] = row r times x[a]. Each weight vector is widened once for the NX rows, and every output's
+/// arithmetic is its own (so the same whatever NX and R). `next`: rows to prefetch (or null).
+template <int NX, int R>
+inline void rows_int8(const float* const* x, const std::int8_t* q, const float* sc, index_t cols, index_t group,
+                      index_t ng, const std::int8_t* next, float* y, index_t ldy) noexcept {
+  Lanes acc[NX][R];
+  float tail[NX][R] = {};
   for (index_t g = 0; g < ng; ++g) {
     const index_t lo = g * group, hi = std::min(cols, lo + group);
     if (next)
       for (int r = 0; r < R; ++r) prefetch(next + r * cols + lo);
-    Lanes part[R];
-    float pt[R] = {};
+    Lanes part[NX][R];
+    float pt[NX][R] = {};
     index_t i = lo;
     for (; i + Lanes::width <= hi; i += Lanes::width) {
-      const X8 xv = load8(x + i);
-      for (int r = 0; r < R; ++r) part[r].fma(widen8(q + r * cols + i), xv);
+      X8 wv[R];
+      for (int r = 0; r < R; ++r) wv[r] = widen8(q + r * cols + i);
+      for (int a = 0; a < NX; ++a) {
+        const X8 xv = load8(x[a] + i);
+        for (int r = 0; r < R; ++r) part[a][r].fma(wv[r], xv);
+      }
     }
     for (; i < hi; ++i)
-      for (int r = 0; r < R; ++r) pt[r] += static_cast<float>(q[r * cols + i]) * x[i];
+      for (int a = 0; a < NX; ++a)
+        for (int r = 0; r < R; ++r) pt[a][r] += static_cast<float>(q[r * cols + i]) * x[a][i];
     for (int r = 0; r < R; ++r) {
       const float s = sc[r * ng + g];
-      acc[r].fma_scaled(part[r], s);
-      tail[r] += pt[r] * s;
+      for (int a = 0; a < NX; ++a) {
+        acc[a][r].fma_scaled(part[a][r], s);
+        tail[a][r] += pt[a][r] * s;
+      }
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = acc[r].sum() + tail[r];
+  for (int a = 0; a < NX; ++a)
+    for (int r = 0; r < R; ++r) y[a * ldy + r] = acc[a][r].sum() + tail[a][r];
 }
 
-/// R rows of a bf16 matrix (row stride cols) times x; `next` as for rows_int8.
-template <int R>
-inline void rows_bf16(const float* x, const std::uint16_t* w, index_t cols, const std::uint16_t* next,
-                      float* y) noexcept {
-  Lanes acc[R];
-  float tail[R] = {};
+/// R rows of a bf16 matrix (row stride cols) times NX rows of x; as rows_int8.
+template <int NX, int R>
+inline void rows_bf16(const float* const* x, const std::uint16_t* w, index_t cols, const std::uint16_t* next, float* y,
+                      index_t ldy) noexcept {
+  Lanes acc[NX][R];
+  float tail[NX][R] = {};
   index_t i = 0;
   for (; i + Lanes::width <= cols; i += Lanes::width) {
     if (next && i % 32 == 0)  // one cache line of 32 bf16 values per row
       for (int r = 0; r < R; ++r) prefetch(next + r * cols + i);
-    const X8 xv = load8(x + i);
-    for (int r = 0; r < R; ++r) acc[r].fma(widen8(w + r * cols + i), xv);
+    X8 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = widen8(w + r * cols + i);
+    for (int a = 0; a < NX; ++a) {
+      const X8 xv = load8(x[a] + i);
+      for (int r = 0; r < R; ++r) acc[a][r].fma(wv[r], xv);
+    }
   }
   for (; i < cols; ++i)
-    for (int r = 0; r < R; ++r) tail[r] += bf16_value(w[r * cols + i]) * x[i];
-  for (int r = 0; r < R; ++r) y[r] = acc[r].sum() + tail[r];
+    for (int a = 0; a < NX; ++a)
+      for (int r = 0; r < R; ++r) tail[a][r] += bf16_value(w[r * cols + i]) * x[a][i];
+  for (int a = 0; a < NX; ++a)
+    for (int r = 0; r < R; ++r) y[a * ldy + r] = acc[a][r].sum() + tail[a][r];
+}
+
+/// The packed product of R rows of x in blocks of 8 weight rows: NX rows of x at a time against 2
+/// weight rows at a time (the rows of x left over: one at a time, against the 8), each block read
+/// from memory once. rows_of<NX, RW>(xs, first weight row, next, y, ldy) runs one call.
+#if defined(__AVX512F__)
+inline constexpr int packed_block_x = 4;
+#else
+inline constexpr int packed_block_x = 2;
+#endif
+template <class RowsOf>
+inline void packed_rows(const float* x, index_t R, index_t ldx, index_t rows, float* y, index_t ldy,
+                        RowsOf&& rows_of) noexcept {
+  constexpr index_t B = 8;  // weight rows per block: eight accumulators share each load of x
+  constexpr int NX = packed_block_x, RW = 2;
+  index_t o = 0;
+  for (; o + B <= rows; o += B) {
+    const bool more = o + 2 * B <= rows;
+    index_t a = 0;
+    for (; a + NX <= R; a += NX) {
+      const float* xs[NX];
+      for (int i = 0; i < NX; ++i) xs[i] = x + (a + i) * ldx;
+      for (index_t r = 0; r < B; r += RW)
+        rows_of.template operator()<NX, RW>(xs, o + r, a == 0 && more ? o + B + r : index_t{-1}, y + a * ldy + o + r,
+                                            ldy);
+    }
+    for (; a < R; ++a) {
+      const float* xa = x + a * ldx;
+      rows_of.template operator()<1, B>(&xa, o, a == 0 && more ? o + B : index_t{-1}, y + a * ldy + o, ldy);
+    }
+  }
+  for (; o < rows; ++o)
+    for (index_t a = 0; a < R; ++a) {
+      const float* xa = x + a * ldx;
+      rows_of.template operator()<1, 1>(&xa, o, index_t{-1}, y + a * ldy + o, ldy);
+    }
 }
 }  // namespace packed_detail
 
 /// Y (R, rows) = X W^T for R rows of x (stride ldx) and an int8 matrix W (rows, cols): q row-major,
 /// scales (rows, ceil(cols / group)); Y's rows of stride ldy. Each row of Y is matvec_int8 of its
 /// row of X, the same arithmetic whatever R (a row decoded in a batch gives its bits alone); a
-/// block of W's rows is read once, then kept in cache for every row of X.
+/// block of W's rows is read from memory once for every row of X, and widened once for several.
 template <class T>
 void matmul_int8_rows(const T* x, index_t R, index_t ldx, const std::int8_t* q, const float* scales, index_t rows,
                       index_t cols, index_t group, T* y, index_t ldy) noexcept {
   const index_t ng = (cols + group - 1) / group;
   if constexpr (std::is_same_v<T, float>) {
-    constexpr index_t B = 8;  // rows per block: eight accumulators share each load of x
-    index_t o = 0;
-    for (; o + B <= rows; o += B)
-      for (index_t r = 0; r < R; ++r)
-        packed_detail::rows_int8<B>(x + r * ldx, q + o * cols, scales + o * ng, cols, group, ng,
-                                    r == 0 && o + 2 * B <= rows ? q + (o + B) * cols : nullptr, y + r * ldy + o);
-    for (; o < rows; ++o)
-      for (index_t r = 0; r < R; ++r)
-        packed_detail::rows_int8<1>(x + r * ldx, q + o * cols, scales + o * ng, cols, group, ng, nullptr,
-                                    y + r * ldy + o);
+    packed_detail::packed_rows(
+        x, R, ldx, rows, y, ldy,
+        [&]<int NX, int RW>(const float* const* xs, index_t o, index_t next, float* yo, index_t ldo) {
+          packed_detail::rows_int8<NX, RW>(xs, q + o * cols, scales + o * ng, cols, group, ng,
+                                           next >= 0 ? q + next * cols : nullptr, yo, ldo);
+        });
   } else {
     for (index_t r = 0; r < R; ++r)
       for (index_t o = 0; o < rows; ++o) {
@@ -296,15 +343,11 @@ template <class T>
 void matmul_bf16_rows(const T* x, index_t R, index_t ldx, const std::uint16_t* w, index_t rows, index_t cols, T* y,
                       index_t ldy) noexcept {
   if constexpr (std::is_same_v<T, float>) {
-    constexpr index_t B = 8;
-    index_t o = 0;
-    for (; o + B <= rows; o += B)
-      for (index_t r = 0; r < R; ++r)
-        packed_detail::rows_bf16<B>(x + r * ldx, w + o * cols, cols,
-                                    r == 0 && o + 2 * B <= rows ? w + (o + B) * cols : nullptr, y + r * ldy + o);
-    for (; o < rows; ++o)
-      for (index_t r = 0; r < R; ++r)
-        packed_detail::rows_bf16<1>(x + r * ldx, w + o * cols, cols, nullptr, y + r * ldy + o);
+    packed_detail::packed_rows(
+        x, R, ldx, rows, y, ldy,
+        [&]<int NX, int RW>(const float* const* xs, index_t o, index_t next, float* yo, index_t ldo) {
+          packed_detail::rows_bf16<NX, RW>(xs, w + o * cols, cols, next >= 0 ? w + next * cols : nullptr, yo, ldo);
+        });
   } else {
     for (index_t r = 0; r < R; ++r)
       for (index_t o = 0; o < rows; ++o) {
