@@ -1,14 +1,25 @@
-// lrt/decode/lean.hpp: LeanDecoder<V, T>, KV-cache decoding of one row on the CPU that calls the
-// kernels directly: no autodiff graph, no std::function per layer, nothing allocated after
-// construction. Everything it works with (the KV cache with each layer's window, the memory ring,
-// the scratch of a step and of a whole-prompt pass, the RoPE rows, its per-layer tables) is laid
-// out once, at construction, in one buffer: one allocation, or none in the caller's arena
+// lrt/decode/lean.hpp: LeanDecoder<V, T>, KV-cache decoding on the CPU that calls the kernels
+// directly: no autodiff graph, no std::function per layer, nothing allocated after construction.
+// Everything it works with (each row's KV cache with each layer's window and its memory ring, the
+// scratch of a step and of a whole-prompt pass, the RoPE rows, its per-layer tables) is laid out
+// once, at construction, in one buffer: one allocation, or none in the caller's arena
 // (Options::arena, sized by required_bytes()). It reads the weights through views (LeanWeights:
 // from a Model with lean_weights(), decode/lean_model.hpp; from a checkpoint's bytes with
 // lean_file_weights(), decode/lean_file.hpp; or from any memory the caller keeps alive). A matrix
 // it multiplies by may be packed, int8 with per-group scales or bf16 (io/quantize.hpp): those
-// products run in cpu/packed_matvec.hpp, one row at a time, and match the float values' within
-// rounding.
+// products run in cpu/packed_matvec.hpp and match the float values' within rounding.
+//
+// Rows (Options::rows, 1 by default): requests that come and go. join(prompt, mode) takes a free
+// row and feeds it the prompt, step(rows, tokens) feeds any rows in use one token each in one
+// forward, leave(row) frees a row; each row has its own position, cache and memory ring, and
+// prefill() / step(token) are row 0's. A step's products give every row the arithmetic it gets
+// alone (cpu::rowwise_product for float weights, the packed products of several rows): the
+// products are the only operations that mix rows (the norms, RoPE, elementwise ops and each row's
+// attention are per row), so a row's logits are the bits a one-row decoder gives it, whatever
+// runs beside it (tests/unit/decode/test_lean_rows.cpp); and the weights are read once per step
+// for all its rows. Rows that decode without memory (zero prefill) run as a forward of their own.
+// Options::batch_invariant = false takes the batched BLAS products instead (their rounding
+// depends on the batch).
 //
 // Same results as Decoder (decode/decoder.hpp): a step runs model_forward (model/block.hpp), the
 // function Model::forward runs on the tape, for one token through the same kernels (lrt::gemm's
@@ -18,8 +29,9 @@
 // too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity) and moves the newest window to the
 // front when it reaches the end, so rows run past the training context. Shared with Decoder: the block's forward
 // (model/block.hpp: model_forward run by DirectExec below; Decoder runs it on the tape), the cache geometry, the memory
-// ring's slots, the interleaved subsets (decode/decode_state.hpp). Decoder's alone: attention sinks, several rows
-// (ragged batches), devices other than the CPU and CUDA graphs.
+// ring's slots, the interleaved subsets (decode/decode_state.hpp). Decoder's alone: attention sinks, ragged batches of
+// the autodiff model (its rows agree with a row alone within rounding: the BLAS products of several rows), devices
+// other than the CPU and CUDA graphs.
 //
 // Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
 // same model_forward on n positions at once (matrix products of n rows, the attention kernel with
@@ -132,7 +144,7 @@ struct PrefillStats {
   bool converged = false;  // fixed-point / approximate: stopped by the rule (not by running out)
 };
 
-/// Decodes one row of a V model in T (float or double) on the CPU; see the top of this file.
+/// Decodes rows of a V model in T (float or double) on the CPU; see the top of this file.
 template <class V, class T = float>
 class LeanDecoder {
   static_assert(std::is_floating_point_v<T>, "LeanDecoder<V, T>: T is float or double");
