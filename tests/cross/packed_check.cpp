@@ -22,6 +22,17 @@
 #include <lrt/backend/cpu/rowwise.hpp>
 #include <lrt/io/quantize.hpp>
 
+/// Bit for bit where float arithmetic rounds each operation to float; within rounding on x87,
+/// whose intermediates keep extended precision wherever the compiler leaves them in registers.
+static bool same_float(float a, float b, lrt::index_t K) {
+#if FLT_EVAL_METHOD == 0
+  (void)K;
+  return std::memcmp(&a, &b, sizeof a) == 0;
+#else
+  return std::abs(double(a) - double(b)) <= 1e-6 * double(K);
+#endif
+}
+
 int main(int argc, char** argv) {
   using lrt::index_t;
 #if defined(__x86_64__) && defined(__AVX512F__)
@@ -115,6 +126,26 @@ int main(int argc, char** argv) {
         [&](const float* xr, float* out) {
           for (index_t n = 0; n < N; ++n) out[n] = lrt::cpu::detail::dot_lanes<float>(K, xr, w.data() + n * K);
         });
+    // The packed sums of a block of weight rows, taken several at once, against one weight row at a
+    // time (each output's lanes summed alone, Lanes::sum).
+    bool blocks = true;
+    for (index_t r = 0; r < R; ++r) {
+      const float* xr = x.data() + r * K;
+      lrt::cpu::matvec_int8<float>(xr, q.data(), sc.data(), N, K, 16, one.data());
+      const index_t ng = lrt::quant_groups(K, 16);
+      for (index_t n = 0; n < N; ++n) {
+        float alone = 0;
+        lrt::cpu::packed_detail::rows_int8<1, 1>(&xr, q.data() + n * K, sc.data() + n * ng, K, 16, ng, nullptr, &alone,
+                                                 1);
+        blocks = blocks && same_float(alone, one[static_cast<std::size_t>(n)], K);
+      }
+      lrt::cpu::matvec_bf16<float>(xr, h.data(), N, K, one.data());
+      for (index_t n = 0; n < N; ++n) {
+        float alone = 0;
+        lrt::cpu::packed_detail::rows_bf16<1, 1>(&xr, h.data() + n * K, K, nullptr, &alone, 1);
+        blocks = blocks && same_float(alone, one[static_cast<std::size_t>(n)], K);
+      }
+    }
     bool order = true;  // dot_lanes' order written out in scalars
     for (index_t r = 0; r < R; ++r)
       for (index_t n = 0; n < N; ++n) {
@@ -135,11 +166,13 @@ int main(int argc, char** argv) {
 #endif
       }
     // y holds the float rows' product (the last rows_alone): compare it with the scalar order.
-    const bool ok = i8 && b16 && f32 && order;
+    const bool ok = i8 && b16 && f32 && order && blocks;
     std::printf(
-        "%s %lld rows x (%lld, %lld): each row alone: int8 %s, bf16 %s, float %s; float in dot_lanes' order %s\n",
+        "%s %lld rows x (%lld, %lld): each row alone: int8 %s, bf16 %s, float %s; float in dot_lanes' order %s; packed "
+        "sums of a block as one by one %s\n",
         ok ? "ok  " : "FAIL", static_cast<long long>(R), static_cast<long long>(N), static_cast<long long>(K),
-        i8 ? "same" : "DIFFER", b16 ? "same" : "DIFFER", f32 ? "same" : "DIFFER", order ? "yes" : "NO");
+        i8 ? "same" : "DIFFER", b16 ? "same" : "DIFFER", f32 ? "same" : "DIFFER", order ? "yes" : "NO",
+        blocks ? "same" : "DIFFER");
     bad += !ok;
   }
   return bad ? 1 : 0;

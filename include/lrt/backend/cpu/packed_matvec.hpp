@@ -172,6 +172,56 @@ inline X8 widen8(const std::uint16_t* h) noexcept {
 }
 #endif
 
+/// out[i] = v[i].sum() for n = 8 or 16 sums at once where the instruction set allows (the same
+/// pairwise order per output: neighbours, then pairs of those, then halves, shuffled so that each
+/// level packs several outputs' sums into one register), else one by one.
+inline void lane_sums(const Lanes* v, int n, float* out) noexcept {
+#if defined(__AVX512F__)
+  if (n == 8 || n == 16) {
+    const auto pair = [](__m512 a, __m512 b, int level) {
+      switch (level) {
+        case 0:  // neighbouring lanes (within 128 bits)
+        case 1:  // neighbouring pairs
+          return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                               _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+        default:  // neighbouring 128-bit quarters
+          return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                               _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+      }
+    };
+    __m512 t[16];
+    for (int i = 0; i < n; ++i) t[i] = v[i].v;
+    int m = n;
+    for (int level = 0; level < 4; ++level) {  // 16 -> 8 -> 4 -> 2 -> 1 registers (8: -> 1 after 3)
+      const int h = std::max(1, m / 2);
+      for (int i = 0; i < h; ++i) t[i] = pair(t[2 * i], 2 * i + 1 < m ? t[2 * i + 1] : t[2 * i], level);
+      m = h;
+    }
+    // Lane i holds output i's sum (n = 8: lanes 0-7).
+    float l[16];
+    _mm512_storeu_ps(l, t[0]);
+    for (int i = 0; i < n; ++i) out[i] = l[i];
+    return;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  if (n == 8) {
+    const auto pair = [](__m256 a, __m256 b, int level) {
+      if (level < 2)
+        return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+      return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    };
+    __m256 t[8];
+    for (int i = 0; i < 8; ++i) t[i] = v[i].v;
+    for (int i = 0; i < 4; ++i) t[i] = pair(t[2 * i], t[2 * i + 1], 0);
+    for (int i = 0; i < 2; ++i) t[i] = pair(t[2 * i], t[2 * i + 1], 1);
+    _mm256_storeu_ps(out, pair(t[0], t[1], 2));
+    return;
+  }
+#endif
+  for (int i = 0; i < n; ++i) out[i] = v[i].sum();
+}
+
 }  // namespace packed_detail
 
 /// The instruction set the packed products were compiled for: "avx512", "avx2", "sse2", "neon" or
@@ -234,8 +284,10 @@ inline void rows_int8(const float* const* x, const std::int8_t* q, const float* 
       }
     }
   }
+  float total[NX * R];
+  lane_sums(&acc[0][0], NX * R, total);
   for (int a = 0; a < NX; ++a)
-    for (int r = 0; r < R; ++r) y[a * ldy + r] = acc[a][r].sum() + tail[a][r];
+    for (int r = 0; r < R; ++r) y[a * ldy + r] = total[a * R + r] + tail[a][r];
 }
 
 /// R rows of a bf16 matrix (row stride cols) times NX rows of x; as rows_int8.
@@ -258,8 +310,10 @@ inline void rows_bf16(const float* const* x, const std::uint16_t* w, index_t col
   for (; i < cols; ++i)
     for (int a = 0; a < NX; ++a)
       for (int r = 0; r < R; ++r) tail[a][r] += bf16_value(w[r * cols + i]) * x[a][i];
+  float total[NX * R];
+  lane_sums(&acc[0][0], NX * R, total);
   for (int a = 0; a < NX; ++a)
-    for (int r = 0; r < R; ++r) y[a * ldy + r] = acc[a][r].sum() + tail[a][r];
+    for (int r = 0; r < R; ++r) y[a * ldy + r] = total[a * R + r] + tail[a][r];
 }
 
 /// The packed product of R rows of x in blocks of 8 weight rows: NX rows of x at a time against 2
