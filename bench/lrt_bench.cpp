@@ -115,7 +115,8 @@ struct Options {
   std::vector<int> threads{1, 2};
   std::vector<index_t> contexts{64, 256, 1024};
   std::vector<index_t> batches{1, 8};
-  // Decoder; LeanDecoder (batch 1 here; its rows: lrt-bench-rows) on fp32 weights, on int8 ones (groups of 64), on bf16 ones
+  // Decoder; LeanDecoder (batch 1 here; its rows: lrt-bench-rows) on fp32 weights, on int8 ones (groups of 64), on bf16
+  // ones
   std::vector<std::string> decoders{"graph", "lean", "lean-int8"};
   index_t batch_tokens = 0;  // 0: lrt-train's rows per step for the preset
   int reps = 3;
@@ -145,7 +146,8 @@ Options parse(int argc, char** argv) {
       .option("contexts", "LIST", "decode contexts", "64,256,1024")
       .option("decode-batches", "LIST", "decode batch sizes", "1,8")
       .option("decoders", "LIST",
-              "graph (lrt::Decoder), lean (lrt::LeanDecoder at batch 1; its rows: lrt-bench-rows), lean-int8, lean-bf16 (the lean "
+              "graph (lrt::Decoder), lean (lrt::LeanDecoder at batch 1; its rows: lrt-bench-rows), lean-int8, "
+              "lean-bf16 (the lean "
               "decoder on int8 weights in groups of 64, or on bf16 weights: the rows' \"weights\" field)",
               "graph,lean,lean-int8")
       .option("batch-tokens", "N",
@@ -428,7 +430,8 @@ int decode_worker(const Options& o) {
   const std::string weights = o.decoder == "lean-int8" ? "int8" : o.decoder == "lean-bf16" ? "bf16" : "fp32";
   if (o.decoder != "graph" && o.decoder != "lean" && weights == "fp32")
     throw lrt::Error("lrt-bench", "--decoder is graph, lean, lean-int8 or lean-bf16, got '" + o.decoder + "'");
-  if (lean && Bd != 1) throw lrt::Error("lrt-bench", "lrt-bench runs the lean decoder at batch 1 (its rows, batch > 1: lrt-bench-rows)");
+  if (lean && Bd != 1)
+    throw lrt::Error("lrt-bench", "lrt-bench runs the lean decoder at batch 1 (its rows, batch > 1: lrt-bench-rows)");
   lrt::Model<V, float> model(cfg, 1);
   const lrt::PackedWeights packed = lrt::pack_weights(model, lrt::weight_format_from_string(weights), 64);
   std::optional<lrt::Decoder<V, float>> graph;
