@@ -110,6 +110,11 @@ int main(int argc, char** argv) {
       .flag("profile", "also print the share of the rows' steps spent in the row-wise products");
   const int rc = tool::parse_args(args, argc, argv, [&] {
     presets = split(args.str("presets")), weights = split(args.str("weights"));
+    for (const auto& name : presets) {
+      const auto known = lrt::preset_names();
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        throw tool::UsageError("--presets: unknown preset '" + name + "' (known: tiny, small, medium, d12, d20, d24)");
+    }
     for (const auto& s : split(args.str("rows"))) {
       char* end = nullptr;
       const long long v = std::strtoll(s.c_str(), &end, 10);

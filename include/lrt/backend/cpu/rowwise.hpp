@@ -100,13 +100,15 @@ inline __m512 fold16(const __m512* v) noexcept {
 /// gemv_lanes (lane l takes k = l, l + 16, ...), folded pairwise (lane l += lane l + h for h = 8, 4,
 /// 2, 1), then the last K % gemv_lanes products in order of k. The NR x NW sums are independent
 /// chains, so a block keeps the FMA units busy where one dot product waits on its own latency; no
-/// output depends on the others, on NR or on NW.
+/// output depends on the others, on NR or on NW. `ahead`: the weight rows of the next block, asked
+/// for meanwhile (or null).
 template <int NR, int NW, class T>
 inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index_t ldw, T* out, index_t ldo,
                       const T* ahead = nullptr) noexcept {
   constexpr int L = gemv_lanes;
   index_t k = 0;
   T s[NR][NW];
+  (void)ahead;  // `ahead`: weight rows to prefetch (the vector paths)
 #if defined(__AVX512F__) && defined(__FMA__)
   if constexpr (std::is_same_v<T, float>) {  // the 16 lanes in one register
     __m512 acc[NR][NW];
