@@ -27,17 +27,6 @@ using Clock = std::chrono::steady_clock;
 using V = lrt::variants::Lrt;
 using Lean = lrt::LeanDecoder<V, float>;
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    if (comma > at) out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
 /// Row r's prompt: P distinct-looking bytes.
 std::vector<index_t> prompt(index_t r, index_t P) {
   std::vector<index_t> p(static_cast<std::size_t>(P));
@@ -109,13 +98,13 @@ int main(int argc, char** argv) {
       .option("threads", "N", tool::threads_help)
       .flag("profile", "also print the share of the rows' steps spent in the row-wise products");
   const int rc = tool::parse_args(args, argc, argv, [&] {
-    presets = split(args.str("presets")), weights = split(args.str("weights"));
+    presets = args.items("presets"), weights = args.items("weights");
     for (const auto& name : presets) {
       const auto known = lrt::preset_names();
       if (std::find(known.begin(), known.end(), name) == known.end())
         throw tool::UsageError("--presets: unknown preset '" + name + "' (known: tiny, small, medium, d12, d20, d24)");
     }
-    for (const auto& s : split(args.str("rows"))) {
+    for (const auto& s : args.items("rows")) {
       char* end = nullptr;
       const long long v = std::strtoll(s.c_str(), &end, 10);
       if (s.empty() || *end != '\0' || v < 1 || v > 1024)

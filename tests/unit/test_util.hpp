@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <vector>
@@ -57,6 +58,13 @@ void fill_random(const lrt::TensorView<T, R, D>& v, std::mt19937& rng, double lo
 template <class T, int R, class D>
 void fill_random(lrt::Tensor<T, R, D>& t, std::mt19937& rng, double lo = -2, double hi = 2) {
   fill_random(t.view(), rng, lo, hi);
+}
+
+/// Every parameter of model m uniform in [-a, a), from a generator seeded with `seed`.
+template <class M>
+void randomize(M& m, std::uint64_t seed, double a = 0.5) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  m.for_each_param([&](auto& p) { fill_random(p.value(), rng, -a, a); });
 }
 
 /// Max |a - b| / (atol + rtol |b|) over all elements: <= 1 means close.

@@ -18,11 +18,7 @@ namespace vs = lrt::variants;
 using Mode = lrt::PrefillMode;
 
 namespace {
-template <class M>
-void randomize(M& m, std::uint64_t seed, double a = 0.5) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  m.for_each_param([&](auto& p) { lrt_test::fill_random(p.value(), rng, -a, a); });
-}
+using lrt_test::randomize;
 lrt::ModelConfig cfg(index_t T = 12, index_t vocab = 11) {
   lrt::ModelConfig c;
   c.n_layer = 3, c.n_embd = 8, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = T, c.vocab_size = vocab;

@@ -23,11 +23,7 @@ using lrt::Injection;
 using lrt::Projection;
 
 namespace {
-template <class M>
-void randomize(M& m, std::uint64_t seed, double a = 0.5) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  m.for_each_param([&](auto& p) { lrt_test::fill_random(p.value(), rng, -a, a); });
-}
+using lrt_test::randomize;
 lrt::ModelConfig cfg(index_t k = 1, bool bos = false) {
   lrt::ModelConfig c;
   c.n_layer = 3, c.n_embd = 16, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = 12, c.vocab_size = 300;

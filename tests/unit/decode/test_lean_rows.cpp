@@ -18,11 +18,7 @@ namespace vs = lrt::variants;
 using Mode = lrt::PrefillMode;
 
 namespace {
-template <class M>
-void randomize(M& m, std::uint64_t seed, double a = 0.5) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  m.for_each_param([&](auto& p) { lrt_test::fill_random(p.value(), rng, -a, a); });
-}
+using lrt_test::randomize;
 /// 32 channels and head dim 16: the products have whole 16-lane steps and tails; layer 0's window
 /// (6) slides during the decode.
 lrt::ModelConfig cfg() {

@@ -31,11 +31,7 @@ namespace ad = lrt::ad;
 namespace vs = lrt::variants;
 
 namespace {
-template <class M>
-void randomize(M& m, std::uint64_t seed, double a = 0.5) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  m.for_each_param([&](auto& p) { fill_random(p.value(), rng, -a, a); });
-}
+using lrt_test::randomize;
 lrt::ModelConfig small_cfg(index_t vocab, index_t T = 12) {
   lrt::ModelConfig c;
   c.n_layer = 2, c.n_embd = 8, c.n_head = 2, c.n_kv_head = 1, c.sequence_len = T, c.vocab_size = vocab;
