@@ -1,0 +1,367 @@
+// lrt-server's engine: continuous batching over the lean decoder's rows (decode/lean.hpp,
+// Options::rows). One thread owns the decoder. Each of its steps feeds every row in use one
+// token: a request's next prompt token while its prompt is being read (exact prefill, one token
+// per step, beside the other rows' generation instead of stalling them), else the token just
+// sampled from the row's logits. A request joins a free row at the next step and leaves when it
+// finishes, is cancelled or runs out of time; beyond the rows, a bounded queue waits. The rows'
+// products are batch-invariant, and a request samples with lrt-generate's counter
+// (sample_counter(0, position)) and its own seed, so its text does not depend on the requests
+// beside it: it is what lrt-generate --stop-at-bos prints for the same arguments.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <lrt/data/text_tokenizer.hpp>
+#include <lrt/decode/lean_file.hpp>
+#include <lrt/decode/lean_variants.hpp>
+#include <lrt/decode/sampler.hpp>
+#include <lrt/model/checkpoint_file.hpp>
+
+#include "api.hpp"
+
+namespace server {
+
+using lrt::index_t;
+using Clock = std::chrono::steady_clock;
+
+/// A model's lean decoder with R rows, behind a variant-free interface.
+struct Model {
+  virtual ~Model() = default;
+  virtual const lrt::ModelConfig& config() const = 0;
+  virtual lrt::Status join(std::span<const index_t> prompt, index_t& row) = 0;
+  virtual lrt::Status step(std::span<const index_t> rows, std::span<const index_t> tokens) = 0;
+  virtual void leave(index_t row) = 0;
+  virtual std::span<const float> logits(index_t row) const = 0;
+  virtual index_t position(index_t row) const = 0;
+};
+
+template <class V>
+struct ModelOf final : Model {
+  std::shared_ptr<const void> keep;  // what the weights point into (a mapped file, a model)
+  std::vector<std::byte> spill;      // what the file holds unaligned or in another float type
+  std::optional<lrt::LeanDecoder<V, float>> dec;
+  const lrt::ModelConfig& config() const override { return dec->config(); }
+  lrt::Status join(std::span<const index_t> prompt, index_t& row) override {
+    return dec->try_join(prompt, lrt::PrefillMode{}, row);
+  }
+  lrt::Status step(std::span<const index_t> rows, std::span<const index_t> tokens) override {
+    return dec->try_step(rows, tokens);
+  }
+  void leave(index_t row) override { lrt::throw_if_error(dec->try_leave(row)); }
+  std::span<const float> logits(index_t row) const override { return dec->logits(row); }
+  index_t position(index_t row) const override { return dec->position(row); }
+};
+
+/// A decoder of `rows` rows over weights w, each row holding up to `capacity` positions.
+template <class V>
+std::unique_ptr<Model> make_model(lrt::LeanWeights<float> w, index_t rows, index_t capacity,
+                                  std::shared_ptr<const void> keep, std::vector<std::byte> spill = {}) {
+  auto m = std::make_unique<ModelOf<V>>();
+  m->keep = std::move(keep), m->spill = std::move(spill);
+  typename lrt::LeanDecoder<V, float>::Options o;
+  o.rows = rows, o.capacity = capacity, o.max_prompt = 0;  // exact prefill only: the smallest state
+  lrt::throw_if_error(lrt::LeanDecoder<V, float>::create(std::move(w), o, m->dec));
+  return m;
+}
+
+/// A checkpoint opened for serving: its decoder, tokenizer and what /v1/models reports.
+struct Loaded {
+  std::unique_ptr<Model> model;
+  lrt::data::TextTokenizer tokenizer;
+  std::string variant;  // the variant's name (lrt, baseline, ...)
+  std::string format;   // f32, int8, bf16
+};
+
+/// Maps the checkpoint `file` (read by the one loader, read_checkpoint) and lays out a decoder of
+/// `rows` rows of `capacity` positions; an lrt::Error says why not (a damaged file, a variant
+/// outside lrt::LeanVariants).
+inline Loaded load(const std::string& file, index_t rows, index_t capacity) {
+  auto reader = std::make_shared<lrt::st::Reader>(lrt::st::Reader::map(file));
+  lrt::CheckpointInfo info;
+  lrt::throw_if_error(lrt::read_checkpoint(*reader, info));
+  Loaded out;
+  out.tokenizer = lrt::data::TextTokenizer(info.bpe);
+  out.variant = lrt::variant_name(info.run.structure);
+  out.format = lrt::to_string(info.weights.format);
+  const index_t cap = capacity > 0 ? capacity : info.config.sequence_len;
+  const bool known = lrt::with_variant(lrt::LeanVariants{}, info.run.structure, [&](auto v) {
+    using V = decltype(v);
+    lrt::LeanWeights<float> w;
+    std::vector<std::byte> spill;
+    lrt::throw_if_error(lrt::lean_file_weights<V>(*reader, info.config, w, spill));
+    out.model = make_model<V>(std::move(w), rows, cap, reader, std::move(spill));
+  });
+  lrt::check(known, "lrt-server", "'", file, "' holds variant ", lrt::variant_label(info.run.structure),
+             "; the server decodes ", lrt::variant_names(lrt::LeanVariants{}));
+  return out;
+}
+
+/// One request from its connection to the engine and back. The connection thread reads `out`
+/// under `m` (woken by `cv`) and sets `cancel`; the engine fills the rest.
+struct Job {
+  // Set before submit().
+  Completion req;
+  std::vector<index_t> prompt;  // BOS first
+  index_t max_new = 0;          // max_tokens, cut to what the context leaves
+  lrt::SamplerOptions sampler;
+  Clock::time_point arrived, deadline;
+
+  // The engine's alone.
+  index_t row = -1;
+  std::size_t fed = 0;         // prompt tokens fed
+  std::int64_t generated = 0;  // tokens sampled
+  std::string raw;             // the bytes of the generated tokens (stop strings cut off)
+  std::size_t done_bytes = 0;  // bytes of raw turned into text
+  StopScan stops;
+
+  // Shared, under m.
+  std::mutex m;
+  std::condition_variable cv;
+  std::string out;   // text made and not yet taken by the connection
+  std::string text;  // all text made (the non-streaming answer)
+  bool finished = false;
+  std::string finish_reason;  // stop, length, timeout, cancelled
+  std::optional<ApiError> error;
+  std::int64_t completion_tokens = 0;
+  double ttft_s = -1, total_s = 0;
+  std::atomic<bool> cancel{false};
+};
+
+struct EngineOptions {
+  index_t parallel = 4;    // rows
+  std::size_t queue = 64;  // requests waiting beyond the rows
+};
+
+/// Counts for /health and the log.
+struct EngineStats {
+  std::size_t waiting = 0, active = 0;
+  std::uint64_t served = 0, tokens = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions o) : o_(o) {}
+  ~Engine() { stop(); }
+
+  /// Starts decoding with a loaded model (before: every submit is refused as loading).
+  void start(Loaded loaded) {
+    std::lock_guard<std::mutex> lock(m_);
+    loaded_ = std::move(loaded);
+    ready_ = true;
+    thread_ = std::thread([this] { run(); });
+  }
+  bool ready() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return ready_;
+  }
+  /// The model's config and tokenizer (after start()).
+  const lrt::ModelConfig& config() const { return loaded_.model->config(); }
+  const lrt::data::TextTokenizer& tokenizer() const { return loaded_.tokenizer; }
+  const Loaded& loaded() const { return loaded_; }
+  index_t capacity() const { return capacity_; }
+  void set_capacity(index_t c) { capacity_ = c; }
+
+  /// Queues a job; nullopt, or why it is refused (503: loading, shutting down, the queue full).
+  std::optional<ApiError> submit(const std::shared_ptr<Job>& job) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (!ready_) return ApiError{503, "the model is loading", "server_error", "", "loading"};
+    if (stopping_) return ApiError{503, "the server is shutting down", "server_error", "", "shutting_down"};
+    if (waiting_.size() + active_.size() >= static_cast<std::size_t>(o_.parallel) + o_.queue)
+      return ApiError{503,
+                      "the server is busy: " + std::to_string(o_.parallel) + " requests decoding and " +
+                          std::to_string(waiting_.size()) + " waiting (--parallel, --queue); retry later",
+                      "server_error", "", "queue_full"};
+    waiting_.push_back(job);
+    cv_.notify_all();
+    return std::nullopt;
+  }
+
+  EngineStats stats() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return {waiting_.size(), active_.size(), served_, tokens_};
+  }
+
+  /// Stops taking requests: those waiting are refused (503), those decoding finish, or are
+  /// cancelled once `grace` seconds have passed; returns when the engine's thread has ended.
+  void shutdown(double grace) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (stopping_) return;
+      stopping_ = true;
+      grace_end_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  void stop() { shutdown(0); }
+
+ private:
+  /// Ends a job: its last text, its reason (or error), and wakes its connection.
+  static void finish(Job& j, std::string reason, std::optional<ApiError> error = std::nullopt) {
+    std::lock_guard<std::mutex> lock(j.m);
+    j.finished = true;
+    j.completion_tokens = j.generated;
+    j.finish_reason = std::move(reason);
+    j.error = std::move(error);
+    j.total_s = std::chrono::duration<double>(Clock::now() - j.arrived).count();
+    j.cv.notify_all();
+  }
+
+  /// Turns the generated bytes up to `upto` into text (all of them when final) and hands it on.
+  static void publish(Job& j, std::size_t upto, bool final) {
+    std::string add;
+    j.done_bytes += append_utf8(add, std::string_view(j.raw).substr(j.done_bytes, upto - j.done_bytes), final);
+    if (add.empty()) return;
+    std::lock_guard<std::mutex> lock(j.m);
+    j.out += add, j.text += add;
+    j.cv.notify_all();
+  }
+
+  /// A sampled token: its bytes, the stop strings, the length. Returns whether the job goes on.
+  bool take(Job& j, index_t tok) {
+    const lrt::ModelConfig& c = config();
+    if (tok == c.bos()) {  // the model starts a new document: the completion ends (no text)
+      publish(j, j.raw.size(), true);
+      finish(j, "stop");
+      return false;
+    }
+    const std::size_t before = j.raw.size();
+    if (tok < loaded_.tokenizer.vocab_size())  // padding ids past the vocabulary have no text
+      j.raw += loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(tok));
+    if (const std::size_t at = j.stops.scan(j.raw, before); at != std::string::npos) {
+      j.raw.resize(at);
+      publish(j, j.raw.size(), true);
+      finish(j, "stop");
+      return false;
+    }
+    if (j.generated >= j.max_new) {
+      publish(j, j.raw.size(), true);
+      finish(j, "length");
+      return false;
+    }
+    publish(j, j.stops.safe(j.raw), false);
+    return true;
+  }
+
+  void run() {
+    Model& model = *loaded_.model;
+    std::vector<index_t> rows, toks;
+    std::vector<std::shared_ptr<Job>> stepped;
+    for (;;) {
+      std::vector<std::shared_ptr<Job>> admit;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [&] { return stopping_ || !active_.empty() || !waiting_.empty(); });
+        if (stopping_) {
+          for (auto& j : waiting_)
+            finish(*j, "", ApiError{503, "the server is shutting down", "server_error", "", "shutting_down"});
+          waiting_.clear();
+          if (active_.empty()) return;
+          if (Clock::now() >= grace_end_)
+            for (auto& j : active_) j->cancel = true;
+        }
+        while (!waiting_.empty() && active_.size() + admit.size() < static_cast<std::size_t>(o_.parallel)) {
+          admit.push_back(waiting_.front());
+          waiting_.pop_front();
+        }
+      }
+      const Clock::time_point now = Clock::now();
+      for (auto& j : admit) {
+        if (j->cancel || now >= j->deadline || j->max_new == 0) {
+          finish(*j, j->cancel ? "cancelled" : now >= j->deadline ? "timeout" : "length");
+          count_served(*j);
+          continue;
+        }
+        j->stops.stops = j->req.stop;
+        const lrt::Status s = model.join(std::span<const index_t>(j->prompt.data(), 1), j->row);
+        if (!s.ok()) {
+          finish(*j, "", ApiError{500, std::string("decoder: ") + s.message(), "server_error", "", ""});
+          continue;
+        }
+        j->fed = 1;
+        std::lock_guard<std::mutex> lock(m_);
+        active_.push_back(j);
+      }
+      // One step: the next prompt token of rows still reading theirs, a sampled token of the rest.
+      rows.clear(), toks.clear(), stepped.clear();
+      std::vector<std::shared_ptr<Job>> still;
+      std::vector<std::shared_ptr<Job>> current;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        current = active_;
+      }
+      for (auto& jp : current) {
+        Job& j = *jp;
+        bool goes_on = true;
+        if (j.cancel) {
+          finish(j, "cancelled"), goes_on = false;
+        } else if (Clock::now() >= j.deadline) {
+          publish(j, j.raw.size(), true), finish(j, "timeout"), goes_on = false;
+        } else if (j.fed < j.prompt.size()) {
+          rows.push_back(j.row), toks.push_back(j.prompt[j.fed++]);
+        } else {
+          if (j.generated == 0) {
+            std::lock_guard<std::mutex> lock(j.m);
+            j.ttft_s = std::chrono::duration<double>(Clock::now() - j.arrived).count();
+          }
+          const index_t tok =
+              lrt::sample_token<float>(model.logits(j.row), j.sampler, lrt::sample_counter(0, model.position(j.row)));
+          ++j.generated;
+          goes_on = take(j, tok);
+          if (goes_on) rows.push_back(j.row), toks.push_back(tok);
+        }
+        if (goes_on) {
+          still.push_back(jp);
+          stepped.push_back(jp);
+        } else {
+          model.leave(j.row);
+          count_served(j);
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        active_ = std::move(still);
+      }
+      if (rows.empty()) continue;
+      const lrt::Status s = model.step(rows, toks);
+      if (!s.ok()) {  // not expected: every row was checked; end those rows' requests with the reason
+        std::lock_guard<std::mutex> lock(m_);
+        for (auto& j : active_) {
+          finish(*j, "", ApiError{500, std::string("decoder: ") + s.message(), "server_error", "", ""});
+          model.leave(j->row);
+        }
+        active_.clear();
+      }
+    }
+  }
+
+  void count_served(const Job& j) {
+    std::lock_guard<std::mutex> lock(m_);
+    ++served_;
+    tokens_ += static_cast<std::uint64_t>(j.generated);
+  }
+
+  EngineOptions o_;
+  Loaded loaded_;
+  index_t capacity_ = 0;
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> waiting_;
+  std::vector<std::shared_ptr<Job>> active_;
+  bool ready_ = false, stopping_ = false;
+  Clock::time_point grace_end_;
+  std::uint64_t served_ = 0, tokens_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace server
