@@ -319,6 +319,7 @@ struct Completion {
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
+  bool ignore_eos = false;  // a BOS (a new document) is "\n\n" in the text instead of the end
   std::string model;
 };
 
@@ -443,6 +444,7 @@ inline void parse_sampling(const lrt::json::Value& body, const CompletionLimits&
     }
   }
   c.stream = boolean(body, "stream", false);
+  c.ignore_eos = boolean(body, "ignore_eos", false);
   if (const lrt::json::Value* so = member(body, "stream_options")) {
     if (!so->is_object())
       throw bad_param("stream_options", std::string("stream_options must be an object, got ") + kind_text(*so));

@@ -230,13 +230,15 @@ class Engine {
   /// A sampled token: its bytes, the stop strings, the length. Returns whether the job goes on.
   bool take(Job& j, index_t tok) {
     const lrt::ModelConfig& c = config();
-    if (tok == c.bos()) {  // the model starts a new document: the completion ends (no text)
+    if (tok == c.bos() && !j.req.ignore_eos) {  // the model starts a new document: the completion ends
       publish(j, j.raw.size(), true);
       finish(j, "stop");
       return false;
     }
     const std::size_t before = j.raw.size();
-    if (tok < loaded_.tokenizer.vocab_size())  // padding ids past the vocabulary have no text
+    if (tok == c.bos())  // with ignore_eos: as lrt-generate prints it
+      j.raw += "\n\n";
+    else if (tok < loaded_.tokenizer.vocab_size())  // padding ids past the vocabulary have no text
       j.raw += loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(tok));
     if (const std::size_t at = j.stops.scan(j.raw, before); at != std::string::npos) {
       j.raw.resize(at);

@@ -169,9 +169,9 @@ class Connection {
       }
       const ssize_t got = ::recv(fd_, buf, n, MSG_DONTWAIT);
       if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-      if (got <= 0) {
+      if (got <= 0) {  // closed (the client may still read the answer) or failed
         error.status = 0;
-        ok_ = false;
+        if (got < 0) ok_ = false;
         return got < 0 ? -1 : 0;
       }
       return static_cast<long>(got);
