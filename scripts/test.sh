@@ -4,7 +4,7 @@
 # CUDA tests), then the unit tests and the CUDA
 # emulator programs again under AddressSanitizer + UBSan (the `asan` preset), then the parsers'
 # libFuzzer targets (clang: safetensors/JSON/metadata, tiktoken rank files and lrt's tokenizer
-# file) for a bounded time over corpora kept between runs. With Debian's aarch64 cross compiler and
+# file, CORE's YAML/CSV, lrt-server's HTTP and request parsing) for a bounded time over corpora kept between runs. With Debian's aarch64 cross compiler and
 # qemu-user (installed here) the default preset also cross-builds the decode path for aarch64 and
 # runs it under qemu (cross.aarch64).
 #
@@ -98,13 +98,13 @@ fi
 if [ "${LRT_SKIP_FUZZ:-0}" = 1 ]; then
   echo "== fuzz: skipped (LRT_SKIP_FUZZ=1)"
 else
-  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers, the tokenizer's rank-file / tokenizer-file parsers and a CORE bundle's YAML / CSV (tests/fuzz, clang + libFuzzer)"
+  echo "== fuzz: the safetensors / JSON / checkpoint-metadata parsers, the tokenizer's rank-file / tokenizer-file parsers, a CORE bundle's YAML / CSV and lrt-server's requests (tests/fuzz, clang + libFuzzer)"
   cmake -G Ninja -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLRT_BUILD_FUZZERS=ON -DLRT_BUILD_EXAMPLES=OFF -DLRT_BUILD_BENCH=OFF -DLRT_ENABLE_CUDA=OFF >/dev/null </dev/null
-  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors lrt_fuzz_rank_file lrt_fuzz_core_files -j "$jobs" </dev/null
+  cmake --build "$root/build-fuzz" --target lrt_fuzz_safetensors lrt_fuzz_rank_file lrt_fuzz_core_files lrt_fuzz_server_request -j "$jobs" </dev/null
   # target, its seed folder in tests/fuzz, seconds (LRT_FUZZ_SECONDS is the safetensors target's)
   for spec in "safetensors:corpus:${LRT_FUZZ_SECONDS:-60}" "rank_file:corpus_rank_file:${LRT_FUZZ_RANK_SECONDS:-45}" \
-    "core_files:corpus_yaml:${LRT_FUZZ_CORE_SECONDS:-30}"; do
+    "core_files:corpus_yaml:${LRT_FUZZ_CORE_SECONDS:-30}" "server_request:corpus_server:${LRT_FUZZ_SERVER_SECONDS:-30}"; do
     IFS=: read -r target seeds secs <<<"$spec"
     corpus="${LRT_FUZZ_CORPUS:-${HOME:-/root}/.cache/lrt-fuzz}/$target"
     mkdir -p "$corpus"
