@@ -267,8 +267,28 @@ class Service {
     u["total_tokens"] = static_cast<std::int64_t>(j.prompt.size()) + j.completion_tokens;
     return u;
   }
-  /// One choice: its text (a delta in a stream) and finish reason (null while going on).
-  static Value choice(const Job& j, const std::string& text, const std::string& reason, bool chunk, bool first) {
+  /// OpenAI's completion logprobs object of tokens lp (text_offset: byte offsets from `offset`).
+  static Value logprobs(const std::vector<server::TokenLogprob>& lp, std::size_t& offset) {
+    Value tokens = Value::array(), lps = Value::array(), tops = Value::array(), offsets = Value::array();
+    for (const server::TokenLogprob& t : lp) {
+      tokens.push_back(t.token);
+      lps.push_back(t.logprob);
+      Value top = Value::object();
+      for (const auto& [k, v] : t.top)
+        if (!top.find(k)) top[k] = v;
+      tops.push_back(std::move(top));
+      offsets.push_back(static_cast<std::int64_t>(offset));
+      offset += t.bytes;
+    }
+    Value v = Value::object();
+    v["tokens"] = std::move(tokens), v["token_logprobs"] = std::move(lps), v["top_logprobs"] = std::move(tops);
+    v["text_offset"] = std::move(offsets);
+    return v;
+  }
+  /// One choice: its text (a delta in a stream) and finish reason (null while going on); lp: its
+  /// tokens' log-probabilities (with logprobs), offset: the first one's byte offset.
+  static Value choice(const Job& j, const std::string& text, const std::string& reason, bool chunk, bool first,
+                      const std::vector<server::TokenLogprob>* lp = nullptr, std::size_t* offset = nullptr) {
     Value ch = Value::object();
     ch["index"] = 0;
     if (j.req.chat) {
@@ -278,7 +298,7 @@ class Service {
       ch[chunk ? "delta" : "message"] = std::move(msg);
     } else {
       ch["text"] = text;
-      ch["logprobs"] = Value();
+      ch["logprobs"] = lp && j.req.logprobs >= 0 ? logprobs(*lp, *offset) : Value();
     }
     ch["finish_reason"] = reason.empty() ? Value() : Value(reason);
     return ch;
@@ -310,7 +330,8 @@ class Service {
       if (j.error) throw *j.error;
       Value v = envelope(j, id, false);
       Value choices = Value::array();
-      choices.push_back(choice(j, j.text, j.finish_reason, false, true));
+      std::size_t offset = 0;
+      choices.push_back(choice(j, j.text, j.finish_reason, false, true, &j.lp_all, &offset));
       v["choices"] = std::move(choices);
       v["usage"] = usage(j);
       c.respond(200, "application/json", v.dump());
@@ -326,6 +347,8 @@ class Service {
     }
     if (!c.start_events()) return j.cancel = true, note = "client gone", 499;
     bool first = true;
+    std::size_t offset = 0;
+    std::vector<server::TokenLogprob> lp;
     for (;;) {
       std::string text, reason;
       bool finished = false;
@@ -333,6 +356,8 @@ class Service {
       {
         std::lock_guard<std::mutex> lock(j.m);
         text.swap(j.out);
+        lp.clear();
+        lp.swap(j.lp_out);
         finished = j.finished;
         reason = j.finish_reason;
       }
@@ -343,7 +368,8 @@ class Service {
       if (!text.empty() || (j.req.chat && first)) {
         Value v = envelope(j, id, true);
         Value choices = Value::array();
-        choices.push_back(choice(j, text, "", true, first));
+        choices.push_back(choice(j, text, "", true, first, &lp, &offset));
+        lp.clear();
         v["choices"] = std::move(choices);
         if (!c.send("data: " + v.dump() + "\n\n")) return j.cancel = true, note = "client gone", 499;
         first = false;
@@ -351,7 +377,7 @@ class Service {
       if (finished) {
         Value v = envelope(j, id, true);
         Value choices = Value::array();
-        choices.push_back(choice(j, "", reason, true, false));
+        choices.push_back(choice(j, "", reason, true, false, &lp, &offset));
         v["choices"] = std::move(choices);
         std::string out = "data: " + v.dump() + "\n\n";
         if (j.req.include_usage) {

@@ -299,6 +299,17 @@ inline std::size_t append_utf8(std::string& out, std::string_view in, bool final
   return i;
 }
 
+/// A token's bytes as a JSON key or string: the bytes when they are well-formed UTF-8, else
+/// "bytes:" and each byte as \\xNN (so that distinct tokens stay distinct).
+inline std::string token_display(std::string_view bytes) {
+  std::string out;
+  if (append_utf8(out, bytes, false) == bytes.size() && out == bytes) return out;
+  out = "bytes:";
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char b : bytes) out += "\\x", out += hex[b >> 4], out += hex[b & 15];
+  return out;
+}
+
 /// Text as valid UTF-8 (append_utf8 with final = true).
 inline std::string valid_utf8(std::string_view in) {
   std::string out;
@@ -320,6 +331,7 @@ struct Completion {
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
   bool ignore_eos = false;  // a BOS (a new document) is "\n\n" in the text instead of the end
+  int logprobs = -1;        // >= 0: each token's log-probability and the `logprobs` most likely
   std::string model;
 };
 
@@ -409,9 +421,14 @@ inline void parse_sampling(const lrt::json::Value& body, const CompletionLimits&
     unsupported(
         body, k, [](const lrt::json::Value& v) { return v.is_number() && v.as_number() == 0; },
         "no repetition penalties");
-  for (const char* k : {"logprobs", "top_logprobs"})
-    unsupported(
-        body, k, [](const lrt::json::Value& v) { return v.is_bool() && !v.as_bool(); }, "no log-probabilities");
+  if (c.chat) {
+    for (const char* k : {"logprobs", "top_logprobs"})
+      unsupported(
+          body, k, [](const lrt::json::Value& v) { return v.is_bool() && !v.as_bool(); },
+          "log-probabilities come with /v1/completions");
+  } else {
+    c.logprobs = static_cast<int>(integer(body, "logprobs", -1, 0, 5));
+  }
   if (const lrt::json::Value* m = member(body, "model")) {
     if (!m->is_string()) throw bad_param("model", std::string("model must be a string, got ") + kind_text(*m));
     c.model = m->as_string();

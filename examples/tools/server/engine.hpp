@@ -9,7 +9,9 @@
 // beside it: it is what lrt-generate --stop-at-bos prints for the same arguments.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -106,6 +108,15 @@ inline Loaded load(const std::string& file, index_t rows, index_t capacity) {
   return out;
 }
 
+/// A generated token's log-probability under the model (the logits before temperature, top-k and
+/// top-p) and the most likely tokens' (logprobs >= 1).
+struct TokenLogprob {
+  std::string token;  // token_display of its bytes
+  std::size_t bytes = 0;
+  double logprob = 0;
+  std::vector<std::pair<std::string, double>> top;
+};
+
 /// One request from its connection to the engine and back. The connection thread reads `out`
 /// under `m` (woken by `cv`) and sets `cancel`; the engine fills the rest.
 struct Job {
@@ -127,8 +138,9 @@ struct Job {
   // Shared, under m.
   std::mutex m;
   std::condition_variable cv;
-  std::string out;   // text made and not yet taken by the connection
-  std::string text;  // all text made (the non-streaming answer)
+  std::string out;                           // text made and not yet taken by the connection
+  std::string text;                          // all text made (the non-streaming answer)
+  std::vector<TokenLogprob> lp_out, lp_all;  // with req.logprobs >= 0: not yet taken, and all
   bool finished = false;
   std::string finish_reason;  // stop, length, timeout, cancelled
   std::optional<ApiError> error;
@@ -319,6 +331,7 @@ class Engine {
           const index_t tok =
               lrt::sample_token<float>(model.logits(j.row), j.sampler, lrt::sample_counter(0, model.position(j.row)));
           ++j.generated;
+          if (j.req.logprobs >= 0) record_logprobs(j, model.logits(j.row), tok);
           goes_on = take(j, tok);
           if (goes_on) rows.push_back(j.row), toks.push_back(tok);
         }
@@ -347,6 +360,35 @@ class Engine {
     }
   }
 
+  /// log p(tok) and the req.logprobs most likely tokens' (ties: the lower id first), in double.
+  void record_logprobs(Job& j, std::span<const float> logits, index_t tok) {
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (const float x : logits) sum += std::exp(static_cast<double>(x) - mx);
+    const double lse = mx + std::log(sum);
+    const auto show = [&](index_t id) {
+      if (id == config().bos()) return std::string("<|bos|>");
+      if (id >= loaded_.tokenizer.vocab_size()) return std::string();
+      return token_display(loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(id)));
+    };
+    TokenLogprob t;
+    t.token = show(tok);
+    t.bytes = tok == config().bos() ? (j.req.ignore_eos ? 2 : 0)
+              : tok < loaded_.tokenizer.vocab_size()
+                  ? loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(tok)).size()
+                  : 0;
+    t.logprob = logits[static_cast<std::size_t>(tok)] - lse;
+    const auto n = std::min<std::size_t>(static_cast<std::size_t>(j.req.logprobs), logits.size());
+    order_.resize(logits.size());
+    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<index_t>(i);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), order_.end(),
+                      [&](index_t a, index_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    for (std::size_t i = 0; i < n; ++i) t.top.emplace_back(show(order_[i]), logits[order_[i]] - lse);
+    std::lock_guard<std::mutex> lock(j.m);
+    j.lp_out.push_back(t);
+    j.lp_all.push_back(std::move(t));
+  }
+
   void count_served(const Job& j) {
     std::lock_guard<std::mutex> lock(m_);
     ++served_;
@@ -364,6 +406,7 @@ class Engine {
   Clock::time_point grace_end_;
   std::uint64_t served_ = 0, tokens_ = 0;
   std::thread thread_;
+  std::vector<index_t> order_;  // record_logprobs' scratch
 };
 
 }  // namespace server

@@ -54,4 +54,20 @@ async function all(label, delay) {
   await check("each case alone, one after another, identical too", async () => {
     for (const c of cases) equal(await one(c, false), c.expected, c.name);
   });
+  // The bits: each token's log-probability and the 5 most likely tokens' (doubles from the fp32
+  // logits, written exactly), with every request decoding beside the others, and alone.
+  await check("log-probabilities under load equal those of each request alone, to the last bit", async () => {
+    const ask = async (c) => {
+      const r = await post("/v1/completions", { ...c.body, logprobs: 5 });
+      equal(r.status, 200, r.text);
+      return JSON.stringify(r.json.choices[0].logprobs);
+    };
+    const together = await Promise.all(cases.map(ask));
+    const differ = [];
+    for (const [i, c] of cases.entries()) {
+      const alone = await ask(c);
+      if (alone !== together[i]) differ.push(`${c.name}: alone ${alone.slice(0, 300)}\n    together ${together[i].slice(0, 300)}`);
+    }
+    if (differ.length) throw new Error(`${differ.length} of ${cases.length} differ:\n  ${differ.join("\n  ")}`);
+  });
 })();

@@ -85,7 +85,7 @@ const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unu
   await check("errors: the client's BadRequestError with OpenAI's error object", async () => {
     for (const [body, param] of [[{ prompt: "x", n: 3 }, "n"], [{ prompt: "x", max_tokens: -1 }, "max_tokens"],
                                  [{ prompt: "x", temperature: "hot" }, "temperature"], [{ prompt: "x", best_of: 2 }, "best_of"],
-                                 [{ max_tokens: 3 }, "prompt"], [{ prompt: "x", logprobs: 2 }, "logprobs"]]) {
+                                 [{ max_tokens: 3 }, "prompt"], [{ prompt: "x", logprobs: 6 }, "logprobs"]]) {
       try {
         await client.completions.create({ model, ...body });
         throw new Error(`accepted ${JSON.stringify(body)}`);
@@ -97,6 +97,20 @@ const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unu
         assert(e.error.message.includes(param), `the message names ${param}: ${e.error.message}`);
       }
     }
+  });
+
+  await check("logprobs: one per token, the greedy token the most likely, top lists of the size asked", async () => {
+    const r = await client.completions.create({ model, prompt: "The jury said", max_tokens: 12, temperature: 0, logprobs: 3 });
+    const lp = r.choices[0].logprobs;
+    equal(r.choices[0].text, greedy, "text");
+    equal(lp.tokens.length, r.usage.completion_tokens, "tokens");
+    equal(lp.token_logprobs.length, lp.tokens.length, "token_logprobs");
+    lp.top_logprobs.forEach((top, i) => {
+      const vals = Object.values(top);
+      equal(vals.length, 3, `top_logprobs[${i}] size`);
+      assert(vals.every((v) => v <= 0), "log-probabilities <= 0");
+      equal(Math.max(...vals), lp.token_logprobs[i], `greedy token ${i} is the most likely`);
+    });
   });
 
   await check("chat completions without a template: a 400 that says why", async () => {
