@@ -1,0 +1,408 @@
+// lrt-server's endpoints (Service::handle, one call per connection): routing, the API key, the
+// JSON bodies of OpenAI's completion, chat and model objects, server-sent events, /health,
+// /tokenize, /detokenize and the page, over the engine (engine.hpp) and a connection (http.hpp).
+// Shared by the program (examples/tools/server.cpp) and its benchmark (bench/server.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+#include "http.hpp"
+#include "page.hpp"
+
+namespace server {
+
+using lrt::json::Value;
+
+struct Settings {
+  std::string model_id, api_key, chat_template;
+  double timeout_s = 600, read_timeout_s = 10;
+  HeadLimits limits;
+  bool log = true;  // a line per request on stderr
+};
+
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class Service {
+ public:
+  Service(Engine& engine, const Settings& s) : engine_(engine), s_(s) {
+    std::random_device rd;
+    id_base_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    created_ = static_cast<std::int64_t>(std::time(nullptr));
+  }
+
+  void handle(Connection& c) {
+    const auto t0 = Clock::now();
+    HttpRequest req;
+    ApiError err;
+    const auto deadline =
+        t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s_.read_timeout_s));
+    if (!c.read_request(req, s_.limits, deadline, err)) {
+      if (err.status != 0) {
+        c.respond_error(err);
+        log(req.method.empty() ? "-" : req.method, req.path.empty() ? "-" : req.path, err.status, t0, err.message);
+      }
+      c.finish();
+      return;
+    }
+    int status = 200;
+    std::string note;
+    try {
+      status = route(c, req, note);
+    } catch (const ApiError& e) {
+      status = e.status, note = e.message;
+      c.respond_error(e);
+    } catch (const std::exception& e) {
+      status = 500, note = e.what();
+      c.respond_error(ApiError{500, std::string("internal error: ") + e.what(), "server_error", "", ""});
+    }
+    log(req.method, req.path, status, t0, note);
+    c.finish();
+  }
+
+ private:
+  /// Answers one request; returns the status sent.
+  int route(Connection& c, const HttpRequest& req, std::string& note) {
+    const std::string& p = req.path;
+    const auto method = [&](const char* want) {
+      if (req.method != want)
+        throw ApiError{405, req.method + " " + p + ": use " + want, "invalid_request_error", "", "method_not_allowed"};
+    };
+    if (req.method == "OPTIONS") {  // a browser's preflight for another origin
+      c.respond(204, "", "",
+                {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                 {"Access-Control-Allow-Headers", "Content-Type, Authorization"}});
+      return 204;
+    }
+    if (p == "/" || p == "/index.html") {
+      method("GET");
+      c.respond(200, "text/html; charset=utf-8", page_html);
+      return 200;
+    }
+    if (p == "/health") {
+      method("GET");
+      return health(c);
+    }
+    const bool known = p == "/v1/completions" || p == "/completions" || p == "/v1/chat/completions" ||
+                       p == "/chat/completions" || p == "/v1/models" || p == "/models" || p == "/tokenize" ||
+                       p == "/detokenize";
+    if (!known) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "", "not_found"};
+    authorize(req);
+    if (!engine_.ready()) throw ApiError{503, "the model is loading", "server_error", "", "loading"};
+    if (p == "/v1/models" || p == "/models") {
+      method("GET");
+      return models(c);
+    }
+    method("POST");
+    const Value body = parse_body(req);
+    if (p == "/tokenize") return tokenize(c, body);
+    if (p == "/detokenize") return detokenize(c, body);
+    const bool chat = p == "/v1/chat/completions" || p == "/chat/completions";
+    if (chat && s_.chat_template != "plain")
+      throw ApiError{400,
+                     "chat completions need a chat template, and this checkpoint is a base model without one: "
+                     "use /v1/completions, or start lrt-server with --chat-template plain (turns written as "
+                     "\"User: ...\" / \"Assistant: ...\"; docs/serving.md)",
+                     "invalid_request_error", "", "no_chat_template"};
+    return complete(c, body, chat, note);
+  }
+
+  void authorize(const HttpRequest& req) const {
+    if (s_.api_key.empty()) return;
+    const std::string* h = req.header("authorization");
+    if (!h || *h != "Bearer " + s_.api_key)
+      throw ApiError{401, h ? "invalid API key" : "an API key is required: send Authorization: Bearer KEY",
+                     "authentication_error", "", "invalid_api_key"};
+  }
+
+  static Value parse_body(const HttpRequest& req) {
+    try {
+      return lrt::json::parse(req.body, "request body");
+    } catch (const lrt::Error& e) {
+      throw ApiError{400, std::string("the body is not valid JSON: ") + e.what(), "invalid_request_error", "",
+                     "invalid_json"};
+    }
+  }
+
+  int health(Connection& c) {
+    Value v = Value::object();
+    if (!engine_.ready()) {
+      v["status"] = "loading";
+      c.respond(503, "application/json", v.dump(), {{"Retry-After", "1"}});
+      return 503;
+    }
+    const EngineStats st = engine_.stats();
+    v["status"] = "ok";
+    v["queue"] = static_cast<std::int64_t>(st.waiting);
+    v["active"] = static_cast<std::int64_t>(st.active);
+    v["parallel"] = static_cast<std::int64_t>(parallel_);
+    v["served"] = static_cast<std::int64_t>(st.served);
+    c.respond(200, "application/json", v.dump());
+    return 200;
+  }
+
+  int models(Connection& c) {
+    const lrt::ModelConfig& cfg = engine_.config();
+    Value m = Value::object();
+    m["id"] = s_.model_id, m["object"] = "model", m["created"] = created_, m["owned_by"] = "lrt";
+    Value meta = Value::object();
+    meta["variant"] = engine_.loaded().variant, meta["weights"] = engine_.loaded().format;
+    meta["context"] = static_cast<std::int64_t>(engine_.capacity());
+    meta["vocab_size"] = static_cast<std::int64_t>(cfg.vocab_size);
+    meta["tokenizer"] = engine_.tokenizer().is_bytes() ? "bytes" : "bpe";
+    meta["parallel"] = static_cast<std::int64_t>(parallel_);
+    m["meta"] = std::move(meta);
+    Value data = Value::array();
+    data.push_back(std::move(m));
+    Value v = Value::object();
+    v["object"] = "list", v["data"] = std::move(data);
+    c.respond(200, "application/json", v.dump());
+    return 200;
+  }
+
+  int tokenize(Connection& c, const Value& body) {
+    const Value* t = body.is_object() ? body.find("content") : nullptr;
+    if (!t) t = body.is_object() ? body.find("prompt") : nullptr;
+    if (!t || !t->is_string())
+      throw ApiError{400, "tokenize takes {\"content\": TEXT}", "invalid_request_error", "content", "invalid_value"};
+    Value ids = Value::array();
+    for (auto id : engine_.tokenizer().encode(t->as_string())) ids.push_back(static_cast<std::int64_t>(id));
+    Value v = Value::object();
+    v["tokens"] = std::move(ids);
+    c.respond(200, "application/json", v.dump());
+    return 200;
+  }
+
+  int detokenize(Connection& c, const Value& body) {
+    const Value* t = body.is_object() ? body.find("tokens") : nullptr;
+    if (!t || !t->is_array())
+      throw ApiError{400, "detokenize takes {\"tokens\": [ids]}", "invalid_request_error", "tokens", "invalid_value"};
+    std::string bytes;
+    const auto V = engine_.tokenizer().vocab_size();
+    for (const Value& id : t->items()) {
+      if (!id.is_integer() || id.as_int() < 0 || id.as_int() >= V)
+        throw ApiError{400, "token " + id.dump() + " is not an id in [0, " + std::to_string(V) + ")",
+                       "invalid_request_error", "tokens", "invalid_value"};
+      bytes += engine_.tokenizer().token_text(static_cast<lrt::data::token_t>(id.as_int()));
+    }
+    Value v = Value::object();
+    v["content"] = valid_utf8(bytes);
+    c.respond(200, "application/json", v.dump());
+    return 200;
+  }
+
+  /// A job from a completion request: the prompt tokenized (BOS first), checked against the
+  /// context, the sampler set.
+  std::shared_ptr<Job> make_job(const Value& body, bool chat) {
+    const lrt::ModelConfig& cfg = engine_.config();
+    CompletionLimits lim;
+    lim.vocab_size = cfg.vocab_size;
+    auto job = std::make_shared<Job>();
+    job->req = chat ? parse_chat(body, lim) : parse_completion(body, lim);
+    job->prompt.push_back(cfg.bos());
+    if (job->req.prompt_tokens) {
+      for (auto id : *job->req.prompt_tokens) job->prompt.push_back(static_cast<lrt::index_t>(id));
+    } else {
+      for (auto id : engine_.tokenizer().encode(job->req.prompt_text))
+        job->prompt.push_back(static_cast<lrt::index_t>(id));
+    }
+    const auto P = static_cast<std::int64_t>(job->prompt.size());
+    const std::int64_t ctx = engine_.capacity();
+    if (P > ctx)
+      throw ApiError{413,
+                     "the prompt has " + std::to_string(P) + " tokens (with BOS); the context is " +
+                         std::to_string(ctx) + " (--ctx)",
+                     "invalid_request_error", "prompt", "context_length_exceeded"};
+    job->max_new = static_cast<lrt::index_t>(std::min<std::int64_t>(job->req.max_tokens, ctx - P + 1));
+    job->sampler.temperature = job->req.temperature;
+    job->sampler.top_p = job->req.top_p;
+    job->sampler.top_k = static_cast<lrt::index_t>(job->req.top_k);
+    if (job->req.seed) {
+      job->sampler.seed = *job->req.seed;
+    } else {
+      std::lock_guard<std::mutex> lock(rng_m_);
+      job->sampler.seed = rng_();
+    }
+    job->arrived = Clock::now();
+    job->deadline =
+        job->arrived + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s_.timeout_s));
+    return job;
+  }
+
+  Value envelope(const Job& j, const std::string& id, bool chunk) const {
+    Value v = Value::object();
+    v["id"] = id;
+    v["object"] = j.req.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+    v["created"] = static_cast<std::int64_t>(std::time(nullptr));
+    v["model"] = s_.model_id;
+    return v;
+  }
+  static Value usage(const Job& j) {
+    Value u = Value::object();
+    u["prompt_tokens"] = static_cast<std::int64_t>(j.prompt.size());
+    u["completion_tokens"] = j.completion_tokens;
+    u["total_tokens"] = static_cast<std::int64_t>(j.prompt.size()) + j.completion_tokens;
+    return u;
+  }
+  /// OpenAI's completion logprobs object of tokens lp (text_offset: byte offsets from `offset`).
+  static Value logprobs(const std::vector<TokenLogprob>& lp, std::size_t& offset) {
+    Value tokens = Value::array(), lps = Value::array(), tops = Value::array(), offsets = Value::array();
+    for (const TokenLogprob& t : lp) {
+      tokens.push_back(t.token);
+      lps.push_back(t.logprob);
+      Value top = Value::object();
+      for (const auto& [k, v] : t.top)
+        if (!top.find(k)) top[k] = v;
+      tops.push_back(std::move(top));
+      offsets.push_back(static_cast<std::int64_t>(offset));
+      offset += t.bytes;
+    }
+    Value v = Value::object();
+    v["tokens"] = std::move(tokens), v["token_logprobs"] = std::move(lps), v["top_logprobs"] = std::move(tops);
+    v["text_offset"] = std::move(offsets);
+    return v;
+  }
+  /// One choice: its text (a delta in a stream) and finish reason (null while going on); lp: its
+  /// tokens' log-probabilities (with logprobs), offset: the first one's byte offset.
+  static Value choice(const Job& j, const std::string& text, const std::string& reason, bool chunk, bool first,
+                      const std::vector<TokenLogprob>* lp = nullptr, std::size_t* offset = nullptr) {
+    Value ch = Value::object();
+    ch["index"] = 0;
+    if (j.req.chat) {
+      Value msg = Value::object();
+      if (!chunk || first) msg["role"] = "assistant";
+      if (!chunk || !text.empty() || reason.empty()) msg["content"] = text;
+      ch[chunk ? "delta" : "message"] = std::move(msg);
+    } else {
+      ch["text"] = text;
+      ch["logprobs"] = lp && j.req.logprobs >= 0 ? logprobs(*lp, *offset) : Value();
+    }
+    ch["finish_reason"] = reason.empty() ? Value() : Value(reason);
+    return ch;
+  }
+
+  int complete(Connection& c, const Value& body, bool chat, std::string& note) {
+    std::shared_ptr<Job> job = make_job(body, chat);
+    const std::string id =
+        (chat ? "chatcmpl-" : "cmpl-") + std::to_string(id_base_ % 1000000007) + "-" + std::to_string(++next_id_);
+    if (std::optional<ApiError> refused = engine_.submit(job)) throw *refused;
+    Job& j = *job;
+    const auto wait = [&](auto&& ready) {  // until ready(), or the client is gone (the job is cancelled)
+      std::unique_lock<std::mutex> lock(j.m);
+      while (!ready()) {
+        if (j.cv.wait_for(lock, std::chrono::milliseconds(100)) == std::cv_status::timeout) {
+          lock.unlock();
+          const bool gone = c.gone();
+          lock.lock();
+          if (gone) {
+            j.cancel = true;
+            return false;
+          }
+        }
+      }
+      return true;
+    };
+    if (!j.req.stream) {
+      if (!wait([&] { return j.finished; })) return note = "client gone", 499;
+      if (j.error) throw *j.error;
+      Value v = envelope(j, id, false);
+      Value choices = Value::array();
+      std::size_t offset = 0;
+      choices.push_back(choice(j, j.text, j.finish_reason, false, true, &j.lp_all, &offset));
+      v["choices"] = std::move(choices);
+      v["usage"] = usage(j);
+      c.respond(200, "application/json", v.dump());
+      note = stats_note(j);
+      return 200;
+    }
+    // A stream: the first event once the job has text or has ended, so that an error found before
+    // any text (none is expected) is still an HTTP status.
+    if (!wait([&] { return j.finished || !j.out.empty(); })) return note = "client gone", 499;
+    {
+      std::lock_guard<std::mutex> lock(j.m);
+      if (j.finished && j.error) throw *j.error;
+    }
+    if (!c.start_events()) return j.cancel = true, note = "client gone", 499;
+    bool first = true;
+    std::size_t offset = 0;
+    std::vector<TokenLogprob> lp;
+    for (;;) {
+      std::string text, reason;
+      bool finished = false;
+      if (!wait([&] { return j.finished || !j.out.empty(); })) return note = "client gone", 499;
+      {
+        std::lock_guard<std::mutex> lock(j.m);
+        text.swap(j.out);
+        lp.clear();
+        lp.swap(j.lp_out);
+        finished = j.finished;
+        reason = j.finish_reason;
+      }
+      if (finished && j.error) {  // after the stream began: an error event, then the end
+        c.send("data: " + error_body(*j.error) + "\n\n");
+        return j.error->status;
+      }
+      if (!text.empty() || (j.req.chat && first)) {
+        Value v = envelope(j, id, true);
+        Value choices = Value::array();
+        choices.push_back(choice(j, text, "", true, first, &lp, &offset));
+        lp.clear();
+        v["choices"] = std::move(choices);
+        if (!c.send("data: " + v.dump() + "\n\n")) return j.cancel = true, note = "client gone", 499;
+        first = false;
+      }
+      if (finished) {
+        Value v = envelope(j, id, true);
+        Value choices = Value::array();
+        choices.push_back(choice(j, "", reason, true, false, &lp, &offset));
+        v["choices"] = std::move(choices);
+        std::string out = "data: " + v.dump() + "\n\n";
+        if (j.req.include_usage) {
+          Value u = envelope(j, id, true);
+          u["choices"] = Value::array();
+          u["usage"] = usage(j);
+          out += "data: " + u.dump() + "\n\n";
+        }
+        out += "data: [DONE]\n\n";
+        c.send(out);
+        note = stats_note(j);
+        return 200;
+      }
+    }
+  }
+
+  static std::string stats_note(const Job& j) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "prompt %zu, generated %lld (%s), first token %.3f s", j.prompt.size(),
+                  static_cast<long long>(j.completion_tokens), j.finish_reason.c_str(), j.ttft_s);
+    return buf;
+  }
+
+  void log(const std::string& method, const std::string& path, int status, Clock::time_point t0,
+           const std::string& note) {
+    if (!s_.log) return;
+    std::lock_guard<std::mutex> lock(log_m_);
+    std::fprintf(stderr, "lrt-server: %s %s %d %.3f s%s%s\n", method.c_str(), path.c_str(), status, seconds_since(t0),
+                 note.empty() ? "" : ": ", note.c_str());
+  }
+
+ public:
+  lrt::index_t parallel_ = 0;
+
+ private:
+  Engine& engine_;
+  const Settings& s_;
+  std::uint64_t id_base_ = 0;
+  std::atomic<std::uint64_t> next_id_{0};
+  std::int64_t created_ = 0;
+  std::mutex rng_m_, log_m_;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+}  // namespace server
