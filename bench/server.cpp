@@ -1,0 +1,263 @@
+// lrt-bench-server: lrt-server's throughput and latency with C concurrent streams. The server
+// runs in this process (the program's engine, endpoints and transport, examples/tools/server/)
+// on 127.0.0.1 with --parallel C and random weights of a preset (bytes tokenizer); C client
+// threads each stream R completions in turn over loopback sockets (a prompt of P bytes, N new
+// tokens, sampled, ignore_eos). Reported: the aggregate generated tokens/s, the p50 / p99 time
+// to first token and time per token after it (over all requests), and, side by side in the same
+// run, the same decoding done by the lean decoder's rows directly (join, step, sample, no HTTP):
+// server/direct is what the server keeps of the decoder's speed.
+//   lrt-bench-server [--presets tiny,small] [--streams 1,4,16] [--threads 2]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <lrt/lrt.hpp>
+
+#include "bench_util.hpp"
+#include "server/service.hpp"
+
+namespace {
+
+using lrt::index_t;
+using Clock = std::chrono::steady_clock;
+using V = lrt::variants::Lrt;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+/// One streamed completion's timings, as its client saw them.
+struct Seen {
+  double ttft = 0, per_token = 0;
+  std::int64_t tokens = 0;
+  bool ok = false;
+};
+
+/// Streams one completion from 127.0.0.1:port and times it.
+Seen stream_one(int port, const std::string& prompt, index_t n, std::uint64_t seed) {
+  Seen out;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET, a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const auto t0 = Clock::now();
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return ::close(fd), out;
+  lrt::json::Value body = lrt::json::Value::object();
+  body["prompt"] = prompt, body["max_tokens"] = static_cast<std::int64_t>(n), body["temperature"] = 0.8;
+  body["seed"] = static_cast<std::int64_t>(seed), body["stream"] = true, body["ignore_eos"] = true;
+  lrt::json::Value so = lrt::json::Value::object();
+  so["include_usage"] = true;
+  body["stream_options"] = std::move(so);
+  const std::string b = body.dump();
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(b.size()) + "\r\n\r\n" + b;
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return ::close(fd), out;
+  std::string buf;
+  char chunk[8192];
+  bool head = true, done = false;
+  double first = -1, last = -1;
+  for (;;) {
+    const ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got <= 0) break;
+    buf.append(chunk, static_cast<std::size_t>(got));
+    if (head) {
+      const std::size_t e = buf.find("\r\n\r\n");
+      if (e == std::string::npos) continue;
+      if (buf.compare(0, 12, "HTTP/1.1 200") != 0) break;
+      buf.erase(0, e + 4), head = false;
+    }
+    for (std::size_t e; (e = buf.find("\n\n")) != std::string::npos;) {
+      const std::string ev = buf.substr(6, e - 6);  // after "data: "
+      buf.erase(0, e + 2);
+      if (ev == "[DONE]") {
+        done = true;
+        continue;
+      }
+      const lrt::json::Value v = lrt::json::parse(ev, "event");
+      if (const lrt::json::Value* u = v.find("usage"); u && u->is_object())
+        out.tokens = u->at("completion_tokens").as_int();
+      const auto& ch = v.at("choices").items();
+      if (!ch.empty() && !ch[0].at("text").as_string().empty()) {
+        last = since(t0);
+        if (first < 0) first = last;
+      }
+    }
+  }
+  ::close(fd);
+  out.ok = done && out.tokens == n && first >= 0;
+  out.ttft = first;
+  out.per_token = out.tokens > 1 ? (last - first) / static_cast<double>(out.tokens - 1) : 0;
+  return out;
+}
+
+std::string prompt_of(int client, int i, index_t P) {
+  std::string s;
+  for (index_t k = 0; k < P; ++k) s += static_cast<char>('a' + (client * 7 + i * 3 + k * 5) % 26);
+  return s;
+}
+
+struct Row {
+  double tokens_per_s = 0, direct_per_s = 0;
+  std::vector<double> ttft, per_token;
+  int failed = 0;
+};
+
+/// The server with C rows and C clients, each streaming R completions.
+void run_server(const lrt::Model<V, float>& model, int C, int R, index_t P, index_t N, Row& row) {
+  server::Loaded loaded;
+  loaded.model = server::make_model<V>(lrt::lean_weights(model), C, model.config().sequence_len * 4, nullptr);
+  loaded.variant = "lrt", loaded.format = "f32";
+  server::Engine engine(server::EngineOptions{static_cast<index_t>(C), 1024});
+  engine.set_capacity(model.config().sequence_len * 4);
+  engine.start(std::move(loaded));
+  server::Settings s;
+  s.model_id = "bench", s.log = false;
+  server::Service service(engine, s);
+  service.parallel_ = C;
+  server::Listener listener;
+  lrt::check(listener.open("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
+  std::thread accept([&] {
+    listener.serve([&](server::Connection& c) { service.handle(c); }, 4096,
+                   [] {
+                     return server::ApiError{503, "busy", "server_error", "", ""};
+                   });
+  });
+  std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(C));
+  const auto t0 = Clock::now();
+  std::vector<std::thread> clients;
+  for (int c = 0; c < C; ++c)
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < R; ++i)
+        seen[static_cast<std::size_t>(c)].push_back(
+            stream_one(listener.port(), prompt_of(c, i, P), N, static_cast<std::uint64_t>(c * 1000 + i)));
+    });
+  for (auto& t : clients) t.join();
+  const double wall = since(t0);
+  listener.stop();
+  accept.join();
+  engine.shutdown(0);
+  listener.wait_idle(5);
+  std::int64_t tokens = 0;
+  for (const auto& v : seen)
+    for (const Seen& x : v) {
+      if (!x.ok) ++row.failed;
+      tokens += x.tokens;
+      row.ttft.push_back(x.ttft), row.per_token.push_back(x.per_token);
+    }
+  row.tokens_per_s = static_cast<double>(tokens) / wall;
+}
+
+/// The same decoding without the server: C rows of the lean decoder, each fed its prompt token by
+/// token beside the others' steps, then N sampled tokens, R times.
+double run_direct(const lrt::Model<V, float>& model, int C, int R, index_t P, index_t N) {
+  typename lrt::LeanDecoder<V, float>::Options o;
+  o.rows = C, o.capacity = model.config().sequence_len * 4, o.max_prompt = 0;
+  lrt::LeanDecoder<V, float> dec(lrt::lean_weights(model), o);
+  lrt::SamplerOptions so;
+  so.temperature = 0.8;
+  std::vector<index_t> rows(static_cast<std::size_t>(C)), toks(static_cast<std::size_t>(C));
+  const auto t0 = Clock::now();
+  for (int i = 0; i < R; ++i) {
+    for (int c = 0; c < C; ++c) {
+      const index_t bos = model.config().bos();
+      rows[static_cast<std::size_t>(c)] = dec.join(std::span<const index_t>(&bos, 1));
+    }
+    for (index_t k = 0; k < P; ++k) {
+      for (int c = 0; c < C; ++c) toks[static_cast<std::size_t>(c)] = prompt_of(c, i, P)[static_cast<std::size_t>(k)];
+      dec.step(rows, toks);
+    }
+    for (index_t k = 0; k < N; ++k) {
+      for (int c = 0; c < C; ++c) {
+        const index_t r = rows[static_cast<std::size_t>(c)];
+        so.seed = static_cast<std::uint64_t>(c * 1000 + i);
+        toks[static_cast<std::size_t>(c)] =
+            lrt::sample_token<float>(dec.logits(r), so, lrt::sample_counter(0, dec.position(r)));
+      }
+      if (k + 1 < N) dec.step(rows, toks);
+    }
+    for (int c = 0; c < C; ++c) dec.leave(rows[static_cast<std::size_t>(c)]);
+  }
+  return static_cast<double>(C) * R * N / since(t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> presets;
+  std::vector<long long> streams;
+  index_t P = 32, N = 64;
+  int R = 4;
+  tool::Args args("lrt-bench-server",
+                  "lrt-server's tokens/s and latencies with C concurrent streams (in this process, over loopback), "
+                  "beside the lean decoder's rows doing the same decoding directly.");
+  args.option("presets", "LIST", "model presets (random weights of variant lrt, bytes tokenizer)", "tiny,small")
+      .option("streams", "LIST", "concurrent streams C (the server's --parallel)", "1,4,16")
+      .option("requests", "R", "completions each client streams in turn", "4")
+      .option("prompt", "P", "prompt bytes per request", "32")
+      .option("tokens", "N", "tokens generated per request", "64")
+      .option("threads", "N", tool::threads_help);
+  const int rc = tool::parse_args(args, argc, argv, [&] {
+    presets = args.items("presets");
+    for (const auto& name : presets) {
+      const auto known = lrt::preset_names();
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        throw tool::UsageError("--presets: unknown preset '" + name + "' (known: tiny, small, medium, d12, d20, d24)");
+    }
+    streams = args.integers("streams", 1, 256);
+    R = static_cast<int>(args.integer("requests", 1, 1 << 20));
+    P = static_cast<index_t>(args.integer("prompt", 1, 1 << 16));
+    N = static_cast<index_t>(args.integer("tokens", 1, 1 << 16));
+    tool::apply_threads(args);
+  });
+  if (rc >= 0) return rc;
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    std::printf(
+        "lrt-bench-server: %d thread(s), GEMM %s, prompt %lld bytes, %lld tokens per request, %d requests per "
+        "stream\n",
+        lrt::num_threads(), lrt::cpu::gemm_library(), static_cast<long long>(P), static_cast<long long>(N), R);
+    std::printf("%-7s %7s %10s %10s %8s %9s %9s %9s %9s %6s\n", "preset", "streams", "tok/s", "direct", "srv/dir",
+                "ttft p50", "ttft p99", "tok p50", "tok p99", "failed");
+    for (const auto& name : presets) {
+      const lrt::ModelConfig c = lrt::preset(name);
+      lrt::check(P + N <= c.sequence_len * 4, "lrt-bench-server", "prompt + tokens = ", P + N, " is past 4 x ", name,
+                 "'s context ", c.sequence_len);
+      lrt::Model<V, float> model(c, 1);
+      (void)run_direct(model, 1, 1, P, 8);  // warm-up
+      for (const long long C : streams) {
+        Row row;
+        row.direct_per_s = run_direct(model, static_cast<int>(C), R, P, N);
+        run_server(model, static_cast<int>(C), R, P, N, row);
+        std::printf("%-7s %7lld %10.0f %10.0f %8.2f %8.1fms %8.1fms %8.2fms %8.2fms %6d\n", name.c_str(), C,
+                    row.tokens_per_s, row.direct_per_s, row.tokens_per_s / row.direct_per_s,
+                    1e3 * percentile(row.ttft, 0.5), 1e3 * percentile(row.ttft, 0.99),
+                    1e3 * percentile(row.per_token, 0.5), 1e3 * percentile(row.per_token, 0.99), row.failed);
+        std::fflush(stdout);
+        if (row.failed) return std::fprintf(stderr, "lrt-bench-server: %d requests failed\n", row.failed), 1;
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lrt-bench-server: %s\n", e.what());
+    return 1;
+  }
+}
