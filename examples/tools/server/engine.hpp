@@ -267,7 +267,28 @@ class Engine {
     return true;
   }
 
+  /// The engine's loop; an exception out of a step (not expected: every input was checked) ends
+  /// the requests decoding with a 500 and frees their rows, and the loop goes on.
   void run() {
+    for (;;) {
+      try {
+        loop();
+        return;
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(m_);
+        for (auto& j : active_) {
+          finish(*j, "", ApiError{500, std::string("engine: ") + e.what(), "server_error", "", ""});
+          try {
+            loaded_.model->leave(j->row);
+          } catch (...) {
+          }
+        }
+        active_.clear();
+      }
+    }
+  }
+
+  void loop() {
     Model& model = *loaded_.model;
     std::vector<index_t> rows, toks;
     std::vector<std::shared_ptr<Job>> stepped;

@@ -295,15 +295,14 @@ class Service {
     Job& j = *job;
     const auto wait = [&](auto&& ready) {  // until ready(), or the client is gone (the job is cancelled)
       std::unique_lock<std::mutex> lock(j.m);
-      while (!ready()) {
-        if (j.cv.wait_for(lock, std::chrono::milliseconds(100)) == std::cv_status::timeout) {
-          lock.unlock();
-          const bool gone = c.gone();
-          lock.lock();
-          if (gone) {
-            j.cancel = true;
-            return false;
-          }
+      // Every 0.1 s without ready(), however often the engine wakes this thread, a look at the socket.
+      while (!j.cv.wait_for(lock, std::chrono::milliseconds(100), ready)) {
+        lock.unlock();
+        const bool gone = c.gone();
+        lock.lock();
+        if (gone) {
+          j.cancel = true;
+          return false;
         }
       }
       return true;

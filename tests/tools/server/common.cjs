@@ -28,11 +28,12 @@ function equal(a, b, msg) {
 }
 
 /// POST a JSON body (or a string as is); returns {status, headers, json, text}.
-async function post(path, body, headers = {}) {
+async function post(path, body, headers = {}, signal = undefined) {
   const r = await fetch(base + path, {
     method: "POST",
     headers: { "Content-Type": "application/json", ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
+    signal,
   });
   const text = await r.text();
   let json = null;

@@ -67,6 +67,16 @@ async function idle(ms) {  // until /health shows no request decoding or waiting
     }));
     const h = await idle(3000);
     equal(h.active, 0, "rows in use after the cancels");
+    // A client of a non-streamed request that hangs up frees its row too (the context allows
+    // thousands of tokens: the request would otherwise run on).
+    const ctrl = new AbortController();
+    const gone = post("/v1/completions", { prompt: "hang up", max_tokens: 1 << 20, temperature: 1, seed: 9, ignore_eos: true },
+                      {}, ctrl.signal).catch((e) => e.name);
+    await sleep(150);
+    equal((await get("/health")).json.active, 1, "the request decodes");
+    ctrl.abort();
+    equal(await gone, "AbortError", "the client hung up");
+    await idle(2000);
     // The rows are free: a new request is served at once.
     const r = await post("/v1/completions", { prompt: "after", max_tokens: 4, temperature: 0 });
     equal(r.status, 200, "a request after the cancels");
