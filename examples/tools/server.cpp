@@ -115,7 +115,6 @@ int main(int argc, char** argv) {
     try {
       server::Loaded loaded = server::load(file, parallel, ctx);
       engine.set_capacity(ctx > 0 ? ctx : loaded.model->config().sequence_len);
-      const lrt::ModelConfig cfg = loaded.model->config();
       const std::string what = loaded.variant + ", " + loaded.format + " weights, " +
                                (loaded.tokenizer.is_bytes() ? "bytes" : "BPE") + " tokenizer";
       engine.start(std::move(loaded));
@@ -124,7 +123,12 @@ int main(int argc, char** argv) {
                    "%d threads)\n",
                    a.str("host").c_str(), listener.port(), s.model_id.c_str(), what.c_str(), static_cast<int>(parallel),
                    static_cast<long long>(engine.capacity()), lrt::ThreadPool::global().size());
-      (void)cfg;
+      const std::string host = a.str("host");
+      if (s.api_key.empty() && host != "127.0.0.1" && host != "localhost" && host != "::1")
+        std::fprintf(stderr,
+                     "lrt-server: warning: listening on %s without an API key: anyone who reaches this address can "
+                     "use the server (--api-key KEY)\n",
+                     host.c_str());
     } catch (...) {
       shut(1);
       throw;
