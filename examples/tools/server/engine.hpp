@@ -279,7 +279,7 @@ class Engine {
         for (auto& j : active_) {
           finish(*j, "", ApiError{500, std::string("engine: ") + e.what(), "server_error", "", ""});
           try {
-            loaded_.model->leave(j->row);
+            if (j->row >= 0) loaded_.model->leave(j->row);
           } catch (...) {
           }
         }
@@ -288,12 +288,14 @@ class Engine {
     }
   }
 
+  /// The engine thread alone writes active_ (under m_, since submit() and stats() read its size);
+  /// it reads it without the lock.
   void loop() {
     Model& model = *loaded_.model;
     std::vector<index_t> rows, toks;
-    std::vector<std::shared_ptr<Job>> stepped;
+    std::vector<std::shared_ptr<Job>> admit;
     for (;;) {
-      std::vector<std::shared_ptr<Job>> admit;
+      admit.clear();
       {
         std::unique_lock<std::mutex> lock(m_);
         cv_.wait(lock, [&] { return stopping_ || !active_.empty() || !waiting_.empty(); });
@@ -306,7 +308,7 @@ class Engine {
             for (auto& j : active_) j->cancel = true;
         }
         while (!waiting_.empty() && active_.size() + admit.size() < static_cast<std::size_t>(o_.parallel)) {
-          admit.push_back(waiting_.front());
+          admit.push_back(std::move(waiting_.front()));
           waiting_.pop_front();
         }
       }
@@ -325,17 +327,12 @@ class Engine {
         }
         j->fed = 1;
         std::lock_guard<std::mutex> lock(m_);
-        active_.push_back(j);
+        active_.push_back(std::move(j));
       }
       // One step: the next prompt token of rows still reading theirs, a sampled token of the rest.
-      rows.clear(), toks.clear(), stepped.clear();
-      std::vector<std::shared_ptr<Job>> still;
-      std::vector<std::shared_ptr<Job>> current;
-      {
-        std::lock_guard<std::mutex> lock(m_);
-        current = active_;
-      }
-      for (auto& jp : current) {
+      rows.clear(), toks.clear();
+      bool ended = false;
+      for (const auto& jp : active_) {
         Job& j = *jp;
         bool goes_on = true;
         if (j.cancel) {
@@ -356,17 +353,16 @@ class Engine {
           goes_on = take(j, tok);
           if (goes_on) rows.push_back(j.row), toks.push_back(tok);
         }
-        if (goes_on) {
-          still.push_back(jp);
-          stepped.push_back(jp);
-        } else {
+        if (!goes_on) {
           model.leave(j.row);
+          j.row = -1;
           count_served(j);
+          ended = true;
         }
       }
-      {
+      if (ended) {
         std::lock_guard<std::mutex> lock(m_);
-        active_ = std::move(still);
+        std::erase_if(active_, [](const std::shared_ptr<Job>& j) { return j->row < 0; });
       }
       if (rows.empty()) continue;
       const lrt::Status s = model.step(rows, toks);

@@ -293,6 +293,12 @@ class Service {
         (chat ? "chatcmpl-" : "cmpl-") + std::to_string(id_base_ % 1000000007) + "-" + std::to_string(++next_id_);
     if (std::optional<ApiError> refused = engine_.submit(job)) throw *refused;
     Job& j = *job;
+    // However this function ends (an answer, a client gone, an exception), the engine stops
+    // decoding for it; a finished job ignores the flag.
+    struct CancelOnExit {
+      Job& j;
+      ~CancelOnExit() { j.cancel = true; }
+    } cancel_on_exit{j};
     const auto wait = [&](auto&& ready) {  // until ready(), or the client is gone (the job is cancelled)
       std::unique_lock<std::mutex> lock(j.m);
       // Every 0.1 s without ready(), however often the engine wakes this thread, a look at the socket.
