@@ -85,7 +85,7 @@ cases() {
 }
 
 echo "== 1-3, 5, 6: the byte LRT, 8 rows"
-start byte --checkpoint byte_lrt --parallel 8 --ctx 4096
+start byte --checkpoint byte_lrt --parallel 8 --ctx 100000
 js openai_client.cjs "$port"
 cases byte_lrt byte_cases
 js invariance.cjs "$port" byte_cases/cases.tsv byte_cases
