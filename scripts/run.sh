@@ -19,11 +19,11 @@ source "$root/scripts/build_env.sh"
 bash "$root/scripts/setup.sh" --corpus </dev/null
 brown="$(bash "$root/scripts/get_corpus.sh" </dev/null | tail -n 1)"
 # The `release` preset (-march=native): the programs run 1.4-1.5x faster than the default build
-# on the reference machine (Eigen's AVX-512 GEMM; see README, CPU performance).
+# on the reference machine (Eigen's AVX-512 GEMM; see docs/results.md, CPU speed).
 # Only the two (variant, schedule) pairs trained below are compiled (LRT_TOOL_PAIRS): the first build
 # takes about 2 minutes (all twelve: about 3). -DLRT_TOOL_PAIRS=all builds every pair.
 # The CPU programs only (LRT_TOOLS_CUDA=OFF): on a machine with nvcc the CUDA sessions would add
-# minutes of nvcc to the first build; LRT_TOOLS_CUDA=ON builds them (README, "On a GPU").
+# minutes of nvcc to the first build; LRT_TOOLS_CUDA=ON builds them (docs/gpu.md).
 cmake --preset release -DLRT_TOOL_PAIRS="${LRT_TOOL_PAIRS:-baseline;lrt}" \
   -DLRT_TOOLS_CUDA="${LRT_TOOLS_CUDA:-OFF}" </dev/null
 cmake --build build-release --target lrt-train lrt-eval lrt-generate lrt-quantize lrt-embedded-generate lrt_c -j "${LRT_JOBS:-2}" </dev/null

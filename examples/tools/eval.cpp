@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
               "0")
       .option("batch-rows", "B", "rows per forward", "16")
       .option("threads", "N", tool::threads_help)
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32");
   std::unique_ptr<lrt::dist::Group> group;  // under mpirun: --core's examples spread over the ranks
   if (const int rc = tool::join_mpi(group, "lrt-eval"); rc != 0) return rc;

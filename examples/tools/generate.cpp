@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
       .option("top-p", "P", "keep the smallest set with probability >= P", "1")
       .option("seed", "S", "sampling seed", "0")
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("prefill", "MODE",
               "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation), "

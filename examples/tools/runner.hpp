@@ -247,7 +247,7 @@ inline DeviceChoice device_choice(const Args& a) {
   if (d.device == DeviceKind::cuda && cuda_pairs_text().empty())
     throw UsageError(
         "--device cuda: this build has no CUDA (CMake found no nvcc, or it was configured with "
-        "-DLRT_TOOLS_CUDA=OFF): configure a build with the CUDA toolkit on PATH (README, \"On a GPU\")");
+        "-DLRT_TOOLS_CUDA=OFF): configure a build with the CUDA toolkit on PATH (docs/gpu.md)");
   if (d.device == DeviceKind::cuda)  // before any work: a machine without a GPU fails here
     for (const DeviceEntry& e : device_registry())
       if (e.device == DeviceKind::cuda) {

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
               "parallel")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
       .option("threads", "N", tool::threads_help)
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: README, On a GPU)", "cpu")
+      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
   std::unique_ptr<lrt::dist::Group> group;

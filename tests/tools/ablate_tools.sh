@@ -454,10 +454,10 @@ EOF
 else
   echo "SKIP: a real lr-sweep (this lrt-train has no --lr-scale yet)"
 fi
-# --- 7. the README's three-line grid, as written (on the generated text, the tiny preset) ---------
+# --- 7. docs/ablations.md's three-line grid, as written (on the generated text, the tiny preset) ---------
 grid=$(awk '/^A three-line grid:/ { on = 1; next } on && /^```/ { if (inb) exit; inb = 1; next } inb { print }' \
-  "$src/README.md")
-[ "$(printf '%s\n' "$grid" | grep -c .)" = 3 ] || fail "README: no three-line grid after 'A three-line grid:' (got: $grid)"
+  "$src/docs/ablations.md")
+[ "$(printf '%s\n' "$grid" | grep -c .)" = 3 ] || fail "docs/ablations.md: no three-line grid after 'A three-line grid:' (got: $grid)"
 printf '%s\n' "$grid" > readme-grid.txt
 n=$(printf '%s\n' "$grid" | awk '{ n[$1] = NF - 1 } END { print n["variants"] * n["budgets"] * n["seeds"] }')
 "$ablate" readme-grid.txt --data corpus.txt --out readme > readme.out 2>&1 || fail "the README's grid exited with $?: $(tail readme.out)"

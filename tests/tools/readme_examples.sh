@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools.readme_examples: the README's block of example commands for the three programs (the first
-# ``` block under "## The three programs") runs as written. Its first three lines set bin, data and
+# tools.readme_examples: the README's block of example commands for the programs (the first
+# ``` block under "## The programs") runs as written. Its first three lines set bin, data and
 # seconds; this test sets them to the build's bin directory, a generated text and 12 seconds,
 # and runs every other line of the block unchanged, in WORK_DIR (which also gets the my-test.txt
 # the block evaluates). Each command must succeed; their outputs must show what the README says.
@@ -9,11 +9,11 @@ set -u -o pipefail
 src=$1 bin=$2 work=$3
 fail() { echo "FAIL: $*"; exit 1; }
 readme="$src/README.md"
-block=$(awk '/^## The three programs/ { sect = 1; next }
+block=$(awk '/^## The programs/ { sect = 1; next }
              sect && /^## / { exit }
              sect && /^```/ { if (inb) exit; inb = 1; next }
              inb { print }' "$readme")
-[ -n "$block" ] || fail "no code block under '## The three programs' in $readme"
+[ -n "$block" ] || fail "no code block under '## The programs' in $readme"
 head3=$(printf '%s\n' "$block" | head -n 3 | sed 's/=.*//' | tr '\n' ' ')
 [ "$head3" = "bin data seconds " ] || fail "the block's first three lines must set bin, data, seconds (got: $head3)"
 body=$(printf '%s\n' "$block" | tail -n +4)
