@@ -13,11 +13,26 @@
 #include <string>
 #include <vector>
 
+#include <lrt/model/config.hpp>
+
 #include "cli/args.hpp"
 
 namespace lrt_bench {
 
 using Clock = std::chrono::steady_clock;
+
+/// The model presets option `name` lists (a usage error names one lrt::preset does not know).
+inline std::vector<std::string> preset_list(const tool::Args& args, const std::string& name = "presets") {
+  std::vector<std::string> out = args.items(name);
+  const auto known = lrt::preset_names();
+  for (const std::string& p : out)
+    if (std::find(known.begin(), known.end(), p) == known.end()) {
+      std::string list;
+      for (const auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw tool::UsageError("--" + name + ": unknown preset '" + p + "' (known: " + list + ")");
+    }
+  return out;
+}
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -98,12 +98,7 @@ int main(int argc, char** argv) {
       .option("threads", "N", tool::threads_help)
       .flag("profile", "also print the share of the rows' steps spent in the row-wise products");
   const int rc = tool::parse_args(args, argc, argv, [&] {
-    presets = args.items("presets"), weights = args.items("weights");
-    for (const auto& name : presets) {
-      const auto known = lrt::preset_names();
-      if (std::find(known.begin(), known.end(), name) == known.end())
-        throw tool::UsageError("--presets: unknown preset '" + name + "' (known: tiny, small, medium, d12, d20, d24)");
-    }
+    presets = lrt_bench::preset_list(args), weights = args.items("weights");
     for (const auto& s : args.items("rows")) {
       char* end = nullptr;
       const long long v = std::strtoll(s.c_str(), &end, 10);

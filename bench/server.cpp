@@ -132,7 +132,6 @@ void run_server(const lrt::Model<V, float>& model, int C, int R, index_t P, inde
   server::Settings s;
   s.model_id = "bench", s.log = false;
   server::Service service(engine, s);
-  service.parallel_ = C;
   server::Listener listener;
   lrt::check(listener.open("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
   std::thread accept([&] {
@@ -216,12 +215,7 @@ int main(int argc, char** argv) {
       .option("tokens", "N", "tokens generated per request", "64")
       .option("threads", "N", tool::threads_help);
   const int rc = tool::parse_args(args, argc, argv, [&] {
-    presets = args.items("presets");
-    for (const auto& name : presets) {
-      const auto known = lrt::preset_names();
-      if (std::find(known.begin(), known.end(), name) == known.end())
-        throw tool::UsageError("--presets: unknown preset '" + name + "' (known: tiny, small, medium, d12, d20, d24)");
-    }
+    presets = lrt_bench::preset_list(args);
     streams = args.integers("streams", 1, 256);
     R = static_cast<int>(args.integer("requests", 1, 1 << 20));
     P = static_cast<index_t>(args.integer("prompt", 1, 1 << 16));

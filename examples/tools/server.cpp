@@ -99,7 +99,6 @@ int main(int argc, char** argv) {
     if (const std::string why = listener.open(a.str("host"), port); !why.empty()) throw std::runtime_error(why);
     server::Engine engine(server::EngineOptions{parallel, queue});
     server::Service service(engine, s);
-    service.parallel_ = parallel;
     const auto busy = [] {
       return ApiError{503, "too many connections (--max-connections)", "server_error", "", "busy"};
     };

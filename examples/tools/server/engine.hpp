@@ -181,6 +181,7 @@ class Engine {
   const lrt::data::TextTokenizer& tokenizer() const { return loaded_.tokenizer; }
   const Loaded& loaded() const { return loaded_; }
   index_t capacity() const { return capacity_; }
+  index_t parallel() const { return o_.parallel; }
   void set_capacity(index_t c) { capacity_ = c; }
 
   /// Queues a job; nullopt, or why it is refused (503: loading, shutting down, the queue full).

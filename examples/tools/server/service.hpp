@@ -141,7 +141,7 @@ class Service {
     v["status"] = "ok";
     v["queue"] = static_cast<std::int64_t>(st.waiting);
     v["active"] = static_cast<std::int64_t>(st.active);
-    v["parallel"] = static_cast<std::int64_t>(parallel_);
+    v["parallel"] = static_cast<std::int64_t>(engine_.parallel());
     v["served"] = static_cast<std::int64_t>(st.served);
     c.respond(200, "application/json", v.dump());
     return 200;
@@ -156,7 +156,7 @@ class Service {
     meta["context"] = static_cast<std::int64_t>(engine_.capacity());
     meta["vocab_size"] = static_cast<std::int64_t>(cfg.vocab_size);
     meta["tokenizer"] = engine_.tokenizer().is_bytes() ? "bytes" : "bpe";
-    meta["parallel"] = static_cast<std::int64_t>(parallel_);
+    meta["parallel"] = static_cast<std::int64_t>(engine_.parallel());
     m["meta"] = std::move(meta);
     Value data = Value::array();
     data.push_back(std::move(m));
@@ -397,10 +397,6 @@ class Service {
                  note.empty() ? "" : ": ", note.c_str());
   }
 
- public:
-  lrt::index_t parallel_ = 0;
-
- private:
   Engine& engine_;
   const Settings& s_;
   std::uint64_t id_base_ = 0;
