@@ -14,8 +14,6 @@
 #    in results.md, a failing run (reported with its log; the others finish; exit 1), --after,
 #    and a pair line (the base arm at half of each budget; gap, g and delta in results.md).
 # 6. A real lr-sweep when lrt-train has --lr-scale (skipped otherwise).
-# 7. The README's three-line grid as written (its default tiny preset, on the generated text) runs,
-#    and a rerun says every run is done.
 set -u -o pipefail
 src=$1 bin=$2 work=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -454,15 +452,4 @@ EOF
 else
   echo "SKIP: a real lr-sweep (this lrt-train has no --lr-scale yet)"
 fi
-# --- 7. docs/ablations.md's three-line grid, as written (on the generated text, the tiny preset) ---------
-grid=$(awk '/^A three-line grid:/ { on = 1; next } on && /^```/ { if (inb) exit; inb = 1; next } inb { print }' \
-  "$src/docs/ablations.md")
-[ "$(printf '%s\n' "$grid" | grep -c .)" = 3 ] || fail "docs/ablations.md: no three-line grid after 'A three-line grid:' (got: $grid)"
-printf '%s\n' "$grid" > readme-grid.txt
-n=$(printf '%s\n' "$grid" | awk '{ n[$1] = NF - 1 } END { print n["variants"] * n["budgets"] * n["seeds"] }')
-"$ablate" readme-grid.txt --data corpus.txt --out readme > readme.out 2>&1 || fail "the README's grid exited with $?: $(tail readme.out)"
-[ "$(($(wc -l < readme/results.csv) - 1))" = "$n" ] || fail "the README's grid: results.csv has not $n rows"
-"$ablate" readme-grid.txt --data corpus.txt --out readme > readme2.out 2>&1 || fail "the README grid's rerun exited with $?"
-grep -q "^lrt-ablate: all $n runs are done; nothing to run" readme2.out || fail "the README grid's rerun: $(head -2 readme2.out)"
-pass "the README's three-line grid runs ($n runs) and its rerun skips them"
 echo "PASS: tools.ablate in $((SECONDS - start))s"

@@ -11,7 +11,8 @@
 #   5. the page at / in headless Chromium (skipped, saying so, where no chromium is installed);
 #   6. SIGTERM: a stream in flight finishes (or is cancelled after --shutdown-grace) with [DONE],
 #      the server exits 0; command-line and checkpoint errors;
-#   7. README.md's curl and openai-client examples, as written (but the port).
+#   7. README.md's server, curl and openai-client examples, as written (but the port and the
+#      checkpoint), and docs/serving.md's copy of the first two.
 # Needs node and the openai package in $LRT_NODE_DIR (default ~/.cache/lrt-node), which
 # scripts/setup.sh --server-tests installs; without them the test is skipped (exit 77).
 # Usage: server_tests.sh SOURCE_DIR BIN_DIR WORK_DIR
@@ -156,13 +157,24 @@ start hold --checkpoint byte_lrt
 expect 1 "cannot listen on 127.0.0.1:$port" "$bin/lrt-server" -m byte_lrt --port "$port"
 stop_server hold
 
-echo "== 7: README.md's examples"
-# The blocks after the lines '<!-- server example: curl -->' and '<!-- server example: openai -->'.
-block() { awk -v m="<!-- server example: $1 -->" '$0 == m {on = 1; next} on && /^```/ {if (in_) exit; in_ = 1; next} on && in_' "$src/README.md"; }
+echo "== 7: README.md's examples, and docs/serving.md's copy of them"
+# The blocks after the lines '<!-- server example: NAME -->' (server, curl, openai) of a page.
+block() { awk -v m="<!-- server example: $1 -->" '$0 == m {on = 1; next} on && /^```/ {if (in_) exit; in_ = 1; next} on && in_' "$src/${2:-README.md}"; }
+block server >server_example.sh
 block curl >curl_example.sh
 block openai >openai_example.mjs
-[ -s curl_example.sh ] && [ -s openai_example.mjs ] || fail "README.md has no server examples"
-start readme --checkpoint byte_lrt
+[ -s server_example.sh ] && [ -s curl_example.sh ] && [ -s openai_example.mjs ] || fail "README.md has no server examples"
+# docs/serving.md opens with the build command, then README's server and curl lines, unchanged.
+block first docs/serving.md >serving_first.sh
+cat server_example.sh curl_example.sh | cmp -s - <(tail -n +2 serving_first.sh) ||
+  fail "docs/serving.md's first block is not its build line + README.md's server and curl examples: $(cat serving_first.sh)"
+cmd=$(cat server_example.sh)
+lead="build-release/bin/lrt-server -m runs/tiny --port 8080"
+[ "${cmd#"$lead"}" != "$cmd" ] || fail "README.md's server example does not start with '$lead': $cmd"
+read -r -a rest <<< "${cmd#"$lead"}"
+start readme -m byte_lrt "${rest[@]}"  # the README's line, with this test's checkpoint and port
+echo "ok - README's server example started (checkpoint byte_lrt, port $port): $cmd"
+echo "ok - docs/serving.md's first block is its build line and these two examples"
 sed -i "s|127.0.0.1:8080|127.0.0.1:$port|g; s|localhost:8080|127.0.0.1:$port|g" curl_example.sh openai_example.mjs
 command -v curl >/dev/null || fail "curl is not installed (scripts/setup.sh --server-tests installs it)"
 bash curl_example.sh >curl.out 2>&1 || fail "the curl example: $(cat curl.out)"

@@ -21,6 +21,7 @@
 #endif
 
 #include "../../core/config.hpp"
+#include "avx512.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -185,8 +186,8 @@ inline void lane_sums(const Lanes* v, int n, float* out) noexcept {
           return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
                                _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
         default:  // neighbouring 128-bit quarters
-          return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                               _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+          return _mm512_add_ps(avx512::shuffle_f32x4<_MM_SHUFFLE(2, 0, 2, 0)>(a, b),
+                               avx512::shuffle_f32x4<_MM_SHUFFLE(3, 1, 3, 1)>(a, b));
       }
     };
     __m512 t[16];

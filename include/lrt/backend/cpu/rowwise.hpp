@@ -4,7 +4,7 @@
 // bits it gets alone, and one read of the weights serves every row of a decode step. Blocks of
 // rows of x and of the weights (dot_block) keep several independent sums in the vector registers
 // (AVX-512 or AVX2 with FMA by intrinsics; other builds by a plain loop the compiler vectorises),
-// all in the same per-lane order. Depends on nothing but core/config.hpp, so that the embedded
+// all in the same per-lane order. Depends on nothing but core/config.hpp (and avx512.hpp), so that the embedded
 // build and the per-instruction-set checks (tests/cross/packed_check.cpp) take it alone.
 // Threads and profiling: cpu::rowwise_product (backend/cpu/gemm.hpp).
 #pragma once
@@ -18,6 +18,7 @@
 #endif
 
 #include "../../core/config.hpp"
+#include "avx512.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -76,13 +77,13 @@ inline __m512 fold16(const __m512* v) noexcept {
   __m512 c[8], e[4], g[2];
   for (int m = 0; m < 8; ++m) {  // h = 8: c[m] = (v[2m] lanes 0-7 | v[2m+1] lanes 0-7)
     const __m512 a = v[2 * m], b = v[2 * m + 1];
-    c[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    c[m] = _mm512_add_ps(avx512::shuffle_f32x4<_MM_SHUFFLE(1, 0, 1, 0)>(a, b),
+                         avx512::shuffle_f32x4<_MM_SHUFFLE(3, 2, 3, 2)>(a, b));
   }
   for (int m = 0; m < 4; ++m) {  // h = 4: e[m] quarter t = v[4m + t] lanes 0-3
     const __m512 a = c[2 * m], b = c[2 * m + 1];
-    e[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    e[m] = _mm512_add_ps(avx512::shuffle_f32x4<_MM_SHUFFLE(2, 0, 2, 0)>(a, b),
+                         avx512::shuffle_f32x4<_MM_SHUFFLE(3, 1, 3, 1)>(a, b));
   }
   for (int m = 0; m < 2; ++m) {  // h = 2: g[m] quarter t = (v[8m + t] lanes 0-1, v[8m + 4 + t] lanes 0-1)
     const __m512 a = e[2 * m], b = e[2 * m + 1];
@@ -145,7 +146,7 @@ inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index
     } else if constexpr (NR == 1 && NW == 16) {
       // Output i's fold is in lane 4 (i % 4) + i / 4: put the lanes in order of i.
       const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-      const __m512 f = _mm512_permutexvar_ps(order, fold16(acc[0]));
+      const __m512 f = avx512::permutexvar(order, fold16(acc[0]));
       if (k == K) {
         _mm512_storeu_ps(out, f);
         return;
@@ -154,8 +155,7 @@ inline void dot_block(index_t K, const T* const* x, const T* __restrict w, index
     } else {
       for (int r = 0; r < NR; ++r)
         for (int j = 0; j < NW; ++j) {
-          const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc[r][j]),
-                                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][j]), 1)));
+          const __m256 h8 = _mm256_add_ps(avx512::half<0>(acc[r][j]), avx512::half<1>(acc[r][j]));
           s[r][j] = fold8(h8);
         }
     }
