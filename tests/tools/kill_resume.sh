@@ -7,7 +7,8 @@
 # One uninterrupted reference run (60 steps, a checkpoint after every step), timed, then up to
 # KILLS (default 40) tries that start the run (or resume it in place when a checkpoint exists) and
 # SIGKILL it after a delay drawn from bash's $RANDOM seeded with SEED (default 2024): the time
-# the reference took to its first checkpoint plus up to three of its steps (each with its save),
+# the reference took to its first checkpoint plus up to three of its steps (each with its save), or
+# until the try has saved three steps past where it began, whichever comes first,
 # so that a try is killed while it trains and saves: the draws are reproducible, the moments they
 # land on are not. At least 5 tries must resume (kills after a checkpoint). A last try runs to the end. Checks: every
 # resume prints "resumed from DIR/checkpoints/step-N at step N" with N the step DIR/latest named
@@ -89,7 +90,15 @@ while [ "$finished" = 0 ]; do
   "$bin/lrt-train" "${args[@]}" "${mode[@]}" --out run > "try$tries.out" 2> "try$tries.err" &
   pid=$!
   if [ "$kills" -lt "$max_kills" ]; then
-    sleep "$((delay_ms / 1000)).$(printf %03d $((delay_ms % 1000)))"
+    # Wait delay_ms, but no longer than it takes the try to save three steps past where it began:
+    # the reference was timed on a machine that may have been busier than it is now, and a try that
+    # ran to the end within its delay would leave too few resumes to check.
+    t_try=$(now_ms) stop_at=$((${expect:-0} + 3))
+    while kill -0 "$pid" 2> /dev/null && [ $(($(now_ms) - t_try)) -lt "$delay_ms" ]; do
+      l=$(cat run/latest 2> /dev/null) || l=""
+      [ -n "$l" ] && [ "$((10#${l#checkpoints/step-}))" -ge "$stop_at" ] && break
+      sleep 0.01
+    done
     kill -KILL "$pid" 2> /dev/null
   fi
   { wait "$pid"; rc=$?; } 2> /dev/null  # (without bash's "Killed" notice)
