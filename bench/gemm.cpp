@@ -279,8 +279,9 @@ int main(int argc, char** argv) {
 #else
   const std::string blas_core = "none", blas_config = "none";
 #endif
-  const bool lrt_on_blas = LRT_HAS_OPENBLAS;
-  const char* backend = lrt_on_blas ? "openblas" : "eigen";
+  const std::string backend = lrt::cpu::gemm_summary();
+  const auto gemm_path = lrt::cpu::gemm_choice().path;
+  const bool lrt_on_blas = gemm_path == lrt::cpu::GemmPath::openblas;
 #if defined(__AVX512F__)
   const char* simd = "avx512";
 #elif defined(__AVX2__)

@@ -260,8 +260,8 @@ inline DeviceChoice device_choice(const Args& a) {
 /// "cpu" or "cuda: NAME (N GiB), bf16 matmuls".
 inline std::string describe(const DeviceChoice& d, const Session& s) {
   if (d.device == DeviceKind::cpu)
-    return fmt::format("cpu, {} thread{} (--threads, LRT_NUM_THREADS), GEMM via {}", lrt::num_threads(),
-                       lrt::num_threads() == 1 ? "" : "s", LRT_HAS_OPENBLAS ? "OpenBLAS" : "Eigen");
+    return fmt::format("cpu, {} thread{} (--threads, LRT_NUM_THREADS), GEMM via {} (LRT_GEMM)",
+                       lrt::num_threads(), lrt::num_threads() == 1 ? "" : "s", lrt::cpu::gemm_summary());
   return fmt::format("cuda: {}, {} matmuls (fp32 weights, activations and optimizer state)", s.device_name(),
                      to_string(d.precision));
 }

@@ -18,7 +18,8 @@
 #   <!-- expect: REGEX -->    the block's output (stdout and stderr) must match REGEX (grep -E)
 #
 # The blocks run in order (README.md, then docs/*.md by name), each in its own
-# `bash -euo pipefail`, all in WORK_DIR, which holds what the pages assume a user has:
+# `bash -euo pipefail` under a time limit (300 s, scaled to the time of the first two runs below),
+# all in WORK_DIR, which holds what the pages assume a user has:
 #   build-release and build -> BUILD_DIR (the build under test), so build-release/bin/lrt-... and
 #     build/bin/... are its programs; tests/ and scripts/ -> the source's
 #   $bin, $data, $seconds as README.md's programs block sets them, but data is a generated text
@@ -47,11 +48,19 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_t
 
 echo "== the pages' assumptions, set up in $work"
 echo "  bin=$bin (-> $build/bin)  data=$data ($(wc -c < corpus.txt) bytes)  seconds=$seconds"
+prep_start=$SECONDS
 for v in lrt baseline; do
   "$bin/lrt-train" --variant $v --preset tiny --data "$data" --steps 20 --eval-tokens 4096 --out runs/$v \
     > prep_$v.log 2>&1 || { tail prep_$v.log; fail "could not train runs/$v"; }
 done
-echo "  runs/lrt, runs/baseline: lrt-train --variant lrt|baseline --preset tiny --steps 20 (run.sh's stand-ins)"
+prep_s=$((SECONDS - prep_start))
+echo "  runs/lrt, runs/baseline: lrt-train --variant lrt|baseline --preset tiny --steps 20 (run.sh's stand-ins), $prep_s s"
+# A block's time limit: 300 s on a machine that trains those two runs in the reference time
+# (prep_ref_s, the developers' machine), more in proportion where it is slower (a busy or slower
+# CI machine, a BLAS on the wrong kernels), so that the limit catches a hung block, not a slow one.
+prep_ref_s=${LRT_DOCS_PREP_REF_S:-12}
+limit=$((300 * (prep_s > prep_ref_s ? prep_s : prep_ref_s) / prep_ref_s))
+echo "  each block's time limit: $limit s (300 s x max(1, $prep_s s / $prep_ref_s s))"
 
 # Each block as a record: file, line, language, markers (\x1f-separated), then its lines.
 pages=("$src/README.md")
@@ -125,7 +134,7 @@ for meta in $(find blocks -name '*.meta' | sort); do
   replaced=$(($(wc -l < "$body") - $(wc -l < "$body.run")))
   t0=$SECONDS
   rc=0
-  timeout 300 bash -euo pipefail "$body.run" > "$body.out" 2>&1 < /dev/null || rc=$?
+  timeout "$limit" bash -euo pipefail "$body.run" > "$body.out" 2>&1 < /dev/null || rc=$?
   if [ $rc -ne 0 ]; then
     echo "FAILED $where (exit $rc):"; sed 's/^/  | /' "$body"; echo "  output:"; tail -n 25 "$body.out" | sed 's/^/  > /'
     fail "$where: the block exited with $rc"

@@ -1,12 +1,19 @@
-// lrt/backend/cpu/gemm.hpp: CPU GEMM through Eigen, or through OpenBLAS's cblas when lrt is
-// built with LRT_USE_OPENBLAS, whichever is faster for the instruction set the code is compiled
-// for: OpenBLAS for SSE/AVX2 builds, Eigen when Eigen itself vectorises with AVX-512 (a
-// -march=native build on an AVX-512 machine: Eigen 124 vs OpenBLAS 93 GFLOP/s on 1024^3 on the
-// reference machine, whose OpenBLAS runs its Haswell kernels). Define LRT_PREFER_OPENBLAS to keep
-// OpenBLAS anyway. A single row (M = 1, decoding one token) bypasses both: gemv_row streams the
-// weights once. Either library runs single-threaded: lrt's own pool splits the work (over
-// batches, else over rows of C, in fixed blocks so that results do not depend on the thread
-// count), so no BLAS or OpenMP pool ever runs beside it.
+// lrt/backend/cpu/gemm.hpp: CPU GEMM, on the fastest of three paths, chosen once per process at
+// the first GEMM (gemm_choice()):
+//  - lrt's own fp32 kernels (backend/cpu/sgemm.hpp), AVX-512 or AVX2 + FMA as the CPU has them,
+//    in every build, the portable one included;
+//  - OpenBLAS's cblas, when lrt is built with LRT_USE_OPENBLAS, unless OpenBLAS runs kernels for
+//    an older instruction set than the CPU's (Debian 12's OpenBLAS 0.3.21 takes a Xeon with AMX
+//    for a "Prescott" and runs SSE3 code at a third of the speed: openblas_get_corename());
+//  - Eigen, at the instruction set the build compiles for (SSE2 in a portable build).
+// Where more than one is fit, a short measurement picks the fastest (lrt's unless another is
+// faster by 5 %). LRT_GEMM=lrt|openblas|eigen|auto (environment) forces one; defining
+// LRT_PREFER_OPENBLAS makes OpenBLAS the default. A single row (M = 1, decoding one token)
+// bypasses all three: gemv_row streams the weights once. Every library runs single-threaded:
+// lrt's own pool splits the work (over batches, else over rows of C, in fixed blocks so that
+// results do not depend on the thread count), so no BLAS or OpenMP pool ever runs beside it.
+// double-precision products (tests and checks) run on OpenBLAS where it is the fp32 path, else
+// on Eigen.
 #pragma once
 
 #include <algorithm>
@@ -14,35 +21,34 @@
 #include <chrono>
 #include <cstdint>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 
 #include "../../tensor/linalg.hpp"
 #include "device.hpp"
 #include "rowwise.hpp"
+#include "sgemm.hpp"
 
 #if defined(LRT_USE_OPENBLAS) && LRT_USE_OPENBLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 #define LRT_HAS_OPENBLAS 1
 #else
 #define LRT_HAS_OPENBLAS 0
 #endif
 
-#if LRT_HAS_OPENBLAS && (!defined(EIGEN_VECTORIZE_AVX512) || defined(LRT_PREFER_OPENBLAS))
-#define LRT_GEMM_OPENBLAS 1  // lrt's GEMMs run on OpenBLAS
-#else
-#define LRT_GEMM_OPENBLAS 0  // lrt's GEMMs run on Eigen
-#endif
-
 namespace lrt {
 inline namespace v0 {
 namespace cpu {
-
-/// The library behind lrt's CPU GEMMs in this build ("OpenBLAS" or "Eigen").
-inline constexpr const char* gemm_library() noexcept { return LRT_GEMM_OPENBLAS ? "OpenBLAS" : "Eigen"; }
 
 /// Counters for profiling: while installed with set_gemm_profile, every single-threaded GEMM
 /// call (each row block of a split GEMM, each gemv) adds its time and flops. For benchmarks;
@@ -60,6 +66,22 @@ inline std::atomic<GemmProfile*>& gemm_profile_slot() noexcept {
 
 /// Installs (or, with nullptr, removes) the GEMM profile counters; returns the previous ones.
 inline GemmProfile* set_gemm_profile(GemmProfile* p) noexcept { return detail::gemm_profile_slot().exchange(p); }
+
+/// The libraries an fp32 GEMM can run on.
+enum class GemmPath { lrt, openblas, eigen };
+
+/// "lrt", "openblas", "eigen": the names LRT_GEMM takes.
+inline const char* gemm_path_key(GemmPath p) noexcept {
+  return p == GemmPath::lrt ? "lrt" : p == GemmPath::openblas ? "openblas" : "eigen";
+}
+
+/// The path this process's GEMMs take, and why (gemm_choice()).
+struct GemmChoice {
+  GemmPath path = GemmPath::eigen;
+  SimdLevel level = SimdLevel::none;  ///< lrt's kernel (GemmPath::lrt), else the level the library runs
+  std::string name;                   ///< "lrt AVX-512", "OpenBLAS (SkylakeX)", "Eigen (SSE2)"
+  std::string why;                    ///< "OpenBLAS reports Prescott on a CPU with AVX-512", ...
+};
 
 }  // namespace cpu
 
@@ -144,17 +166,24 @@ void gemv_row(index_t N, index_t K, T alpha, const T* x, const MatRef<T>& b, T b
   if (n0 < N) chunk(n0, N - n0);
 }
 
-/// One single-threaded GEMM on the fastest available library.
+/// One single-threaded GEMM on `path` (lrt's kernels: `level`); a single row streams the weights.
 template <class T>
-void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b, T beta, T* C,
-               index_t ldc) {
+void gemm1_on(GemmPath path, SimdLevel level, index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a,
+              const MatRef<T>& b, T beta, T* C, index_t ldc) {
   if (M == 1 && K > 0 && !a.trans) {
     gemv_row(N, K, alpha, a.p, b, beta, C);
     return;
   }
-#if LRT_GEMM_OPENBLAS
+  if constexpr (std::is_same_v<T, float>) {
+    if (path == GemmPath::lrt) {
+      sgemm(level, M, N, K, alpha, SgemmOperand{a.p, a.ld, a.trans}, SgemmOperand{b.p, b.ld, b.trans}, beta, C,
+            ldc);
+      return;
+    }
+  }
+#if LRT_HAS_OPENBLAS
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (K > 0) {
+    if (path == GemmPath::openblas && K > 0) {
       const auto ta = a.trans ? CblasTrans : CblasNoTrans, tb = b.trans ? CblasTrans : CblasNoTrans;
       const auto m = static_cast<blasint>(M), n = static_cast<blasint>(N), k = static_cast<blasint>(K);
       if constexpr (std::is_same_v<T, float>) {
@@ -171,14 +200,205 @@ void gemm1_run(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, con
   eigen_gemm(M, N, K, alpha, a, b, beta, C, ldc);
 }
 
-/// gemm1_run, counted in the GemmProfile when one is installed.
+/// The instruction set an OpenBLAS core name stands for (openblas_get_corename(): "Prescott",
+/// "Haswell", "SkylakeX", ...), or SimdLevel::none for a name this table does not know.
+inline SimdLevel openblas_core_level(std::string_view core) noexcept {
+  std::string c(core);
+  for (auto& ch : c) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  for (const char* n : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (c == n) return SimdLevel::avx512;
+  for (const char* n : {"haswell", "zen", "excavator"})
+    if (c == n) return SimdLevel::avx2;
+  for (const char* n : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
+    if (c == n) return SimdLevel::avx;
+  for (const char* n : {"katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington",
+                        "nehalem", "atom", "amdk6", "athlon", "opteron", "opteron(sse3)", "barcelona", "nano",
+                        "bobcat", "generic"})
+    if (c == n) return SimdLevel::sse2;
+  return SimdLevel::none;
+}
+
+/// The instruction set Eigen's products are compiled for in this translation unit.
+inline constexpr SimdLevel eigen_level() noexcept {
+#if defined(EIGEN_VECTORIZE_AVX512)
+  return SimdLevel::avx512;
+#elif defined(EIGEN_VECTORIZE_AVX2) && defined(EIGEN_VECTORIZE_FMA)
+  return SimdLevel::avx2;
+#elif defined(EIGEN_VECTORIZE_AVX)
+  return SimdLevel::avx;
+#elif defined(EIGEN_VECTORIZE_SSE2)
+  return SimdLevel::sse2;
+#else
+  return SimdLevel::none;
+#endif
+}
+
+/// GFLOP/s of one path on the shapes of a training step's products (a block of 128 rows against
+/// weights, forward (x W^T), backward (dY W) and a weight gradient (dY^T X)), best of three.
+inline double measure_gemm_path(GemmPath path, SimdLevel level) {
+  struct Shape {
+    index_t M, N, K;
+    bool ta, tb;
+  };
+  constexpr Shape shapes[] = {{128, 512, 512, false, true}, {128, 512, 512, false, false}, {512, 512, 128, true, false}};
+  std::vector<float> A(512 * 512), B(512 * 512), C(512 * 512);
+  for (std::size_t i = 0; i < A.size(); ++i) {  // any values away from zero and denormals
+    A[i] = 0.25f + float(i % 7) * 0.125f;
+    B[i] = 0.5f - float(i % 5) * 0.125f;
+  }
+  double seconds = 0, flops = 0;
+  for (const Shape& sh : shapes) {
+    const MatRef<float> a{A.data(), sh.ta ? sh.M : sh.K, sh.ta}, b{B.data(), sh.tb ? sh.K : sh.N, sh.tb};
+    double best = 1e30;
+    for (int rep = 0; rep < 4; ++rep) {  // the first warms caches and buffers
+      const auto t0 = std::chrono::steady_clock::now();
+      gemm1_on<float>(path, level, sh.M, sh.N, sh.K, 1.0f, a, b, 0.0f, C.data(), sh.N);
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (rep > 0) best = std::min(best, t);
+    }
+    seconds += best;
+    flops += 2.0 * double(sh.M) * double(sh.N) * double(sh.K);
+  }
+  return flops / seconds * 1e-9;
+}
+
+/// sep + name + " " + GFLOP/s with one decimal.
+inline std::string fmt_gflops(const char* sep, const std::string& name, double g) {
+  char num[32];
+  std::snprintf(num, sizeof num, "%.1f", g);
+  return sep + name + " " + num;
+}
+
+/// The decision behind gemm_choice(), from the facts it rests on (separate, so that tests can give
+/// any CPU and library). `forced`: LRT_GEMM's value ("" or "auto": none); `openblas_core`: null
+/// without OpenBLAS; `measure`: GFLOP/s of a path, asked only where several are fit.
+template <class Measure>
+GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openblas_core, SimdLevel eigen,
+                       Measure&& measure) {
+  const SimdLevel own = sgemm_has_kernel(cpu) ? cpu : cpu >= SimdLevel::avx512 ? SimdLevel::avx2 : SimdLevel::none;
+  const bool own_ok = own != SimdLevel::none && sgemm_has_kernel(own) && cpu >= own;
+  const SimdLevel blas = openblas_core ? openblas_core_level(openblas_core) : SimdLevel::none;
+  const auto named = [&](GemmPath p) {
+    GemmChoice c;
+    c.path = p;
+    if (p == GemmPath::lrt) {
+      c.level = own;
+      c.name = std::string("lrt ") + simd_name(own);
+    } else if (p == GemmPath::openblas) {
+      c.level = blas;
+      c.name = std::string("OpenBLAS (") + openblas_core + ")";
+    } else {
+      c.level = eigen;
+      c.name = std::string("Eigen (") + simd_name(eigen) + ")";
+    }
+    return c;
+  };
+  if (!forced.empty() && forced != "auto") {
+    GemmChoice c;
+    if (forced == "lrt") {
+      if (!own_ok)
+        throw std::invalid_argument(std::string("LRT_GEMM=lrt: lrt's kernels need AVX2 and FMA on x86-64; this CPU has ") +
+                                    simd_name(cpu));
+      c = named(GemmPath::lrt);
+    } else if (forced == "openblas") {
+      if (!openblas_core)
+        throw std::invalid_argument(
+            "LRT_GEMM=openblas: this build has no OpenBLAS (configure with LRT_USE_OPENBLAS=ON and libopenblas-dev)");
+      c = named(GemmPath::openblas);
+    } else if (forced == "eigen") {
+      c = named(GemmPath::eigen);
+    } else {
+      throw std::invalid_argument("LRT_GEMM='" + std::string(forced) + "': expected lrt, openblas, eigen or auto");
+    }
+    c.why = "forced (LRT_GEMM)";
+    return c;
+  }
+  // The fit paths: lrt's kernels where the CPU has AVX2 or AVX-512; OpenBLAS unless it runs code for
+  // an older instruction set than the CPU's; Eigen where it is compiled for the CPU's (a native build).
+  std::vector<GemmPath> fit;
+  std::string unfit;
+  const auto note = [&](const std::string& s) { unfit += (unfit.empty() ? "" : "; ") + s; };
+  if (own_ok) fit.push_back(GemmPath::lrt);
+  if (openblas_core) {
+    if (blas != SimdLevel::none && cpu != SimdLevel::none && blas < cpu)
+      note(std::string("OpenBLAS reports ") + openblas_core + " on a CPU with " + simd_name(cpu));
+    else
+      fit.push_back(GemmPath::openblas);
+  }
+  if (eigen >= cpu || fit.empty())
+    fit.push_back(GemmPath::eigen);
+  else
+    note(std::string("Eigen is compiled for ") + simd_name(eigen));
+  if (fit.size() == 1) {
+    GemmChoice c = named(fit[0]);
+    c.why = unfit.empty() ? std::string("the only one fit") : unfit;
+    return c;
+  }
+  std::vector<double> g;
+  for (GemmPath p : fit) g.push_back(measure(named(p)));
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < fit.size(); ++i)
+    if (g[i] > g[best]) best = i;
+  if (fit[best] != GemmPath::lrt && fit[0] == GemmPath::lrt && g[0] * 1.05 >= g[best]) best = 0;
+  GemmChoice c = named(fit[best]);
+  c.why = "measured";
+  for (std::size_t i = 0; i < fit.size(); ++i)
+    c.why += fmt_gflops(i == 0 ? " " : ", ", named(fit[i]).name, g[i]);
+  c.why += " GFLOP/s";
+  if (!unfit.empty()) c.why += "; " + unfit;
+  return c;
+}
+
+}  // namespace cpu::detail
+
+namespace cpu {
+
+/// The path of this process's GEMMs, decided at the first call (the first GEMM) from LRT_GEMM,
+/// the CPU, the OpenBLAS core and, where several paths are fit, a measurement of ~20 ms. Throws
+/// std::invalid_argument for a LRT_GEMM this machine cannot run.
+inline const GemmChoice& gemm_choice() {
+  static const GemmChoice choice = [] {
+    detail::single_threaded_blas();
+    const char* env = std::getenv("LRT_GEMM");
+    std::string_view forced = env ? env : "";
+#if defined(LRT_PREFER_OPENBLAS) && LRT_HAS_OPENBLAS
+    if (forced.empty()) forced = "openblas";
+#endif
+#if LRT_HAS_OPENBLAS
+    const char* core = openblas_get_corename();
+    if (!core) core = "unknown";
+#else
+    const char* core = nullptr;
+#endif
+    return detail::choose_gemm(forced, cpu_simd_level(), core, detail::eigen_level(),
+                               [](const GemmChoice& c) { return detail::measure_gemm_path(c.path, c.level); });
+  }();
+  return choice;
+}
+
+/// The library behind this process's fp32 GEMMs: "lrt AVX-512", "OpenBLAS (SkylakeX)", "Eigen (SSE2)".
+inline const char* gemm_library() { return gemm_choice().name.c_str(); }
+
+/// gemm_library() and why: "lrt AVX-512 (OpenBLAS reports Prescott on a CPU with AVX-512)".
+inline std::string gemm_summary() {
+  const GemmChoice& c = gemm_choice();
+  return c.name + " (" + c.why + ")";
+}
+
+}  // namespace cpu
+
+namespace cpu::detail {
+
+/// gemm1_on on this process's path, counted in the GemmProfile when one is installed.
 template <class T>
 void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b, T beta, T* C,
            index_t ldc) {
+  const GemmChoice& ch = gemm_choice();
+  const GemmPath path = std::is_same_v<T, float> || ch.path != GemmPath::lrt ? ch.path : GemmPath::eigen;
   GemmProfile* prof = gemm_profile_slot().load(std::memory_order_relaxed);
-  if (!prof) return gemm1_run(M, N, K, alpha, a, b, beta, C, ldc);
+  if (!prof) return gemm1_on(path, ch.level, M, N, K, alpha, a, b, beta, C, ldc);
   const auto t0 = std::chrono::steady_clock::now();
-  gemm1_run(M, N, K, alpha, a, b, beta, C, ldc);
+  gemm1_on(path, ch.level, M, N, K, alpha, a, b, beta, C, ldc);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
   prof->flops.fetch_add(2 * std::int64_t(M) * std::int64_t(N) * std::int64_t(K), std::memory_order_relaxed);
@@ -197,6 +417,30 @@ struct GemmBackend<cpu::Device> {
   /// thread costs more than the ~40 us of a layer's weights.)
   static constexpr index_t block_rows = 128;
 
+  /// lrt's kernels over all M rows: each panel of op(B) packed once (by the pool), then the
+  /// blocks of rows on the pool (within a task of the pool, on its thread). Counted in the
+  /// GemmProfile as the thread-time of its parts.
+  static void run_lrt(cpu::SimdLevel level, index_t M, index_t N, index_t K, float alpha, const MatRef<float>& a,
+                      const MatRef<float>& b, float beta, float* C, index_t ldc) {
+    cpu::GemmProfile* prof = cpu::detail::gemm_profile_slot().load(std::memory_order_relaxed);
+    const auto par = [prof](index_t n, auto&& f) {
+      parallel_for(n, 1, [&](index_t b0, index_t b1) {
+        if (!prof) return f(b0, b1);
+        const auto t0 = std::chrono::steady_clock::now();
+        f(b0, b1);
+        const auto ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+        prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
+      });
+    };
+    cpu::sgemm(level, M, N, K, alpha, cpu::SgemmOperand{a.p, a.ld, a.trans}, cpu::SgemmOperand{b.p, b.ld, b.trans},
+               beta, C, ldc, par);
+    if (prof) {
+      prof->flops.fetch_add(2 * std::int64_t(M) * std::int64_t(N) * std::int64_t(K), std::memory_order_relaxed);
+      prof->calls.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
   template <class T>
   static void run(index_t batch, index_t M, index_t N, index_t K, T alpha, MatRef<T> a, index_t sa, MatRef<T> b,
                   index_t sb, T beta, T* C, index_t ldc, index_t sc) {
@@ -209,6 +453,13 @@ struct GemmBackend<cpu::Device> {
       if (M < 2 * block_rows) {
         cpu::detail::gemm1(M, N, K, alpha, ai, bi, beta, ci, ldc);
         return;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        const cpu::GemmChoice& ch = cpu::gemm_choice();
+        if (ch.path == cpu::GemmPath::lrt) {  // its panels of op(B) packed once, its row blocks on the pool
+          run_lrt(ch.level, M, N, K, alpha, ai, bi, beta, ci, ldc);
+          return;
+        }
       }
       // Fixed blocks of rows of C (and of op(A)), whatever the thread count: the calls, and so
       // the rounding, are the same with 1 thread or many (BLAS libraries pick kernels by size).
