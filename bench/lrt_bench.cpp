@@ -234,11 +234,20 @@ std::string join_num(const std::vector<T>& v) {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct GemmRef {
-  double eigen = 0, blas = 0;  // median GFLOP/s, 1024^3, one thread
-  double best() const { return std::max(eigen, blas); }
+  double eigen = 0, blas = 0, own = 0;  // median GFLOP/s, 1024^3, one thread (own: lrt's kernels)
+  double best() const { return std::max({eigen, blas, own}); }
+  /// Which of the three is fastest, as measure_gemm_ref's flags.
+  int fastest() const { return own >= best() ? 4 : blas >= best() ? 2 : 1; }
 };
 
-GemmRef measure_gemm_ref(int reps, bool with_eigen = true, bool with_blas = true) {
+/// GFLOP/s of a 1024^3 fp32 GEMM on one thread: `which` = 1 Eigen | 2 OpenBLAS | 4 lrt's own
+/// kernels at the CPU's widest instruction set (backend/cpu/sgemm.hpp), where it has them.
+GemmRef measure_gemm_ref(int reps, int which = 7) {
+  const bool with_eigen = which & 1, with_blas = which & 2;
+  const lrt::cpu::SimdLevel own_level = lrt::cpu::cpu_simd_level() >= lrt::cpu::SimdLevel::avx512
+                                            ? lrt::cpu::SimdLevel::avx512
+                                            : lrt::cpu::SimdLevel::avx2;
+  const bool with_own = (which & 4) && lrt::cpu::sgemm_has_kernel(own_level) && lrt::cpu::cpu_simd_level() >= own_level;
   constexpr index_t n = 1024;
   Eigen::setNbThreads(1);
 #if BENCH_CBLAS
@@ -255,9 +264,19 @@ GemmRef measure_gemm_ref(int reps, bool with_eigen = true, bool with_blas = true
   for (const auto w0 = Clock::now(); with_blas && seconds_since(w0) < 0.2;) blas();
 #endif
   for (const auto w0 = Clock::now(); with_eigen && seconds_since(w0) < 0.2;) eig();
-  std::vector<double> te, tb;
+  RowMat C3(n, n);
+  auto own = [&] {
+    lrt::cpu::sgemm(own_level, n, n, n, 1.f, {A.data(), n, false}, {B.data(), n, false}, 0.f, C3.data(), n);
+  };
+  for (const auto w0 = Clock::now(); with_own && seconds_since(w0) < 0.2;) own();
+  std::vector<double> te, tb, to;
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
+    if (with_own) {
+      own();
+      to.push_back(seconds_since(t0));
+      t0 = Clock::now();
+    }
     if (with_eigen) {
       eig();
       te.push_back(seconds_since(t0));
@@ -274,6 +293,7 @@ GemmRef measure_gemm_ref(int reps, bool with_eigen = true, bool with_blas = true
   GemmRef g;
   if (!te.empty()) g.eigen = flops / median(te) * 1e-9;
   if (!tb.empty()) g.blas = flops / median(tb) * 1e-9;
+  if (!to.empty()) g.own = flops / median(to) * 1e-9;
   return g;
 }
 
@@ -675,6 +695,19 @@ struct Report {
   }
 };
 
+/// s as the body of a JSON string (quotes, backslashes and control characters escaped).
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    else
+      out += c;
+  }
+  return out;
+}
+
 int run_parent(const Options& o) {
   const auto t_start = Clock::now();
   std::FILE* tab = o.json ? stderr : stdout;
@@ -692,13 +725,15 @@ int run_parent(const Options& o) {
 #else
   const std::string blas = "not built in";
 #endif
-  const char* backend = lrt::cpu::gemm_library();
-  fmt::print(tab,
-             "lrt-bench: CPU performance (docs/performance.md). lrt GEMM backend {} (SIMD {}); presets {}; variants "
-             "{}; threads {}\n"
-             "R_ref (1024^3 fp32 GEMM, 1 thread, median of {}): Eigen {:.1f}, OpenBLAS {} GFLOP/s -> R_ref {:.1f}\n",
-             backend, Eigen::SimdInstructionSetsInUse(), join(o.presets), join(o.variants), join_num(o.threads),
-             gemm_reps, g0.eigen, blas, r_ref);
+  const std::string backend = lrt::cpu::gemm_summary();
+  fmt::print(
+      tab,
+      "lrt-bench: CPU performance (docs/performance.md). lrt GEMM backend {} (LRT_GEMM; Eigen's SIMD {}); presets "
+      "{}; variants {}; threads {}\n"
+      "R_ref (1024^3 fp32 GEMM, 1 thread, median of {}): Eigen {:.1f}, OpenBLAS {}, lrt's kernels {:.1f} GFLOP/s "
+      "-> R_ref {:.1f}\n",
+      backend, Eigen::SimdInstructionSetsInUse(), join(o.presets), join(o.variants), join_num(o.threads), gemm_reps,
+      g0.eigen, blas, g0.own, r_ref);
   for (int t : o.threads)
     fmt::print(tab, "STREAM triad, {} thread(s), 3 x {} MiB: {:.1f} GB/s (best of {})\n", t, triad_n * 4 >> 20,
                triad[t], triad_reps);
@@ -717,8 +752,11 @@ int run_parent(const Options& o) {
   if (o.json) {
     fmt::print(
         "{{\"name\":\"reference\",\"preset\":null,\"variant\":null,\"threads\":1,\"tokens_per_s\":null,"
-        "\"mfu\":null,\"r_ref_gflops\":{},\"eigen_gflops\":{},\"openblas_gflops\":{},\"lrt_gemm_backend\":\"{}\"}}\n",
-        json_number(r_ref), json_number(g0.eigen), BENCH_CBLAS ? json_number(g0.blas) : std::string("null"), backend);
+        "\"mfu\":null,\"r_ref_gflops\":{},\"eigen_gflops\":{},\"openblas_gflops\":{},\"lrt_kernels_gflops\":{},"
+        "\"lrt_gemm_backend\":\"{}\",\"lrt_gemm_path\":\"{}\"}}\n",
+        json_number(r_ref), json_number(g0.eigen), BENCH_CBLAS ? json_number(g0.blas) : std::string("null"),
+        g0.own > 0 ? json_number(g0.own) : std::string("null"), json_escape(backend),
+        lrt::cpu::gemm_path_key(lrt::cpu::gemm_choice().path));
     for (int t : o.threads)
       fmt::print(
           "{{\"name\":\"triad\",\"preset\":null,\"variant\":null,\"threads\":{},\"tokens_per_s\":null,"
@@ -731,13 +769,11 @@ int run_parent(const Options& o) {
   // Local references around each configuration: 3 samples of the faster library's 1024^3 GEMM
   // and a triad at the configuration's thread count, before and after its child; appended to its
   // results as r_ref_local_gflops / mfu_local and triad_local_gbps / bandwidth_fraction_local.
-  const bool blas_faster = g0.blas > g0.eigen;
+  const int fastest = g0.fastest();
   struct Local {
     double gemm, triad;
   };
-  auto local_ref = [&](int t) {
-    return Local{measure_gemm_ref(3, !blas_faster, blas_faster).best(), triad_arrays.measure(t, 2)};
-  };
+  auto local_ref = [&](int t) { return Local{measure_gemm_ref(3, fastest).best(), triad_arrays.measure(t, 2)}; };
   auto run_child = [&](const std::vector<std::string>& args, int t, const std::string& what) {
     const Local before = local_ref(t);
     const Child c = spawn(args, t);

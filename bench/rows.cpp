@@ -118,10 +118,14 @@ int main(int argc, char** argv) {
   if (rc >= 0) return rc;
   try {
     std::printf(
-        "lrt-bench-rows: %d thread(s), GEMM %s, products %s (fused multiply-add: %s), prompt %lld, "
-        "%lld steps, %d reps\n",
-        lrt::num_threads(), lrt::cpu::gemm_library(), lrt::cpu::packed_isa, lrt::cpu::detail::gemv_fused ? "yes" : "no",
-        static_cast<long long>(P), static_cast<long long>(T), reps);
+        "lrt-bench-rows: %d thread(s), GEMM %s, float rows on %s (fused multiply-add: %s), packed products %s, "
+        "prompt %lld, %lld steps, %d reps\n",
+        lrt::num_threads(), lrt::cpu::gemm_library(),
+        lrt::cpu::detail::rowwise_level() == lrt::cpu::SimdLevel::none
+            ? "the plain loop"
+            : lrt::cpu::simd_name(lrt::cpu::detail::rowwise_level()),
+        lrt::cpu::detail::rowwise_fused() ? "yes" : "no", lrt::cpu::packed_isa, static_cast<long long>(P),
+        static_cast<long long>(T), reps);
     std::printf("%-7s %-5s %5s %12s %12s %12s %9s %9s %9s %9s\n", "preset", "wts", "rows", "separate", "rows",
                 "rows-blas", "rows/sep", "blas/sep", "rows/blas", "bitwise");
     for (const auto& name : presets) {

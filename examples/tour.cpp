@@ -11,8 +11,7 @@ using lrt::Tensor;
 
 int main() try {
   fmt::print("lrt {}.{}.{} tour: {} thread(s) (LRT_NUM_THREADS), GEMM via {}\n\n", LRT_VERSION_MAJOR, LRT_VERSION_MINOR,
-             LRT_VERSION_PATCH, lrt::num_threads(),
-             lrt::cpu::gemm_summary());
+             LRT_VERSION_PATCH, lrt::num_threads(), lrt::cpu::gemm_summary());
 
   // 1. Tensors, fills from the counter-based RNG, fused expressions.
   Tensor<float, 2> x(Shape<2>{4, 6});  // x: (T, C)

@@ -260,8 +260,8 @@ inline DeviceChoice device_choice(const Args& a) {
 /// "cpu" or "cuda: NAME (N GiB), bf16 matmuls".
 inline std::string describe(const DeviceChoice& d, const Session& s) {
   if (d.device == DeviceKind::cpu)
-    return fmt::format("cpu, {} thread{} (--threads, LRT_NUM_THREADS), GEMM via {} (LRT_GEMM)",
-                       lrt::num_threads(), lrt::num_threads() == 1 ? "" : "s", lrt::cpu::gemm_summary());
+    return fmt::format("cpu, {} thread{} (--threads, LRT_NUM_THREADS), GEMM via {}", lrt::num_threads(),
+                       lrt::num_threads() == 1 ? "" : "s", lrt::cpu::gemm_summary());
   return fmt::format("cuda: {}, {} matmuls (fp32 weights, activations and optimizer state)", s.device_name(),
                      to_string(d.precision));
 }
@@ -381,11 +381,12 @@ lrt::TimePlan plan_time(const Args& a, Session& tr, Session& model, const lrt::d
                         double budget, const Now& now, bool recurrent, long long seq_every) {
   using clock = std::chrono::steady_clock;
   const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
-  // Steps until two are timed, then up to 10 while they take under 5% of the budget; the first
-  // (which allocates) is left out of the mean unless it is the only one.
+  // Steps until three are timed, then up to 10 while they take under 5% of the budget; the first
+  // (which allocates) is left out of the mean (two samples at least: one alone is at the mercy of
+  // a busy moment).
   std::vector<double> t;
   double total = 0;
-  while (t.size() < 2 || (t.size() < 10 && total < 0.05 * budget)) {
+  while (t.size() < 3 || (t.size() < 10 && total < 0.05 * budget)) {
     check_stop();
     t.push_back(tr.time_step_without_update());
     total += t.back();
@@ -493,6 +494,9 @@ TrainSettings train_settings(const Args& a) {
       throw UsageError(
           fmt::format("--tune-split on --resume '{}': that run trains on the tuning slice already", a.str("resume")));
     st.tune_split = held;
+    // The GEMM path the run was trained on (on the CPU), so that it continues bit for bit.
+    if (const auto gemm = lrt::st::Reader::open(from.model_path()).meta("cpu_gemm"))
+      lrt::cpu::prefer_gemm_path(*gemm, "the GEMM path of the run resumed; LRT_GEMM overrides it");
   } else {
     try {
       cfg = lrt::preset(preset);
@@ -1080,6 +1084,7 @@ int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const R
     }
   }
   summary["val_bpb"] = last_bpb;
+  if (tr.device() == DeviceKind::cpu) summary["cpu_gemm"] = lrt::cpu::gemm_summary();
   lrt::write_file_atomic(out + "/summary.json", summary.dump() + "\n");
   fmt::print("wrote {} (named by {}/latest; {}/model.safetensors and optim.safetensors link to it), {}, {}\n", saved,
              out, out, log.log_path, log.svg_path);
@@ -1120,6 +1125,9 @@ int train_run(const tool::Args& a) {
   tr.start_training(d.train_rows, o, d.tok, sched_opts);
   tr.set_stop_source(&stop_signal());
   if (st.tune_split) tr.set_metadata("held_out", "tune");  // lrt-eval --split tune checks it
+  // The CPU's GEMM path (lrt, openblas or eigen), which a --resume takes again.
+  if (st.device.device == DeviceKind::cpu)
+    tr.set_metadata("cpu_gemm", lrt::cpu::gemm_path_key(lrt::cpu::gemm_choice().path));
   if (group != nullptr) {
     tr.set_group(group, {{"arguments", program_arguments()}});
     fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),

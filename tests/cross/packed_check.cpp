@@ -46,7 +46,22 @@ int main(int argc, char** argv) {
     std::printf("skipped: this CPU has no %s\n", lrt::cpu::packed_isa);
     return 77;
   }
-  std::printf("packed products compiled for %s\n", lrt::cpu::packed_isa);
+  // The row-wise float products take the path of the build's instruction set (each build checks
+  // its own: the AVX-512 and AVX2 intrinsics, else the plain loop), whatever the CPU has beyond it.
+#if defined(__x86_64__) && defined(__AVX512F__)
+  const lrt::cpu::SimdLevel rowwise = lrt::cpu::SimdLevel::avx512;
+#elif defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+  const lrt::cpu::SimdLevel rowwise = lrt::cpu::SimdLevel::avx2;
+#else
+  const lrt::cpu::SimdLevel rowwise = lrt::cpu::SimdLevel::none;
+#endif
+  if (lrt::cpu::detail::set_rowwise_level(rowwise) != rowwise) {
+    std::printf("FAIL: the row-wise products cannot take the %s path\n", lrt::cpu::simd_name(rowwise));
+    return 1;
+  }
+  std::printf("packed products compiled for %s; row-wise float products on %s (%s)\n", lrt::cpu::packed_isa,
+              rowwise == lrt::cpu::SimdLevel::none ? "the plain loop" : lrt::cpu::simd_name(rowwise),
+              lrt::cpu::detail::rowwise_fused() ? "fused" : "not fused");
   if (argc > 1 && std::strcmp(argv[1], lrt::cpu::packed_isa) != 0) {  // the path the build was meant to take
     std::printf("FAIL: expected the %s path\n", argv[1]);
     return 1;
@@ -147,17 +162,21 @@ int main(int argc, char** argv) {
       }
     }
     bool order = true;  // dot_lanes' order written out in scalars
+    const bool fused = lrt::cpu::detail::rowwise_fused();
+    const auto madd = [fused](float acc, float a, float b) {
+      return fused ? lrt::cpu::detail::lane_madd<true>(acc, a, b) : lrt::cpu::detail::lane_madd<false>(acc, a, b);
+    };
     for (index_t r = 0; r < R; ++r)
       for (index_t n = 0; n < N; ++n) {
         const float *xr = x.data() + r * K, *wn = w.data() + n * K;
         float lane[16] = {};
         index_t k = 0;
         for (; k + 16 <= K; k += 16)
-          for (int l = 0; l < 16; ++l) lane[l] = lrt::cpu::detail::lane_madd(lane[l], xr[k + l], wn[k + l]);
+          for (int l = 0; l < 16; ++l) lane[l] = madd(lane[l], xr[k + l], wn[k + l]);
         for (int hh = 8; hh > 0; hh /= 2)
           for (int l = 0; l < hh; ++l) lane[l] += lane[l + hh];
         float want = lane[0];
-        for (; k < K; ++k) want = lrt::cpu::detail::lane_madd(want, xr[k], wn[k]);
+        for (; k < K; ++k) want = madd(want, xr[k], wn[k]);
         const float got = y[static_cast<std::size_t>(r * N + n)];
 #if FLT_EVAL_METHOD == 0
         order = order && std::memcmp(&want, &got, sizeof want) == 0;

@@ -47,7 +47,10 @@ TEST_CASE("lrt's fp32 kernels match a naive loop in double for every layout, edg
           if (M * N * std::max<index_t>(K, 1) > 3000000) continue;
           const int layout = cases++ % 4;
           const bool ta = layout & 1, tb = layout & 2;
-          const float beta = (cases % 3 == 0) ? 0.0f : (cases % 3 == 1) ? 1.0f : -0.75f, alpha = 0.5f + float(cases % 2);
+          const float beta = (cases % 3 == 0)   ? 0.0f
+                             : (cases % 3 == 1) ? 1.0f
+                                                : -0.75f,
+                      alpha = 0.5f + float(cases % 2);
           CAPTURE(M);
           CAPTURE(N);
           CAPTURE(K);
@@ -178,11 +181,11 @@ TEST_CASE("the GEMM path follows the CPU, the OpenBLAS core, Eigen's build and L
   CHECK(c.path == GemmPath::eigen);
   CHECK(measured == 0);
   CHECK_THROWS_WITH_AS(choose_gemm("fast", SimdLevel::avx512, nullptr, SimdLevel::sse2, gflops(1, 1, 1)),
-                       "LRT_GEMM='fast': expected lrt, openblas, eigen or auto", std::invalid_argument);
+                       "[gemm] LRT_GEMM='fast': expected lrt, openblas, eigen or auto", lrt::Error);
   CHECK_THROWS_WITH_AS(choose_gemm("openblas", SimdLevel::avx512, nullptr, SimdLevel::sse2, gflops(1, 1, 1)),
-                       doctest::Contains("this build has no OpenBLAS"), std::invalid_argument);
+                       doctest::Contains("this build has no OpenBLAS"), lrt::Error);
   CHECK_THROWS_WITH_AS(choose_gemm("lrt", SimdLevel::sse2, nullptr, SimdLevel::sse2, gflops(1, 1, 1)),
-                       doctest::Contains("need AVX2 and FMA"), std::invalid_argument);
+                       doctest::Contains("need AVX2 and FMA"), lrt::Error);
 }
 
 TEST_CASE("this process's GEMM path (LRT_TEST_GEMM_EXPECT: the path the environment should give)") {

@@ -230,13 +230,13 @@ TEST_CASE("row-wise product: every row is the single-row product, in dot_lanes' 
               index_t k = 0;
               for (; k + 16 <= K; k += 16)
                 for (int l = 0; l < 16; ++l)
-                  lane[l] = lrt::cpu::detail::gemv_fused ? std::fma(xr[k + l], wn[k + l], lane[l])
-                                                         : lane[l] + xr[k + l] * wn[k + l];
+                  lane[l] = lrt::cpu::detail::rowwise_fused() ? std::fma(xr[k + l], wn[k + l], lane[l])
+                                                              : lane[l] + xr[k + l] * wn[k + l];
               for (int h = 8; h > 0; h /= 2)
                 for (int l = 0; l < h; ++l) lane[l] += lane[l + h];
               want = lane[0];
               for (; k < K; ++k)
-                want = lrt::cpu::detail::gemv_fused ? std::fma(xr[k], wn[k], want) : want + xr[k] * wn[k];
+                want = lrt::cpu::detail::rowwise_fused() ? std::fma(xr[k], wn[k], want) : want + xr[k] * wn[k];
             }
             as_documented =
                 as_documented && std::memcmp(&want, &y[static_cast<std::size_t>(r * N + n)], sizeof want) == 0;

@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -32,6 +31,7 @@
 
 #include <Eigen/Core>
 
+#include "../../core/error.hpp"
 #include "../../tensor/linalg.hpp"
 #include "device.hpp"
 #include "rowwise.hpp"
@@ -176,8 +176,7 @@ void gemm1_on(GemmPath path, SimdLevel level, index_t M, index_t N, index_t K, T
   }
   if constexpr (std::is_same_v<T, float>) {
     if (path == GemmPath::lrt) {
-      sgemm(level, M, N, K, alpha, SgemmOperand{a.p, a.ld, a.trans}, SgemmOperand{b.p, b.ld, b.trans}, beta, C,
-            ldc);
+      sgemm(level, M, N, K, alpha, SgemmOperand{a.p, a.ld, a.trans}, SgemmOperand{b.p, b.ld, b.trans}, beta, C, ldc);
       return;
     }
   }
@@ -211,9 +210,9 @@ inline SimdLevel openblas_core_level(std::string_view core) noexcept {
     if (c == n) return SimdLevel::avx2;
   for (const char* n : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
     if (c == n) return SimdLevel::avx;
-  for (const char* n : {"katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington",
-                        "nehalem", "atom", "amdk6", "athlon", "opteron", "opteron(sse3)", "barcelona", "nano",
-                        "bobcat", "generic"})
+  for (const char* n :
+       {"katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington", "nehalem", "atom",
+        "amdk6", "athlon", "opteron", "opteron(sse3)", "barcelona", "nano", "bobcat", "generic"})
     if (c == n) return SimdLevel::sse2;
   return SimdLevel::none;
 }
@@ -240,7 +239,8 @@ inline double measure_gemm_path(GemmPath path, SimdLevel level) {
     index_t M, N, K;
     bool ta, tb;
   };
-  constexpr Shape shapes[] = {{128, 512, 512, false, true}, {128, 512, 512, false, false}, {512, 512, 128, true, false}};
+  constexpr Shape shapes[] = {
+      {128, 512, 512, false, true}, {128, 512, 512, false, false}, {512, 512, 128, true, false}};
   std::vector<float> A(512 * 512), B(512 * 512), C(512 * 512);
   for (std::size_t i = 0; i < A.size(); ++i) {  // any values away from zero and denormals
     A[i] = 0.25f + float(i % 7) * 0.125f;
@@ -260,6 +260,21 @@ inline double measure_gemm_path(GemmPath path, SimdLevel level) {
     flops += 2.0 * double(sh.M) * double(sh.N) * double(sh.K);
   }
   return flops / seconds * 1e-9;
+}
+
+/// Why LRT_GEMM=`forced` cannot run here ("" where it can, or for "" and "auto").
+inline std::string gemm_path_unavailable(std::string_view forced, SimdLevel cpu, const char* openblas_core) {
+  const std::string f(forced);
+  if (f.empty() || f == "auto" || f == "eigen") return {};
+  if (f == "lrt")
+    return sgemm_has_kernel(SimdLevel::avx2) && cpu >= SimdLevel::avx2
+               ? std::string()
+               : "LRT_GEMM=lrt: lrt's kernels need AVX2 and FMA on x86-64; this CPU has " + std::string(simd_name(cpu));
+  if (f == "openblas")
+    return openblas_core ? std::string()
+                         : "LRT_GEMM=openblas: this build has no OpenBLAS (configure with LRT_USE_OPENBLAS=ON and "
+                           "libopenblas-dev)";
+  return "LRT_GEMM='" + f + "': expected lrt, openblas, eigen or auto";
 }
 
 /// sep + name + " " + GFLOP/s with one decimal.
@@ -294,22 +309,9 @@ GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openb
     return c;
   };
   if (!forced.empty() && forced != "auto") {
-    GemmChoice c;
-    if (forced == "lrt") {
-      if (!own_ok)
-        throw std::invalid_argument(std::string("LRT_GEMM=lrt: lrt's kernels need AVX2 and FMA on x86-64; this CPU has ") +
-                                    simd_name(cpu));
-      c = named(GemmPath::lrt);
-    } else if (forced == "openblas") {
-      if (!openblas_core)
-        throw std::invalid_argument(
-            "LRT_GEMM=openblas: this build has no OpenBLAS (configure with LRT_USE_OPENBLAS=ON and libopenblas-dev)");
-      c = named(GemmPath::openblas);
-    } else if (forced == "eigen") {
-      c = named(GemmPath::eigen);
-    } else {
-      throw std::invalid_argument("LRT_GEMM='" + std::string(forced) + "': expected lrt, openblas, eigen or auto");
-    }
+    const std::string no = gemm_path_unavailable(forced, cpu, openblas_core);
+    if (!no.empty()) throw_error("gemm", no);
+    GemmChoice c = named(forced == "lrt" ? GemmPath::lrt : forced == "openblas" ? GemmPath::openblas : GemmPath::eigen);
     c.why = "forced (LRT_GEMM)";
     return c;
   }
@@ -342,8 +344,7 @@ GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openb
   if (fit[best] != GemmPath::lrt && fit[0] == GemmPath::lrt && g[0] * 1.05 >= g[best]) best = 0;
   GemmChoice c = named(fit[best]);
   c.why = "measured";
-  for (std::size_t i = 0; i < fit.size(); ++i)
-    c.why += fmt_gflops(i == 0 ? " " : ", ", named(fit[i]).name, g[i]);
+  for (std::size_t i = 0; i < fit.size(); ++i) c.why += fmt_gflops(i == 0 ? " " : ", ", named(fit[i]).name, g[i]);
   c.why += " GFLOP/s";
   if (!unfit.empty()) c.why += "; " + unfit;
   return c;
@@ -353,14 +354,32 @@ GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openb
 
 namespace cpu {
 
-/// The path of this process's GEMMs, decided at the first call (the first GEMM) from LRT_GEMM,
-/// the CPU, the OpenBLAS core and, where several paths are fit, a measurement of ~20 ms. Throws
-/// std::invalid_argument for a LRT_GEMM this machine cannot run.
+namespace detail {
+/// The path asked for by prefer_gemm_path (a key of gemm_path_key, and why), and whether
+/// gemm_choice() has decided already; guarded by gemm_state().m.
+struct GemmState {
+  std::mutex m;
+  std::string preferred, why;
+  bool decided = false;
+};
+inline GemmState& gemm_state() {
+  static GemmState s;
+  return s;
+}
+}  // namespace detail
+
+/// The path of this process's GEMMs, decided at the first call (the first GEMM) from LRT_GEMM
+/// (else prefer_gemm_path's request), the CPU, the OpenBLAS core and, where several paths are
+/// fit, a measurement of ~20 ms. Throws lrt::Error ("[gemm] ...") for a LRT_GEMM this machine
+/// cannot run.
 inline const GemmChoice& gemm_choice() {
   static const GemmChoice choice = [] {
     detail::single_threaded_blas();
+    detail::GemmState& st = detail::gemm_state();
+    std::lock_guard<std::mutex> lock(st.m);
+    st.decided = true;
     const char* env = std::getenv("LRT_GEMM");
-    std::string_view forced = env ? env : "";
+    std::string forced = env ? env : "";
 #if defined(LRT_PREFER_OPENBLAS) && LRT_HAS_OPENBLAS
     if (forced.empty()) forced = "openblas";
 #endif
@@ -370,10 +389,35 @@ inline const GemmChoice& gemm_choice() {
 #else
     const char* core = nullptr;
 #endif
-    return detail::choose_gemm(forced, cpu_simd_level(), core, detail::eigen_level(),
-                               [](const GemmChoice& c) { return detail::measure_gemm_path(c.path, c.level); });
+    const auto measure = [](const GemmChoice& c) { return detail::measure_gemm_path(c.path, c.level); };
+    if (forced.empty() && !st.preferred.empty()) {
+      const std::string no = detail::gemm_path_unavailable(st.preferred, cpu_simd_level(), core);
+      if (no.empty()) {
+        GemmChoice c = detail::choose_gemm(st.preferred, cpu_simd_level(), core, detail::eigen_level(), measure);
+        c.why = st.why;
+        return c;
+      }
+      // Not on this machine: the usual choice, and why.
+      GemmChoice c = detail::choose_gemm("", cpu_simd_level(), core, detail::eigen_level(), measure);
+      c.why += "; not " + st.preferred + " (" + st.why + "): " + no;
+      return c;
+    }
+    return detail::choose_gemm(forced, cpu_simd_level(), core, detail::eigen_level(), measure);
   }();
   return choice;
+}
+
+/// Asks, before the first GEMM, for the path `key` ("lrt", "openblas" or "eigen": gemm_path_key)
+/// for the reason `why`, unless LRT_GEMM names one: lrt-train --resume takes the path the run
+/// was trained on, so that it continues bit for bit where a measurement could choose another.
+/// A path this machine cannot run gives the usual choice, with the reason. Returns false (and
+/// changes nothing) once the choice is made.
+inline bool prefer_gemm_path(const std::string& key, const std::string& why) {
+  detail::GemmState& st = detail::gemm_state();
+  std::lock_guard<std::mutex> lock(st.m);
+  if (st.decided) return false;
+  st.preferred = key, st.why = why;
+  return true;
 }
 
 /// The library behind this process's fp32 GEMMs: "lrt AVX-512", "OpenBLAS (SkylakeX)", "Eigen (SSE2)".
@@ -393,12 +437,17 @@ namespace cpu::detail {
 template <class T>
 void gemm1(index_t M, index_t N, index_t K, T alpha, const MatRef<T>& a, const MatRef<T>& b, T beta, T* C,
            index_t ldc) {
-  const GemmChoice& ch = gemm_choice();
-  const GemmPath path = std::is_same_v<T, float> || ch.path != GemmPath::lrt ? ch.path : GemmPath::eigen;
+  // A single row needs no library, nor the choice of one (decoding never measures).
+  const bool row = M == 1 && K > 0 && !a.trans;
+  const GemmChoice* ch = row ? nullptr : &gemm_choice();
+  const GemmPath path = row                                                     ? GemmPath::eigen
+                        : std::is_same_v<T, float> || ch->path != GemmPath::lrt ? ch->path
+                                                                                : GemmPath::eigen;
+  const SimdLevel level = row ? SimdLevel::none : ch->level;
   GemmProfile* prof = gemm_profile_slot().load(std::memory_order_relaxed);
-  if (!prof) return gemm1_on(path, ch.level, M, N, K, alpha, a, b, beta, C, ldc);
+  if (!prof) return gemm1_on(path, level, M, N, K, alpha, a, b, beta, C, ldc);
   const auto t0 = std::chrono::steady_clock::now();
-  gemm1_on(path, ch.level, M, N, K, alpha, a, b, beta, C, ldc);
+  gemm1_on(path, level, M, N, K, alpha, a, b, beta, C, ldc);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
   prof->flops.fetch_add(2 * std::int64_t(M) * std::int64_t(N) * std::int64_t(K), std::memory_order_relaxed);

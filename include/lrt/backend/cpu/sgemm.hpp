@@ -12,59 +12,22 @@
 // C = alpha * sum + beta * C (beta = 1 after the first block; C is not read when beta = 0); a tile
 // at an edge of C runs the full tile on a copy. So a result does not depend on M, N, the tile it
 // falls in or a split of the rows of C over calls (lrt's pool splits them). Depends on nothing but
-// core/config.hpp.
+// core/config.hpp and backend/cpu/simd_level.hpp.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <new>
+#include <utility>
 
-#include "../../core/config.hpp"
-
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
-#define LRT_SGEMM_X86 1
+#include "simd_level.hpp"
+#if LRT_X86_KERNELS
 #include <immintrin.h>
-#else
-#define LRT_SGEMM_X86 0
 #endif
 
 namespace lrt {
 inline namespace v0 {
 namespace cpu {
-
-/// The x86 vector instruction sets lrt's kernels tell apart, in order of width.
-enum class SimdLevel : int { none = 0, sse2 = 1, avx = 2, avx2 = 3, avx512 = 4 };
-
-/// "SSE2", "AVX", "AVX2", "AVX-512" (or "none": not x86-64).
-inline const char* simd_name(SimdLevel s) noexcept {
-  switch (s) {
-    case SimdLevel::sse2: return "SSE2";
-    case SimdLevel::avx: return "AVX";
-    case SimdLevel::avx2: return "AVX2";
-    case SimdLevel::avx512: return "AVX-512";
-    default: return "none";
-  }
-}
-
-/// The widest instruction set the running CPU and OS offer (cpuid and the OS's saved register
-/// state, through the compiler's __builtin_cpu_supports): AVX2 counts with FMA only, AVX-512 with
-/// its F, DQ, BW and VL parts. SimdLevel::none off x86-64.
-inline SimdLevel cpu_simd_level() noexcept {
-#if LRT_SGEMM_X86
-  static const SimdLevel level = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma"))
-      return SimdLevel::avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::avx2;
-    if (__builtin_cpu_supports("avx")) return SimdLevel::avx;
-    return SimdLevel::sse2;
-  }();
-  return level;
-#else
-  return SimdLevel::none;
-#endif
-}
 
 /// One operand of sgemm: op(X)[i][k] is p[k * ld + i] when trans, else p[i * ld + k] (row-major).
 struct SgemmOperand {
@@ -217,67 +180,81 @@ void run(index_t M, index_t N, index_t K, float alpha, const SgemmOperand& a, co
   }
 }
 
-#if LRT_SGEMM_X86
-// The loops over a tile's registers unrolled in full, so that the accumulators live in registers.
-#define LRT_SGEMM_UNROLL _Pragma("GCC unroll 16")
-/// AVX-512: a tile of 8 rows x 32 columns (16 accumulators), op(A) broadcast from memory.
-inline constexpr int avx512_mr = 8, avx512_nr = 32;
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline void kernel_avx512(
-    index_t kc, const float* __restrict a, const float* __restrict b, float* c, index_t ldc, float alpha,
-    float beta) noexcept {
-  constexpr int MR = avx512_mr;
-  __m512 acc[MR][2];
-  LRT_SGEMM_UNROLL
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (index_t k = 0; k < kc; ++k, a += MR, b += 2 * 16) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-    LRT_SGEMM_UNROLL
-    for (int r = 0; r < MR; ++r) {
-      const __m512 ar = _mm512_set1_ps(a[r]);
-      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
-    }
+#if LRT_X86_KERNELS
+// A tile's registers are named by packs of constant indices (R...: its rows), expanded by fold
+// expressions, so that the accumulators live in registers whatever the compiler's unrolling.
+
+/// One row of an AVX-512 tile out: C = alpha acc (+ beta C).
+LRT_TARGET_AVX512 LRT_ALWAYS_INLINE void store_row_avx512(float* c, __m512 s0, __m512 s1, __m512 va, __m512 vb,
+                                                          float beta) noexcept {
+  __m512 v0 = _mm512_mul_ps(va, s0), v1 = _mm512_mul_ps(va, s1);
+  if (beta != 0.0f) {
+    v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(c), v0);
+    v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(c + 16), v1);
   }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  LRT_SGEMM_UNROLL
-  for (int r = 0; r < MR; ++r)
-    for (int h = 0; h < 2; ++h) {
-      float* p = c + r * ldc + 16 * h;
-      __m512 v = _mm512_mul_ps(va, acc[r][h]);
-      if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(p), v);
-      _mm512_storeu_ps(p, v);
-    }
+  _mm512_storeu_ps(c, v0);
+  _mm512_storeu_ps(c + 16, v1);
 }
 
-/// AVX2 + FMA: a tile of 6 rows x 16 columns (12 of the 16 registers accumulate).
-inline constexpr int avx2_mr = 6, avx2_nr = 16;
-__attribute__((target("avx2,fma"))) inline void kernel_avx2(index_t kc, const float* __restrict a,
-                                                            const float* __restrict b, float* c, index_t ldc,
-                                                            float alpha, float beta) noexcept {
-  constexpr int MR = avx2_mr;
-  __m256 acc[MR][2];
-  LRT_SGEMM_UNROLL
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (index_t k = 0; k < kc; ++k, a += MR, b += 2 * 8) {
+/// AVX-512: a tile of sizeof...(R) rows x 32 columns, op(A) broadcast from memory.
+template <std::size_t... R>
+LRT_TARGET_AVX512 inline void tile_avx512(index_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                                          index_t ldc, float alpha, float beta, std::index_sequence<R...>) noexcept {
+  constexpr index_t MR = sizeof...(R);
+  __m512 acc0[MR], acc1[MR];
+  ((acc0[R] = _mm512_setzero_ps(), acc1[R] = _mm512_setzero_ps()), ...);
+  for (index_t k = 0; k < kc; ++k, a += MR, b += 32) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+    ((acc0[R] = _mm512_fmadd_ps(_mm512_set1_ps(a[R]), b0, acc0[R]),
+      acc1[R] = _mm512_fmadd_ps(_mm512_set1_ps(a[R]), b1, acc1[R])),
+     ...);
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  (store_row_avx512(c + index_t(R) * ldc, acc0[R], acc1[R], va, vb, beta), ...);
+}
+
+/// One row of an AVX2 tile out: C = alpha acc (+ beta C).
+LRT_TARGET_AVX2 LRT_ALWAYS_INLINE void store_row_avx2(float* c, __m256 s0, __m256 s1, __m256 va, __m256 vb,
+                                                      float beta) noexcept {
+  __m256 v0 = _mm256_mul_ps(va, s0), v1 = _mm256_mul_ps(va, s1);
+  if (beta != 0.0f) {
+    v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), v0);
+    v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8), v1);
+  }
+  _mm256_storeu_ps(c, v0);
+  _mm256_storeu_ps(c + 8, v1);
+}
+
+/// AVX2 + FMA: a tile of sizeof...(R) rows x 16 columns.
+template <std::size_t... R>
+LRT_TARGET_AVX2 inline void tile_avx2(index_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                                      index_t ldc, float alpha, float beta, std::index_sequence<R...>) noexcept {
+  constexpr index_t MR = sizeof...(R);
+  __m256 acc0[MR], acc1[MR];
+  ((acc0[R] = _mm256_setzero_ps(), acc1[R] = _mm256_setzero_ps()), ...);
+  for (index_t k = 0; k < kc; ++k, a += MR, b += 16) {
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    LRT_SGEMM_UNROLL
-    for (int r = 0; r < MR; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
-      acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
-    }
+    ((acc0[R] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + R), b0, acc0[R]),
+      acc1[R] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + R), b1, acc1[R])),
+     ...);
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  LRT_SGEMM_UNROLL
-  for (int r = 0; r < MR; ++r)
-    for (int h = 0; h < 2; ++h) {
-      float* p = c + r * ldc + 8 * h;
-      __m256 v = _mm256_mul_ps(va, acc[r][h]);
-      if (beta != 0.0f) v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), v);
-      _mm256_storeu_ps(p, v);
-    }
+  (store_row_avx2(c + index_t(R) * ldc, acc0[R], acc1[R], va, vb, beta), ...);
 }
-#undef LRT_SGEMM_UNROLL
+
+/// AVX-512: tiles of 8 rows x 32 columns (16 accumulators).
+inline constexpr int avx512_mr = 8, avx512_nr = 32;
+inline void kernel_avx512(index_t kc, const float* a, const float* b, float* c, index_t ldc, float alpha,
+                          float beta) noexcept {
+  tile_avx512(kc, a, b, c, ldc, alpha, beta, std::make_index_sequence<avx512_mr>{});
+}
+
+/// AVX2 + FMA: tiles of 6 rows x 16 columns (12 of the 16 registers accumulate).
+inline constexpr int avx2_mr = 6, avx2_nr = 16;
+inline void kernel_avx2(index_t kc, const float* a, const float* b, float* c, index_t ldc, float alpha,
+                        float beta) noexcept {
+  tile_avx2(kc, a, b, c, ldc, alpha, beta, std::make_index_sequence<avx2_mr>{});
+}
 #endif
 
 }  // namespace detail::sgemm_kernels
@@ -285,7 +262,7 @@ __attribute__((target("avx2,fma"))) inline void kernel_avx2(index_t kc, const fl
 /// Whether lrt's own GEMM has a kernel for `level` in this build (AVX-512 and AVX2 on x86-64 with
 /// GCC or Clang).
 inline constexpr bool sgemm_has_kernel(SimdLevel level) noexcept {
-  return LRT_SGEMM_X86 && (level == SimdLevel::avx512 || level == SimdLevel::avx2);
+  return LRT_X86_KERNELS && (level == SimdLevel::avx512 || level == SimdLevel::avx2);
 }
 
 /// C (M, N) = alpha op(A) op(B) + beta C, row-major with row stride ldc, single-threaded, on lrt's
@@ -294,10 +271,10 @@ inline constexpr bool sgemm_has_kernel(SimdLevel level) noexcept {
 /// [0, n) on other threads (lrt's pool: backend/cpu/gemm.hpp); the result is the same bits however
 /// it splits them.
 template <class Par = detail::sgemm_kernels::SerialFor>
-void sgemm(SimdLevel level, index_t M, index_t N, index_t K, float alpha, const SgemmOperand& a,
-           const SgemmOperand& b, float beta, float* C, index_t ldc, Par&& par = {}) {
+void sgemm(SimdLevel level, index_t M, index_t N, index_t K, float alpha, const SgemmOperand& a, const SgemmOperand& b,
+           float beta, float* C, index_t ldc, Par&& par = {}) {
   namespace s = detail::sgemm_kernels;
-#if LRT_SGEMM_X86
+#if LRT_X86_KERNELS
   if (level == SimdLevel::avx512) {
     s::run<s::avx512_mr, s::avx512_nr>(M, N, K, alpha, a, b, beta, C, ldc, s::kernel_avx512, par);
     return;
