@@ -714,12 +714,24 @@ TrainData train_data(const Args& a, TrainSettings& st, const Now& now) {
   return d;
 }
 
+/// --time: the plan is made again once, after step `at` (a quarter into the run and before the
+/// warm-down, so the LR schedule has not bent yet), from what the run measured: the step time with
+/// the optimizer's update and the evaluations' time. A busy moment while the warm-up steps were
+/// timed then costs a quarter of the run's steps at most, not the whole budget's.
+struct TimeReplan {
+  double budget = 0;  // 0: no --time, or no re-plan
+  double reserve = 0, final_seconds = 0, eval_each = 0, planned_step = 0;
+  int evaluations = 1;           // the plan's evaluations (the last step's included)
+  std::int64_t fixed_every = 0;  // --eval-every as given (kept); 0: re-spaced with the horizon
+  std::int64_t at = -1;          // the step after which it is made (the same on every rank)
+};
+
 /// lrt-train, part 3: the horizon N of the schedules (--steps; --budget-forwards; --time, which
 /// times steps and evaluations first; else --tokens-per-param), the same on every rank. Returns
 /// the number of steps between evaluations.
 template <class V, class Sched, class Now>
 std::int64_t plan_horizon(const Args& a, const TrainSettings& st, TrainData& d, Session& tr, const Now& now,
-                          lrt::dist::Group* group) {
+                          lrt::dist::Group* group, TimeReplan& replan) {
   const bool resume = st.resume;
   const int modes = st.modes;
   const long long steps_arg = st.steps_arg, eval_every_arg = st.eval_every_arg, seq_every = st.seq_every;
@@ -744,6 +756,10 @@ std::int64_t plan_horizon(const Args& a, const TrainSettings& st, TrainData& d, 
                                         V::recurrent, seq_every);
       tr.set_horizon(tr.step() + p.steps);
       if (p.eval_every != eval_every_arg) eval_every_plan = p.eval_every;
+      replan.budget = time_arg, replan.reserve = std::min(5.0, 0.02 * time_arg);
+      replan.final_seconds = p.final_seconds, replan.eval_each = p.eval_seconds / std::max(1, p.evaluations);
+      replan.planned_step = p.train_seconds / static_cast<double>(p.steps);
+      replan.evaluations = p.evaluations, replan.fixed_every = eval_every_arg;
       if (eval_bytes == 0 && p.eval_tokens < static_cast<std::int64_t>(val_tokens(val)))
         val = lrt::data::validation_batches(val_rows, val_rows_per_batch, p.eval_tokens);
     } else {
@@ -762,6 +778,12 @@ std::int64_t plan_horizon(const Args& a, const TrainSettings& st, TrainData& d, 
     tr.set_horizon(n), eval_every_plan = every;
   }
   const std::int64_t N = tr.horizon();
+  if (replan.budget > 0) {  // a quarter in, before the warm-down; none for runs too short to gain from it
+    const lrt::TrainOptions& o = tr.train_options();
+    const std::int64_t warm_up = lrt::optim::round_half_even(o.warmup_frac * static_cast<double>(N));
+    const std::int64_t at = std::max(tr.step() + std::max<std::int64_t>(2, (N - tr.step()) / 4), warm_up);
+    if (at < N - lrt::optim::warmdown_steps(N, o.warmdown_frac)) replan.at = at;
+  }
   if (resume && tr.step() > N)
     throw UsageError(fmt::format(
         "the horizon N = {} ({}) is below the checkpoint's step {}: N counts all the run's steps, not the steps to "
@@ -917,20 +939,56 @@ struct LoopEnd {
   std::int64_t timed_steps = 0;
 };
 
+/// The re-plan of a --time run (TimeReplan) after `replan.at` steps, `elapsed` seconds into it: the
+/// horizon that fits the time left at the measured `step_seconds`, with the evaluations still to
+/// come at the measured cost of those made (`evaluations` of them in `eval_seconds`, rank 0's,
+/// which every rank takes). Returns the steps between evaluations from here on.
+inline std::int64_t time_replan(const TimeReplan& r, Session& tr, double elapsed, double step_seconds, int evaluations,
+                                double eval_seconds, std::int64_t eval_every, lrt::dist::Group* group, bool root) {
+  const std::int64_t step = tr.step(), N = tr.horizon();
+  const double each = evaluations > 0 ? eval_seconds / evaluations : r.eval_each;
+  double left = r.budget - elapsed - r.reserve - r.final_seconds;
+  std::int64_t more = 1, every = eval_every;
+  if (r.fixed_every > 0) {  // an evaluation every fixed_every steps (and the last): its cost is paid per step
+    more = static_cast<std::int64_t>(std::floor((left - each) / (step_seconds + each / double(r.fixed_every))));
+  } else {  // the plan's count of evaluations, re-spaced over the new horizon
+    more =
+        static_cast<std::int64_t>(std::floor((left - each * std::max(1, r.evaluations - evaluations)) / step_seconds));
+  }
+  std::int64_t n = step + std::max<std::int64_t>(1, more);
+  if (r.fixed_every == 0)
+    every = r.evaluations <= 1 ? n : std::max<std::int64_t>(1, (n + r.evaluations - 2) / (r.evaluations - 1));
+  if (group != nullptr && group->size() > 1) {  // rank 0's numbers on every rank
+    const auto all = group->exchange(fmt::format("{} {}", n, every), "the exchange of the re-planned horizon");
+    long long n0 = 0, every0 = 0;
+    std::sscanf(all[0].c_str(), "%lld %lld", &n0, &every0);
+    n = n0, every = every0;
+  }
+  if (std::llabs(n - N) * 20 < N) return eval_every;  // within 5%: the plan stands
+  tr.set_horizon(n);
+  if (root)
+    fmt::print(
+        "time budget {}: re-planned after step {}: {:.3f} s/step measured (planned {:.3f}), evaluations {:.3g} s "
+        "each -> {} steps (was {}), an evaluation every {}\n",
+        tool::duration(r.budget), step, step_seconds, r.planned_step, each, n, N, every);
+  return every;
+}
+
 /// lrt-train, part 4: the loop. Each step: Trainer::train_step (through the session), the log row,
 /// an evaluation every `eval_every` steps and at the end (rank 0; the LRT's sequential score every
 /// --seq-eval-every), a checkpoint with each evaluation, and on SIGINT/SIGTERM a checkpoint and
 /// the command that continues the run.
 template <class V, class Sched, class Now>
 LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, Session& tr, OutDir& out_dir,
-                   RunLog& log, std::int64_t eval_every, const Now& now, bool root) {
+                   RunLog& log, std::int64_t eval_every, const Now& now, bool root, const TimeReplan& replan,
+                   lrt::dist::Group* group) {
   const std::string &out = st.out, &data_path = st.data_path;
   const long long seq_every = st.seq_every, eval_bytes = d.eval_bytes;
   const lrt::ScheduleOptions& sched_opts = st.sched_opts;
   const std::vector<lrt::data::Batch>& val = d.val;
   const lrt::TokenBytes& token_bytes = d.token_bytes;
-  const std::int64_t N = tr.horizon();
   tool::Progress progress(10);
+  int evaluations = 0;  // made by this loop (rank 0)
   LoopEnd end;
   std::string& saved = end.saved;  // the last checkpoint written
   double& last_bpb = end.last_bpb;
@@ -969,7 +1027,9 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
         row.core_seq = session_core(tr, true, *st.core, st.core_options, d.tok).core_metric;
     }
     eval_seconds += now() - t_eval;
+    evaluations += eval_now && root ? 1 : 0;
     log.append(row);
+    const std::int64_t N = tr.horizon();
     const double tps = double(timed_steps * tr.tokens_per_step()) / train_seconds;
     const double eta = double(N - tr.step()) * train_seconds / double(timed_steps);
     std::string line = fmt::format("step {}/{} loss {:.4f} lr x{:.2f} {:.0f} tok/s elapsed {} ETA {}", s.step + 1, N,
@@ -1015,6 +1075,9 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
       end.stop = stop;
       return end;
     }
+    if (s.step + 1 == replan.at)
+      eval_every = time_replan(replan, tr, now(), train_seconds / double(timed_steps), evaluations, eval_seconds,
+                               eval_every, group, root);
   }
   log.close();
   if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
@@ -1146,10 +1209,11 @@ int train_run(const tool::Args& a) {
       tr.train_options().micro_rows, tr.forwards_per_step());
   fmt::print("config: {}\n", describe_config(cfg));
 
-  const std::int64_t eval_every = plan_horizon<V, Sched>(a, st, d, tr, now, group);
+  TimeReplan replan;
+  const std::int64_t eval_every = plan_horizon<V, Sched>(a, st, d, tr, now, group, replan);
   RunLog log;
   open_run_log<V, Sched>(log, a, st, tr, root);
-  const LoopEnd end = train_loop<V, Sched>(a, st, d, tr, out_dir, log, eval_every, now, root);
+  const LoopEnd end = train_loop<V, Sched>(a, st, d, tr, out_dir, log, eval_every, now, root, replan, group);
   if (end.stop != 0) return 128 + end.stop;
   return report_run<V, Sched>(st, d, tr, log, end, now, group);
 }
