@@ -6,7 +6,7 @@
 #include <string>
 #include <system_error>
 
-#include <lrt/train/trainer.hpp>
+#include <lrt/train/run_directory.hpp>
 
 namespace tool {
 

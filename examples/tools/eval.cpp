@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
     if (a.has("data")) tool::require_path(a.str("data"), "--data");
     const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
     const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
-    return tool::find_entry(c.schedule.structure, c.schedule.schedule).eval(a, r, c.config, c.schedule.options);
+    return tool::eval_run(tool::find_entry(c.schedule.structure, c.schedule.schedule), a, r, c.config,
+                          c.schedule.options);
   });
   // A usage error stops every rank alike; any other, the others could wait for this one.
   if (rc != 0 && rc != 2 && group != nullptr && group->size() > 1) {

@@ -51,6 +51,6 @@ int main(int argc, char** argv) {
     tool::prefill_mode(a);
     const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
     const auto [cfg, variant, schedule] = tool::checkpoint_model(a, r);
-    return tool::find_entry(variant, schedule).generate(a, r, cfg);
+    return tool::generate_run(tool::find_entry(variant, schedule), a, r, cfg);
   });
 }

@@ -1,7 +1,9 @@
-// The bodies of lrt-train, lrt-eval and lrt-generate, templated on the variant V and the
-// schedule Sched, and the registry of the (variant, schedule) pairs the programs are built with:
-// examples/tools/registry/*.cpp, one translation unit per pair (an OBJECT library linked into the
-// three programs). A library user instantiates any other pair in their own code.
+// The bodies of lrt-train, lrt-eval and lrt-generate, and the registry of the (variant, schedule)
+// pairs the programs are built with: examples/tools/registry/*.cpp (an OBJECT library linked into
+// the three programs) registers each pair's CPU session and the few things the bodies ask of its
+// types (Entry). The bodies are ordinary functions of an Entry, compiled once, in the program that
+// calls them; the model work goes through the pair's Session. A library user instantiates any
+// other pair in their own code.
 #pragma once
 
 #include <chrono>
@@ -54,12 +56,20 @@ inline const std::string& program_arguments() { return program_arguments_slot();
 
 /// One build of the tools: a variant (its structure and the registry's name for it, an alias)
 /// with one schedule.
+/// What the programs' bodies (below, compiled once) need of the pair's types comes through the
+/// pointers, which the registry fills (Register); the model work goes through the Session.
 struct Entry {
   std::string variant, schedule;  // the registry's name (e.g. lrt-src1) and schedule_spec's spelling
   lrt::VariantStructure structure;
-  int (*train)(const Args&);
-  int (*eval)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&, const lrt::ScheduleOptions&);
-  int (*generate)(const Args&, const lrt::st::Reader&, const lrt::ModelConfig&);
+  std::unique_ptr<Session> (*make_cpu)(const lrt::ModelConfig&, std::uint64_t seed);  // make_cpu_session
+  void (*check_options)(const lrt::ScheduleOptions&);  // lrt::check_schedule_options<Sched, V>
+  lrt::json::Value (*release_config)(const lrt::ModelConfig&, std::string_view schedule,
+                                     const lrt::ScheduleOptions&);  // lrt::release_config_json<V>
+  lrt::json::Value (*lrt_config)(const lrt::ModelConfig&);          // lrt::lrt_config_json<V>
+
+  bool recurrent() const { return structure.recurrent(); }
+  /// The memory enters the keys and values (kv, both): value embeddings on every layer.
+  bool kv() const { return structure.injection == lrt::Injection::KV || structure.injection == lrt::Injection::Both; }
 };
 
 inline std::vector<Entry>& registry() {
@@ -107,13 +117,12 @@ inline const Entry& find_entry(const std::string& variant, const std::string& sc
                     spelled == variant ? fmt::format("'{}'", variant) : fmt::format("'{}' ({})", variant, spelled));
 }
 
-/// The name the tools print for variant V: the registry's name for its structure (e.g. lrt-src1),
+/// The name the tools print for a variant: the registry's name for its structure (e.g. lrt-src1),
 /// else the library's.
-template <class V>
-std::string display_name() {
+inline std::string display_name(const lrt::VariantStructure& s) {
   for (const Entry& e : registry())
-    if (e.structure == lrt::structure_of<V>()) return e.variant;
-  return lrt::variant_name<V>();
+    if (e.structure == s) return e.variant;
+  return lrt::variant_name(s);
 }
 
 /// A checkpoint's config and how it was trained: (variant, schedule) and the schedule's options
@@ -266,17 +275,17 @@ inline std::string describe(const DeviceChoice& d, const Session& s) {
                      to_string(d.precision));
 }
 
-/// The session of (V, Sched) on the chosen device.
-template <class V, class Sched>
-std::unique_ptr<Session> make_session(const DeviceChoice& d, const lrt::ModelConfig& cfg, std::uint64_t seed = 0) {
-  if (d.device == DeviceKind::cpu) return make_cpu_session<V, Sched>(cfg, seed);
+/// The session of `pair` on the chosen device.
+inline std::unique_ptr<Session> make_session(const Entry& pair, const DeviceChoice& d, const lrt::ModelConfig& cfg,
+                                             std::uint64_t seed = 0) {
+  if (d.device == DeviceKind::cpu) return pair.make_cpu(cfg, seed);
   for (const DeviceEntry& e : device_registry())
-    if (e.device == d.device && e.structure == lrt::structure_of<V>() && e.schedule == lrt::schedule_spec<Sched>())
+    if (e.device == d.device && e.structure == pair.structure && e.schedule == pair.schedule)
       return e.make(cfg, seed, d.precision);
   throw UsageError(fmt::format(
       "--device cuda: this build has no CUDA session of variant {} with schedule '{}'; its CUDA pairs:{}\n(the "
       "CUDA pairs are -DLRT_TOOLS_CUDA_PAIRS=<names such as baseline;lrt>)",
-      display_name<V>(), lrt::schedule_spec<Sched>(), cuda_pairs_text()));
+      display_name(pair.structure), pair.schedule, cuda_pairs_text()));
 }
 
 namespace detail {
@@ -457,8 +466,7 @@ struct TrainSettings {
   lrt::eval::CoreOptions core_options;
 };
 
-template <class V, class Sched>
-TrainSettings train_settings(const Args& a) {
+inline TrainSettings train_settings(const Entry& pair, const Args& a) {
   TrainSettings st;
   st.preset = a.str("preset"), st.out = a.str("out"), st.data_path = a.str("data");
   st.resume = a.has("resume");
@@ -481,12 +489,12 @@ TrainSettings train_settings(const Args& a) {
   if (resume) from = lrt::find_checkpoint(a.str("resume"));
   if (resume) {
     resumed = lrt::read_checkpoint(lrt::st::Reader::open(from.model_path()));
-    if (resumed->run.structure != lrt::structure_of<V>())
+    if (resumed->run.structure != pair.structure)
       throw UsageError(fmt::format(
           "--resume '{}' holds variant {}, trained with {}, not --variant {}: drop --variant to continue it, or give "
           "--variant {}",
           a.str("resume"), lrt::variant_label(resumed->run.structure), resumed->run.schedule,
-          lrt::variant_label(lrt::structure_of<V>()), resumed->run.variant));
+          lrt::variant_label(pair.structure), resumed->run.variant));
     cfg = resumed->config;
     // A run that held out the tuning slice keeps holding it out; one that trained on it cannot.
     const bool held = lrt::st::Reader::open(from.model_path()).meta("held_out") == std::optional<std::string>("tune");
@@ -506,18 +514,19 @@ TrainSettings train_settings(const Args& a) {
   }
   if (a.has("sequence-len")) cfg.sequence_len = a.integer("sequence-len", 1, 1 << 20);
   apply_model_flags(a, cfg, resume);
-  if constexpr (V::kv) {
+  if (pair.kv()) {
     if (a.has("ve-layout") && cfg.ve_layout != lrt::VELayout::Every)
       throw UsageError(
           fmt::format("--ve-layout {}: variant {} carries value embeddings on every layer (its gates "
                       "also project the memory into the values); --ve-layout is for the baseline and "
                       "residual variants",
-                      a.str("ve-layout"), display_name<V>()));
+                      a.str("ve-layout"), display_name(pair.structure)));
   }
-  if constexpr (!V::recurrent) {
+  if (!pair.recurrent()) {
     for (const char* f : {"mem-offset", "reset-at-bos", "seq-eval-every"})
       if (a.has(f))
-        throw UsageError(fmt::format("--{} is an LRT option: variant {} has no memory", f, display_name<V>()));
+        throw UsageError(
+            fmt::format("--{} is an LRT option: variant {} has no memory", f, display_name(pair.structure)));
   }
   if (a.has("tokenizer") && a.has("vocab-size"))
     throw tool::UsageError("give --tokenizer FILE or --vocab-size N, not both");
@@ -580,14 +589,14 @@ TrainSettings train_settings(const Args& a) {
     throw UsageError(fmt::format("--warmup-frac {} plus --warmdown-frac {} exceed the run (their sum must be <= 1)",
                                  o.warmup_frac, o.warmdown_frac));
   // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
-  if (resume && resumed->run.schedule == lrt::schedule_spec<Sched>()) sched_opts = resumed->run.options;
+  if (resume && resumed->run.schedule == pair.schedule) sched_opts = resumed->run.options;
   if (a.has("kv-refresh")) sched_opts.kv_refresh = true;
   if (a.has("loss-weights")) sched_opts.loss_weights = parse_weights(a.str("loss-weights"));
   if (a.has("detach")) sched_opts.detach = true;
   try {
-    lrt::check_schedule_options<Sched, V>(sched_opts);
+    pair.check_options(sched_opts);
   } catch (const lrt::Error& e) {
-    throw UsageError(fmt::format("{} with {}: {}", display_name<V>(), lrt::schedule_spec<Sched>(), e.what()));
+    throw UsageError(fmt::format("{} with {}: {}", display_name(pair.structure), pair.schedule, e.what()));
   }
   if (a.has("core")) {
     st.core_dir = a.str("core");
@@ -595,10 +604,10 @@ TrainSettings train_settings(const Args& a) {
     st.core_mode = a.has("core-mode") ? a.str("core-mode") : "parallel";
     if (st.core_mode != "parallel" && st.core_mode != "sequential" && st.core_mode != "both")
       throw UsageError(fmt::format("--core-mode must be parallel, sequential or both, got '{}'", st.core_mode));
-    if constexpr (!V::recurrent)
+    if (!pair.recurrent())
       if (st.core_mode != "parallel")
         throw UsageError(fmt::format("--core-mode {}: variant {} has no memory, so its one CORE mode is parallel",
-                                     st.core_mode, display_name<V>()));
+                                     st.core_mode, display_name(pair.structure)));
     st.core_every = a.integer("core-every", 0, 1LL << 40);
     st.core_options.max_per_task = a.integer("core-max-per-task", -1, 1LL << 40);
     if (st.core_options.max_per_task == 0) throw UsageError("--core-max-per-task must be >= 1 (or -1: every item)");
@@ -729,9 +738,9 @@ struct TimeReplan {
 /// lrt-train, part 3: the horizon N of the schedules (--steps; --budget-forwards; --time, which
 /// times steps and evaluations first; else --tokens-per-param), the same on every rank. Returns
 /// the number of steps between evaluations.
-template <class V, class Sched, class Now>
-std::int64_t plan_horizon(const Args& a, const TrainSettings& st, TrainData& d, Session& tr, const Now& now,
-                          lrt::dist::Group* group, TimeReplan& replan) {
+template <class Now>
+std::int64_t plan_horizon(const Entry& pair, const Args& a, const TrainSettings& st, TrainData& d, Session& tr,
+                          const Now& now, lrt::dist::Group* group, TimeReplan& replan) {
   const bool resume = st.resume;
   const int modes = st.modes;
   const long long steps_arg = st.steps_arg, eval_every_arg = st.eval_every_arg, seq_every = st.seq_every;
@@ -753,7 +762,7 @@ std::int64_t plan_horizon(const Args& a, const TrainSettings& st, TrainData& d, 
                  tr.forwards_per_step(), tr.horizon());
     } else if (time_arg > 0) {
       const lrt::TimePlan p = plan_time(a, tr, tr, val_rows, val_rows_per_batch, token_bytes, sched_opts, time_arg, now,
-                                        V::recurrent, seq_every);
+                                        pair.recurrent(), seq_every);
       tr.set_horizon(tr.step() + p.steps);
       if (p.eval_every != eval_every_arg) eval_every_plan = p.eval_every;
       replan.budget = time_arg, replan.reserve = std::min(5.0, 0.02 * time_arg);
@@ -828,8 +837,8 @@ struct RunLog {
 /// Opens the run's logs: a resumed run starts from the checkpoint's own copy (up to its step),
 /// else the run directory's; the rows so far replace log.csv atomically (a kill here leaves the
 /// old log, not an empty one) and each step then appends its row.
-template <class V, class Sched>
-void open_run_log(RunLog& log, const Args& a, const TrainSettings& st, Session& tr, bool root) {
+inline void open_run_log(const Entry& pair, RunLog& log, const Args& a, const TrainSettings& st, Session& tr,
+                         bool root) {
   const std::string& out = st.out;
   log.log_path = out + "/log.csv", log.svg_path = out + "/loss.svg", log.mem_path = out + "/memory.csv";
   if (st.resume) {
@@ -852,7 +861,7 @@ void open_run_log(RunLog& log, const Args& a, const TrainSettings& st, Session& 
                "': cannot open for appending: ", std::strerror(errno));
   }
   log.title =
-      fmt::format("{} with {}{} (L={}, d={}), {} tokens/step", display_name<V>(), lrt::schedule_spec<Sched>(),
+      fmt::format("{} with {}{} (L={}, d={}), {} tokens/step", display_name(pair.structure), pair.schedule,
                   st.resume ? "" : ", preset " + st.preset, st.cfg.n_layer, st.cfg.n_embd, tr.tokens_per_step());
 }
 
@@ -978,10 +987,10 @@ inline std::int64_t time_replan(const TimeReplan& r, Session& tr, double elapsed
 /// an evaluation every `eval_every` steps and at the end (rank 0; the LRT's sequential score every
 /// --seq-eval-every), a checkpoint with each evaluation, and on SIGINT/SIGTERM a checkpoint and
 /// the command that continues the run.
-template <class V, class Sched, class Now>
-LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, Session& tr, OutDir& out_dir,
-                   RunLog& log, std::int64_t eval_every, const Now& now, bool root, const TimeReplan& replan,
-                   lrt::dist::Group* group) {
+template <class Now>
+LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, const TrainData& d, Session& tr,
+                   OutDir& out_dir, RunLog& log, std::int64_t eval_every, const Now& now, bool root,
+                   const TimeReplan& replan, lrt::dist::Group* group) {
   const std::string &out = st.out, &data_path = st.data_path;
   const long long seq_every = st.seq_every, eval_bytes = d.eval_bytes;
   const lrt::ScheduleOptions& sched_opts = st.sched_opts;
@@ -1009,12 +1018,12 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
     row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier, row.seconds = now();
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
-    const bool seq_now = V::recurrent && seq_every > 0 && (last || (s.step + 1) % seq_every == 0);
+    const bool seq_now = pair.recurrent() && seq_every > 0 && (last || (s.step + 1) % seq_every == 0);
     const double t_eval = now();
     if (eval_now && root) {  // the other ranks wait for it in the next exchange
       const lrt::BpbResult r = tr.evaluate_parallel(val, token_bytes, sched_opts).merged;
       row.val_loss = r.loss(), row.val_bpb = last_bpb = r.bpb();
-      if constexpr (V::recurrent) {
+      if (pair.recurrent()) {
         if (!val.empty()) log.memory_text += memory_rows(s.step, tr.memory_statistics(val[0].inputs));
       }
     }
@@ -1044,14 +1053,14 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
     if (root) progress.update(line, now(), eval_now || core_now || s.step == 0 || stop != 0);
     if (eval_now || stop != 0) {
       // A unit: model, optimizer state, the logs so far.
-      saved =
-          tr.save(out, V::recurrent ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()},
-                                                                                       {"memory.csv", log.memory_csv()}}
-                                    : std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()}});
+      saved = tr.save(out, pair.recurrent()
+                               ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()},
+                                                                                  {"memory.csv", log.memory_csv()}}
+                               : std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()}});
       out_dir.keep();
       if (root) {
         lrt::write_file_atomic(log.svg_path, tool::loss_svg(log.rows, log.title));
-        if (V::recurrent) lrt::write_file_atomic(log.mem_path, log.memory_csv());
+        if (pair.recurrent()) lrt::write_file_atomic(log.mem_path, log.memory_csv());
       }
     }
     if (stop != 0) {
@@ -1091,9 +1100,9 @@ LoopEnd train_loop(const Args& a, const TrainSettings& st, const TrainData& d, S
 
 /// lrt-train, part 5: the report (rank 0): throughput, where the time went, the final scores
 /// (the LRT's exact recurrence too) and summary.json.
-template <class V, class Sched, class Now>
-int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const RunLog& log, LoopEnd end, const Now& now,
-               lrt::dist::Group* group) {
+template <class Now>
+int report_run(const Entry& pair, const TrainSettings& st, const TrainData& d, Session& tr, const RunLog& log,
+               LoopEnd end, const Now& now, lrt::dist::Group* group) {
   const bool root = group == nullptr || group->is_root();
   const std::string& out = st.out;
   const lrt::ModelConfig& cfg = st.cfg;
@@ -1119,16 +1128,16 @@ int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const R
                100 * optimizer_seconds / train_seconds, 100 * comm_seconds / train_seconds,
                group != nullptr ? group->size() : 1, group != nullptr && group->size() > 1 ? "s" : "");
   lrt::json::Value summary = lrt::json::Value::object();
-  summary["variant"] = display_name<V>(), summary["schedule"] = lrt::schedule_spec<Sched>();
+  summary["variant"] = display_name(pair.structure), summary["schedule"] = pair.schedule;
   summary["steps"] = tr.step(), summary["tokens"] = tokens;
   summary["token_forwards"] = double(tokens) * fwd_per_tok;
   summary["params"] = tr.num_params(), summary["matmul_params"] = tr.num_matmul_params();
   summary["train_seconds"] = train_seconds, summary["eval_seconds"] = eval_seconds, summary["wall_seconds"] = now();
-  summary["config"] = lrt::release_config_json<V>(cfg, lrt::schedule_spec<Sched>(), sched_opts);
-  summary["lrt_config"] = lrt::lrt_config_json<V>(cfg);
+  summary["config"] = pair.release_config(cfg, pair.schedule, sched_opts);
+  summary["lrt_config"] = pair.lrt_config(cfg);
   summary["train_options"] = tr.train_options().to_json();
   summary["val_bpb_parallel"] = last_bpb;
-  if constexpr (V::recurrent) {  // the deployment number: the exact recurrence (not a row log.csv rounded)
+  if (pair.recurrent()) {  // the deployment number: the exact recurrence (not a row log.csv rounded)
     const bool have_seq = timed_steps > 0 && !log.rows.empty() && !std::isnan(log.rows.back().val_bpb_seq) &&
                           log.rows.back().step + 1 == tr.step();
     const double sq = have_seq ? log.rows.back().val_bpb_seq : tr.evaluate_sequential(val, token_bytes).bpb();
@@ -1157,8 +1166,7 @@ int report_run(const TrainSettings& st, const TrainData& d, Session& tr, const R
 
 /// lrt-train: settings (part 1), data (2), the model and its trainer, the horizon (3), the loop
 /// (4), the report (5).
-template <class V, class Sched>
-int train_run(const tool::Args& a) {
+inline int train_run(const Entry& pair, const tool::Args& a) {
   using clock = std::chrono::steady_clock;
   const auto t_start = clock::now();
   const auto now = [&] { return std::chrono::duration<double>(clock::now() - t_start).count(); };
@@ -1166,7 +1174,7 @@ int train_run(const tool::Args& a) {
   // A file-size limit (ulimit -f) then fails a save with EFBIG, reported as an error, instead of
   // killing the process with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
-  TrainSettings st = train_settings<V, Sched>(a);
+  TrainSettings st = train_settings(pair, a);
 
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the progress on stderr
   // Before any work: an --out that holds another run, or that this process may not write, fails
@@ -1182,7 +1190,7 @@ int train_run(const tool::Args& a) {
   const lrt::ScheduleOptions& sched_opts = st.sched_opts;
   const bool resume = st.resume;
   const lrt::CheckpointLocation& from = st.from;
-  const std::unique_ptr<Session> session = make_session<V, Sched>(st.device, cfg, o.seed);
+  const std::unique_ptr<Session> session = make_session(pair, st.device, cfg, o.seed);
   Session& tr = *session;
   fmt::print("lrt-train: device {}\n", describe(st.device, tr));
   tr.start_training(d.train_rows, o, d.tok, sched_opts);
@@ -1204,18 +1212,18 @@ int train_run(const tool::Args& a) {
   fmt::print(
       "model: {} with {}{}: L={} d={} H={} T={} params {} (matmul {}), {:.3g} FLOP/token-forward; {} tokens/step "
       "({} x {} rows), {:.4g} token-forwards/step\n",
-      display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
+      display_name(pair.structure), pair.schedule, opts_text, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len,
       tr.num_params(), tr.num_matmul_params(), tr.flops_per_token(), tr.tokens_per_step(), tr.accumulation(),
       tr.train_options().micro_rows, tr.forwards_per_step());
   fmt::print("config: {}\n", describe_config(cfg));
 
   TimeReplan replan;
-  const std::int64_t eval_every = plan_horizon<V, Sched>(a, st, d, tr, now, group, replan);
+  const std::int64_t eval_every = plan_horizon(pair, a, st, d, tr, now, group, replan);
   RunLog log;
-  open_run_log<V, Sched>(log, a, st, tr, root);
-  const LoopEnd end = train_loop<V, Sched>(a, st, d, tr, out_dir, log, eval_every, now, root, replan, group);
+  open_run_log(pair, log, a, st, tr, root);
+  const LoopEnd end = train_loop(pair, a, st, d, tr, out_dir, log, eval_every, now, root, replan, group);
   if (end.stop != 0) return 128 + end.stop;
-  return report_run<V, Sched>(st, d, tr, log, end, now, group);
+  return report_run(pair, st, d, tr, log, end, now, group);
 }
 
 /// lrt-eval --core DIR: CORE on a bundle (lrt::eval::evaluate_core), prompts never cropped,
@@ -1223,8 +1231,7 @@ int train_run(const tool::Args& a) {
 /// sequential (the exact recurrence, as the LRT runs when deployed) or both (the two columns and
 /// their difference per task). A table per task (or one JSON object), a progress line with an
 /// ETA on stderr, and with --examples FILE each example's outcome as tab-separated lines.
-template <class V, class Sched>
-int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
+inline int core_run(const Entry& pair, const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
   const std::string mode = a.str("mode").empty() ? "parallel" : a.str("mode");
   if (mode != "parallel" && mode != "sequential" && mode != "both")
     throw UsageError(fmt::format("--mode with --core must be parallel, sequential or both, got '{}'", mode));
@@ -1243,11 +1250,11 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const auto bundle = lrt::eval::CoreBundle::open(dir);
   const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
   const DeviceChoice device = device_choice(a);
-  const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
+  const std::unique_ptr<Session> model = make_session(pair, device, cfg);
   model->load(r);
   const char* parallel_text = "parallel (the memory at zero, as the release scores)";
-  const char* sequential_text = V::recurrent ? "sequential (the exact recurrence, token by token)"
-                                             : "sequential (a model without memory: the same as parallel)";
+  const char* sequential_text = pair.recurrent() ? "sequential (the exact recurrence, token by token)"
+                                                 : "sequential (a model without memory: the same as parallel)";
   const std::string mode_text = mode == "parallel"     ? parallel_text
                                 : mode == "sequential" ? sequential_text
                                                        : fmt::format("both: {}; {}", parallel_text, sequential_text);
@@ -1255,7 +1262,7 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
     fmt::print(
         "checkpoint {} (step {}): {} with {}, L={} d={} T={}\ntokenizer: {}\nCORE bundle {}: {} tasks{}\nmode: "
         "{}\ndevice: {}{}\n",
-        a.str("checkpoint"), lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), cfg.n_layer, cfg.n_embd,
+        a.str("checkpoint"), lrt::read_step(r), display_name(pair.structure), pair.schedule, cfg.n_layer, cfg.n_embd,
         cfg.sequence_len, tok.describe(), dir, o.tasks.empty() ? bundle.tasks().size() : o.tasks.size(),
         o.max_per_task > 0 ? fmt::format(", at most {} items each", o.max_per_task) : std::string(), mode_text,
         describe(device, *model),
@@ -1318,8 +1325,8 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
     return j;
   };
   lrt::json::Value j = lrt::json::Value::object();
-  j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
-  j["schedule"] = lrt::schedule_spec<Sched>(), j["mode"] = mode, j["bundle"] = dir, j["tokenizer"] = tok.name();
+  j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name(pair.structure);
+  j["schedule"] = pair.schedule, j["mode"] = mode, j["bundle"] = dir, j["tokenizer"] = tok.name();
   j["max_per_task"] = o.max_per_task, j["device"] = to_string(device.device);
   if (reps.size() == 1) {
     const lrt::json::Value one = mode_json(reps[0].second);
@@ -1360,10 +1367,10 @@ int core_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
 
 /// lrt-eval: bits per byte of a checkpoint (both modes for LRT models); the parallel mode runs
 /// the schedule with the checkpoint's options `so` (kv_refresh, MultiRefine's loss weights).
-template <class V, class Sched>
-int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg, const lrt::ScheduleOptions& so) {
-  lrt::check_schedule_options<Sched, V>(so);
-  if (a.has("core")) return core_run<V, Sched>(a, r, cfg);
+inline int eval_run(const Entry& pair, const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg,
+                    const lrt::ScheduleOptions& so) {
+  pair.check_options(so);
+  if (a.has("core")) return core_run(pair, a, r, cfg);
   if (dist_group() != nullptr && dist_group()->size() > 1)
     throw UsageError(
         "under mpirun lrt-eval spreads --core's examples over the ranks; bits per byte (--data) run in "
@@ -1388,7 +1395,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const lrt::TokenBytes token_bytes = tok.token_bytes_table(cfg.vocab_size);
   const long long eval_bytes = a.integer("eval-bytes", 0, 1LL << 40);
   const DeviceChoice device = device_choice(a);
-  const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
+  const std::unique_ptr<Session> model = make_session(pair, device, cfg);
   model->load(r);
   // Rows of --context targets (default: the training context); past it the sequential mode also
   // reports bits per byte by position, in bands of sequence_len.
@@ -1429,7 +1436,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   const std::string opts_text = describe(so).empty() ? "" : " (" + describe(so) + ")";
   if (!json)
     fmt::print("checkpoint {} (step {}): {} with {}{}, L={} d={} T={}; {}{}\ntokenizer: {}\n", a.str("checkpoint"),
-               lrt::read_step(r), display_name<V>(), lrt::schedule_spec<Sched>(), opts_text, cfg.n_layer, cfg.n_embd,
+               lrt::read_step(r), display_name(pair.structure), pair.schedule, opts_text, cfg.n_layer, cfg.n_embd,
                cfg.sequence_len, available,
                T != cfg.sequence_len ? fmt::format("; rows of {} targets", T) : std::string(), tok.describe());
   const lrt::WeightInfo weights = lrt::weight_info(r);
@@ -1440,8 +1447,8 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
   if (!json) fmt::print("device: {}\n", describe(device, *model));
   const auto par = model->evaluate_parallel(batches, token_bytes, so);
   lrt::json::Value j = lrt::json::Value::object();
-  j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name<V>();
-  j["schedule"] = lrt::schedule_spec<Sched>(), j["split"] = split, j["data"] = a.str("data");
+  j["checkpoint"] = a.str("checkpoint"), j["step"] = lrt::read_step(r), j["variant"] = display_name(pair.structure);
+  j["schedule"] = pair.schedule, j["split"] = split, j["data"] = a.str("data");
   j["device"] = to_string(device.device), j["precision"] = to_string(device.precision);
   j["tokenizer"] = tok.name(), j["weights"] = std::string(to_string(weights.format));
   j["targets"] = par.merged.tokens, j["bytes"] = par.merged.bytes, j["val_loss"] = par.merged.loss();
@@ -1449,7 +1456,7 @@ int eval_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cf
     fmt::print("targets scored: {} ({} bytes), val loss {:.6f} nats/token (parallel)\n", par.merged.tokens,
                par.merged.bytes, par.merged.loss());
   double bpb = par.merged.bpb();
-  if constexpr (V::recurrent) {
+  if (pair.recurrent()) {
     std::string per;
     lrt::json::Value passes = lrt::json::Value::array();
     for (std::size_t i = 0; i < par.passes.size(); ++i) {
@@ -1500,8 +1507,7 @@ inline lrt::PrefillMode prefill_mode(const Args& a) {
 }
 
 /// lrt-generate: the prompt fed per --prefill (spec §6), then one decode step per new token.
-template <class V, class Sched>
-int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
+inline int generate_run(const Entry& pair, const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig& cfg) {
   std::string text = a.str("prompt");
   if (a.has("prompt-file")) {
     const std::string f = a.str("prompt-file");
@@ -1521,7 +1527,7 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
   const lrt::PrefillMode mode = prefill_mode(a);
   const lrt::data::TextTokenizer tok = checkpoint_tokenizer(a, r, cfg);
   const DeviceChoice device = device_choice(a);
-  const std::unique_ptr<Session> model = make_session<V, Sched>(device, cfg);
+  const std::unique_ptr<Session> model = make_session(pair, device, cfg);
   model->load(r);
   std::vector<lrt::index_t> prompt{cfg.bos()};
   for (auto id : tok.encode(text)) prompt.push_back(static_cast<lrt::index_t>(id));
@@ -1559,12 +1565,17 @@ int generate_run(const Args& a, const lrt::st::Reader& r, const lrt::ModelConfig
 }
 
 /// Registers the pair (V, Sched) under its --variant name (static initialisation in a registry
-/// TU: LRT_TOOL_PAIR, registry.hpp).
+/// TU: LRT_TOOL_PAIR, registry.hpp): its CPU session and what the bodies ask of its types.
 template <class V, class Sched>
 struct Register {
   explicit Register(std::string variant) {
-    registry().push_back({std::move(variant), lrt::schedule_spec<Sched>(), lrt::structure_of<V>(), &train_run<V, Sched>,
-                          &eval_run<V, Sched>, &generate_run<V, Sched>});
+    registry().push_back({std::move(variant), lrt::schedule_spec<Sched>(), lrt::structure_of<V>(),
+                          &make_cpu_session<V, Sched>,
+                          [](const lrt::ScheduleOptions& o) { lrt::check_schedule_options<Sched, V>(o); },
+                          [](const lrt::ModelConfig& c, std::string_view schedule, const lrt::ScheduleOptions& o) {
+                            return lrt::release_config_json<V>(c, schedule, o);
+                          },
+                          [](const lrt::ModelConfig& c) { return lrt::lrt_config_json<V>(c); }});
   }
 };
 

@@ -115,9 +115,9 @@ int main(int argc, char** argv) {
       if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
         const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
         const lrt::CheckpointSchedule cs = lrt::read_checkpoint(r).run;  // the one loader's checks
-        return tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule).train(a);
+        return tool::train_run(tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule), a);
       }
-      return tool::find_entry(a.str("variant"), a.str("schedule")).train(a);
+      return tool::train_run(tool::find_entry(a.str("variant"), a.str("schedule")), a);
     } catch (const tool::Interrupted& i) {  // before the first step: nothing to save
       std::fprintf(stderr, "lrt-train: stopped by %s before training started; nothing was saved\n",
                    tool::signal_name(i.signal));

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tools.gemm_path: the CPU GEMM path (backend/cpu/gemm.hpp) as lrt-train shows it and keeps it.
 #   tests/tools/gemm_path.sh SOURCE_DIR BIN_DIR WORK_DIR
-# 1. The device line names the path and why, LRT_GEMM=eigen forces Eigen ("forced (LRT_GEMM)"),
-#    and summary.json records it (cpu_gemm).
+# 1. The device line names the path and why (never a timing, unless LRT_GEMM=measure), LRT_GEMM=eigen
+#    forces Eigen ("forced (LRT_GEMM)"), and summary.json records it (cpu_gemm).
 # 2. A run trained on one path and resumed without LRT_GEMM takes that path again ("the GEMM path
 #    of the run resumed") and continues bit for bit: a 4-step run resumed from its step-2
 #    checkpoint ends with the weights of the uninterrupted run. (On another path the weights
@@ -25,6 +25,9 @@ train=("$bin/lrt-train" --preset tiny --variant baseline --data data.txt --batch
 grep -Eq "^lrt-train: device cpu, .*GEMM via (lrt AVX-512|lrt AVX2|OpenBLAS|Eigen).* \(.+\)" auto.log ||
   fail "no GEMM path with its reason on the device line: $(grep -m1 device auto.log)"
 grep -q '"cpu_gemm"' auto/summary.json || fail "summary.json has no cpu_gemm"
+# Never a timing by default: two processes on one machine must take the same path (mpirun's
+# ranks against one process, lrt-server against lrt-generate are compared bit for bit).
+grep -q "GEMM via .*measured" auto.log && fail "the default path was chosen by a timing: $(grep -m1 device auto.log)"
 LRT_GEMM=eigen "${train[@]}" --out eigen > eigen.log 2>&1 || { tail eigen.log; fail "LRT_GEMM=eigen lrt-train failed"; }
 grep -Eq "GEMM via Eigen \([^)]+\) \(forced \(LRT_GEMM\)\)" eigen.log ||
   fail "LRT_GEMM=eigen: $(grep -m1 device eigen.log)"
@@ -48,5 +51,5 @@ pass "resumed from step 2 on the run's path (Eigen): the weights after step 4 bi
 rc=0
 LRT_GEMM=bogus "${train[@]}" --out bogus > bogus.log 2>&1 || rc=$?
 [ $rc -eq 1 ] || fail "LRT_GEMM=bogus: exit $rc, not 1: $(tail -3 bogus.log)"
-grep -q "LRT_GEMM='bogus': expected lrt, openblas, eigen or auto" bogus.log || fail "LRT_GEMM=bogus: $(tail -3 bogus.log)"
+grep -q "LRT_GEMM='bogus': expected lrt, openblas, eigen, auto or measure" bogus.log || fail "LRT_GEMM=bogus: $(tail -3 bogus.log)"
 pass "LRT_GEMM=bogus: $(grep -m1 -o "LRT_GEMM='bogus'.*" bogus.log)"

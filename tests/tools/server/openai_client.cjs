@@ -60,7 +60,12 @@ const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unu
     const base = await client.completions.create({ model, prompt: "A", max_tokens: 20, temperature: 0 });
     const full = base.choices[0].text;
     assert(full.length >= 6, `a greedy text of 6+ characters, got ${JSON.stringify(full)}`);
-    const stop = full.slice(3, 5);
+    // Two characters from the fourth on that are text the model wrote: not a replacement character
+    // (bytes that are not UTF-8, which a stop string never matches) nor half a surrogate pair.
+    let from = 3;
+    while (from + 2 <= full.length && /[\uFFFD\uD800-\uDFFF]/.test(full.slice(from, from + 2))) ++from;
+    assert(from + 2 <= full.length, `two characters of UTF-8 text in the greedy text, got ${JSON.stringify(full)}`);
+    const stop = full.slice(from, from + 2);
     const at = full.indexOf(stop);
     for (const stream of [false, true]) {
       let text = "", reason = null;

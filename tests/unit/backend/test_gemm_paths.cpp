@@ -148,21 +148,34 @@ TEST_CASE("the GEMM path follows the CPU, the OpenBLAS core, Eigen's build and L
   c = choose_gemm("auto", SimdLevel::avx512, "Haswell", SimdLevel::sse2, gflops(1, 100, 1));
   CHECK(c.path == GemmPath::lrt);
   CHECK(measured == 0);
-  // OpenBLAS with the CPU's kernels: measured, the faster wins.
-  c = choose_gemm("", SimdLevel::avx512, "SkylakeX", SimdLevel::sse2, gflops(60, 90, 20));
+  // OpenBLAS with the CPU's kernels: the first fit, without a timing (every process on the machine
+  // takes the same path, so ranks, a server and lrt-generate compute the same bits).
+  c = choose_gemm("", SimdLevel::avx512, "SkylakeX", SimdLevel::sse2, gflops(90, 60, 20));
   CHECK(c.path == GemmPath::openblas);
   CHECK(c.name == "OpenBLAS (SkylakeX)");
+  CHECK(c.why == "the first fit of OpenBLAS, lrt, Eigen; also fit: lrt AVX-512 (LRT_GEMM=measure times them); "
+                 "Eigen is compiled for SSE2");
+  CHECK(measured == 0);
+  c = choose_gemm("auto", SimdLevel::avx2, "Haswell", SimdLevel::sse2, gflops(90, 60, 20));
+  CHECK(c.path == GemmPath::openblas);
+  CHECK(measured == 0);
+  // LRT_GEMM=measure: the fit paths timed, the faster wins.
+  c = choose_gemm("measure", SimdLevel::avx512, "SkylakeX", SimdLevel::sse2, gflops(60, 90, 20));
+  CHECK(c.path == GemmPath::openblas);
   CHECK(c.why.rfind("measured", 0) == 0);
-  CHECK(measured == 2);  // lrt and OpenBLAS; Eigen (SSE2) is not fit
-  c = choose_gemm("", SimdLevel::avx2, "Haswell", SimdLevel::sse2, gflops(60, 50, 20));
+  CHECK(measured == 2);  // OpenBLAS and lrt; Eigen (SSE2) is not fit
+  c = choose_gemm("measure", SimdLevel::avx2, "Haswell", SimdLevel::sse2, gflops(60, 50, 20));
   CHECK(c.path == GemmPath::lrt);
   CHECK(c.level == SimdLevel::avx2);
-  // Within 5 %, lrt's own stays (a choice that does not flip with noise).
-  c = choose_gemm("", SimdLevel::avx2, "Haswell", SimdLevel::sse2, gflops(60, 62, 20));
-  CHECK(c.path == GemmPath::lrt);
-  // A native build: Eigen compiled for the CPU's instruction set competes.
+  // Within 5 %, the first fit stays (a choice that does not flip with noise).
+  c = choose_gemm("measure", SimdLevel::avx2, "Haswell", SimdLevel::sse2, gflops(63, 60, 20));
+  CHECK(c.path == GemmPath::openblas);
+  // A native build: Eigen compiled for the CPU's instruction set is fit after lrt's kernels.
   measured = 0;
   c = choose_gemm("", SimdLevel::avx512, "Prescott", SimdLevel::avx512, gflops(60, 1, 70));
+  CHECK(c.path == GemmPath::lrt);
+  CHECK(measured == 0);
+  c = choose_gemm("measure", SimdLevel::avx512, "Prescott", SimdLevel::avx512, gflops(60, 1, 70));
   CHECK(c.path == GemmPath::eigen);
   CHECK(c.name == "Eigen (AVX-512)");
   CHECK(measured == 2);
@@ -181,7 +194,7 @@ TEST_CASE("the GEMM path follows the CPU, the OpenBLAS core, Eigen's build and L
   CHECK(c.path == GemmPath::eigen);
   CHECK(measured == 0);
   CHECK_THROWS_WITH_AS(choose_gemm("fast", SimdLevel::avx512, nullptr, SimdLevel::sse2, gflops(1, 1, 1)),
-                       "[gemm] LRT_GEMM='fast': expected lrt, openblas, eigen or auto", lrt::Error);
+                       "[gemm] LRT_GEMM='fast': expected lrt, openblas, eigen, auto or measure", lrt::Error);
   CHECK_THROWS_WITH_AS(choose_gemm("openblas", SimdLevel::avx512, nullptr, SimdLevel::sse2, gflops(1, 1, 1)),
                        doctest::Contains("this build has no OpenBLAS"), lrt::Error);
   CHECK_THROWS_WITH_AS(choose_gemm("lrt", SimdLevel::sse2, nullptr, SimdLevel::sse2, gflops(1, 1, 1)),
@@ -192,7 +205,7 @@ TEST_CASE("this process's GEMM path (LRT_TEST_GEMM_EXPECT: the path the environm
   // Run by the kernel.gemm_choice_* tests with OPENBLAS_CORETYPE forced; here it only has to agree
   // with what it says. OpenBLAS told SkylakeX runs AVX-512 code: not on a CPU without it.
   const char* expect = std::getenv("LRT_TEST_GEMM_EXPECT");
-  if (expect && std::string(expect) == "measured" && lrt::cpu::cpu_simd_level() < SimdLevel::avx512) {
+  if (expect && std::string(expect) == "openblas" && lrt::cpu::cpu_simd_level() < SimdLevel::avx512) {
     MESSAGE("this CPU has no AVX-512: OpenBLAS cannot run its SkylakeX kernels here");
     return;
   }
@@ -206,8 +219,10 @@ TEST_CASE("this process's GEMM path (LRT_TEST_GEMM_EXPECT: the path the environm
     if (lrt::cpu::cpu_simd_level() < SimdLevel::avx2) return;
     CHECK(c.path != GemmPath::openblas);
     CHECK(c.why.find("OpenBLAS reports Prescott") != std::string::npos);
-  } else if (e == "measured") {
-    CHECK(c.why.rfind("measured", 0) == 0);
+  } else if (e == "openblas") {
+    // OpenBLAS told it runs AVX-512 kernels, on a CPU with AVX-512: the first fit.
+    CHECK(c.path == GemmPath::openblas);
+    CHECK(c.why.find("also fit: lrt AVX-512") != std::string::npos);
   }
 }
 

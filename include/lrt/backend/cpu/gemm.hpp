@@ -1,4 +1,4 @@
-// lrt/backend/cpu/gemm.hpp: CPU GEMM, on the fastest of three paths, chosen once per process at
+// lrt/backend/cpu/gemm.hpp: CPU GEMM, on one of three paths, chosen once per process at
 // the first GEMM (gemm_choice()):
 //  - lrt's own fp32 kernels (backend/cpu/sgemm.hpp), AVX-512 or AVX2 + FMA as the CPU has them,
 //    in every build, the portable one included;
@@ -6,9 +6,11 @@
 //    an older instruction set than the CPU's (Debian 12's OpenBLAS 0.3.21 takes a Xeon with AMX
 //    for a "Prescott" and runs SSE3 code at a third of the speed: openblas_get_corename());
 //  - Eigen, at the instruction set the build compiles for (SSE2 in a portable build).
-// Where more than one is fit, a short measurement picks the fastest (lrt's unless another is
-// faster by 5 %). LRT_GEMM=lrt|openblas|eigen|auto (environment) forces one; defining
-// LRT_PREFER_OPENBLAS makes OpenBLAS the default. A single row (M = 1, decoding one token)
+// Where more than one is fit, the first in that order (OpenBLAS, lrt, Eigen): the choice depends on
+// the machine and the build only, never on a timing, so two processes on one machine (ranks, a
+// server and lrt-generate, a run and its resume) compute the same bits. LRT_GEMM=lrt|openblas|eigen
+// (environment) forces one; LRT_GEMM=measure times the fit ones (~20 ms) and takes the fastest;
+// defining LRT_PREFER_OPENBLAS makes OpenBLAS the default even where it is set aside. A single row (M = 1, decoding one token)
 // bypasses all three: gemv_row streams the weights once. Every library runs single-threaded:
 // lrt's own pool splits the work (over batches, else over rows of C, in fixed blocks so that
 // results do not depend on the thread count), so no BLAS or OpenMP pool ever runs beside it.
@@ -262,10 +264,10 @@ inline double measure_gemm_path(GemmPath path, SimdLevel level) {
   return flops / seconds * 1e-9;
 }
 
-/// Why LRT_GEMM=`forced` cannot run here ("" where it can, or for "" and "auto").
+/// Why LRT_GEMM=`forced` cannot run here ("" where it can, or for "", "auto" and "measure").
 inline std::string gemm_path_unavailable(std::string_view forced, SimdLevel cpu, const char* openblas_core) {
   const std::string f(forced);
-  if (f.empty() || f == "auto" || f == "eigen") return {};
+  if (f.empty() || f == "auto" || f == "measure" || f == "eigen") return {};
   if (f == "lrt")
     return sgemm_has_kernel(SimdLevel::avx2) && cpu >= SimdLevel::avx2
                ? std::string()
@@ -274,7 +276,7 @@ inline std::string gemm_path_unavailable(std::string_view forced, SimdLevel cpu,
     return openblas_core ? std::string()
                          : "LRT_GEMM=openblas: this build has no OpenBLAS (configure with LRT_USE_OPENBLAS=ON and "
                            "libopenblas-dev)";
-  return "LRT_GEMM='" + f + "': expected lrt, openblas, eigen or auto";
+  return "LRT_GEMM='" + f + "': expected lrt, openblas, eigen, auto or measure";
 }
 
 /// sep + name + " " + GFLOP/s with one decimal.
@@ -285,8 +287,9 @@ inline std::string fmt_gflops(const char* sep, const std::string& name, double g
 }
 
 /// The decision behind gemm_choice(), from the facts it rests on (separate, so that tests can give
-/// any CPU and library). `forced`: LRT_GEMM's value ("" or "auto": none); `openblas_core`: null
-/// without OpenBLAS; `measure`: GFLOP/s of a path, asked only where several are fit.
+/// any CPU and library). `forced`: LRT_GEMM's value ("" or "auto": none; "measure": time the fit
+/// paths); `openblas_core`: null without OpenBLAS; `measure`: GFLOP/s of a path, asked only for
+/// LRT_GEMM=measure where several are fit.
 template <class Measure>
 GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openblas_core, SimdLevel eigen,
                        Measure&& measure) {
@@ -308,32 +311,40 @@ GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openb
     }
     return c;
   };
-  if (!forced.empty() && forced != "auto") {
+  if (!forced.empty() && forced != "auto" && forced != "measure") {
     const std::string no = gemm_path_unavailable(forced, cpu, openblas_core);
     if (!no.empty()) throw_error("gemm", no);
     GemmChoice c = named(forced == "lrt" ? GemmPath::lrt : forced == "openblas" ? GemmPath::openblas : GemmPath::eigen);
     c.why = "forced (LRT_GEMM)";
     return c;
   }
-  // The fit paths: lrt's kernels where the CPU has AVX2 or AVX-512; OpenBLAS unless it runs code for
-  // an older instruction set than the CPU's; Eigen where it is compiled for the CPU's (a native build).
+  // The fit paths, in the order of preference: OpenBLAS unless it runs code for an older instruction
+  // set than the CPU's; lrt's kernels where the CPU has AVX2 or AVX-512; Eigen where it is compiled
+  // for the CPU's (a native build), or where nothing else is.
   std::vector<GemmPath> fit;
   std::string unfit;
   const auto note = [&](const std::string& s) { unfit += (unfit.empty() ? "" : "; ") + s; };
-  if (own_ok) fit.push_back(GemmPath::lrt);
   if (openblas_core) {
     if (blas != SimdLevel::none && cpu != SimdLevel::none && blas < cpu)
       note(std::string("OpenBLAS reports ") + openblas_core + " on a CPU with " + simd_name(cpu));
     else
       fit.push_back(GemmPath::openblas);
   }
+  if (own_ok) fit.push_back(GemmPath::lrt);
   if (eigen >= cpu || fit.empty())
     fit.push_back(GemmPath::eigen);
   else
     note(std::string("Eigen is compiled for ") + simd_name(eigen));
-  if (fit.size() == 1) {
+  if (fit.size() == 1 || forced != "measure") {
     GemmChoice c = named(fit[0]);
-    c.why = unfit.empty() ? std::string("the only one fit") : unfit;
+    if (fit.size() == 1) {
+      c.why = unfit.empty() ? std::string("the only one fit") : unfit;
+      return c;
+    }
+    c.why = "the first fit of OpenBLAS, lrt, Eigen; also fit: ";
+    for (std::size_t i = 1; i < fit.size(); ++i) c.why += (i == 1 ? "" : ", ") + named(fit[i]).name;
+    c.why += " (LRT_GEMM=measure times them)";
+    if (!unfit.empty()) c.why += "; " + unfit;
     return c;
   }
   std::vector<double> g;
@@ -341,7 +352,7 @@ GemmChoice choose_gemm(std::string_view forced, SimdLevel cpu, const char* openb
   std::size_t best = 0;
   for (std::size_t i = 1; i < fit.size(); ++i)
     if (g[i] > g[best]) best = i;
-  if (fit[best] != GemmPath::lrt && fit[0] == GemmPath::lrt && g[0] * 1.05 >= g[best]) best = 0;
+  if (g[0] * 1.05 >= g[best]) best = 0;  // within 5%: the first fit stays (a choice noise does not flip)
   GemmChoice c = named(fit[best]);
   c.why = "measured";
   for (std::size_t i = 0; i < fit.size(); ++i) c.why += fmt_gflops(i == 0 ? " " : ", ", named(fit[i]).name, g[i]);
@@ -369,8 +380,8 @@ inline GemmState& gemm_state() {
 }  // namespace detail
 
 /// The path of this process's GEMMs, decided at the first call (the first GEMM) from LRT_GEMM
-/// (else prefer_gemm_path's request), the CPU, the OpenBLAS core and, where several paths are
-/// fit, a measurement of ~20 ms. Throws lrt::Error ("[gemm] ...") for a LRT_GEMM this machine
+/// (else prefer_gemm_path's request), the CPU, the OpenBLAS core and the build (with
+/// LRT_GEMM=measure, where several paths are fit, a measurement of ~20 ms). Throws lrt::Error ("[gemm] ...") for a LRT_GEMM this machine
 /// cannot run.
 inline const GemmChoice& gemm_choice() {
   static const GemmChoice choice = [] {
@@ -409,7 +420,8 @@ inline const GemmChoice& gemm_choice() {
 
 /// Asks, before the first GEMM, for the path `key` ("lrt", "openblas" or "eigen": gemm_path_key)
 /// for the reason `why`, unless LRT_GEMM names one: lrt-train --resume takes the path the run
-/// was trained on, so that it continues bit for bit where a measurement could choose another.
+/// was trained on, so that it continues bit for bit on a machine or build that would choose another
+/// (or where LRT_GEMM=measure could).
 /// A path this machine cannot run gives the usual choice, with the reason. Returns false (and
 /// changes nothing) once the choice is made.
 inline bool prefer_gemm_path(const std::string& key, const std::string& why) {
