@@ -118,8 +118,16 @@ def main():
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = a.build if os.path.isabs(a.build) else os.path.join(source, a.build)
     files = a.files or DEFAULT_FILES
-    git = subprocess.run(["git", "-C", source, "describe", "--always", "--dirty"], capture_output=True, text=True)
-    print(f"lrt {git.stdout.strip()}: {os.cpu_count()} CPUs, build {os.path.relpath(build, source)}, ccache off")
+    tree = source  # the source tree the build was configured from (its CMakeCache.txt)
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    tree = line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    git = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    print(f"lrt {git.stdout.strip()} ({tree}): {os.cpu_count()} CPUs, build {build}, ccache off")
     print()
     print("| file | CPU s | peak GB |")
     print("|---|---:|---:|")
