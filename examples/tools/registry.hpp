@@ -2,9 +2,9 @@
 //   LRT_TOOL_PAIR("lrt-src1", lrt::Variant<...>, lrt::Interleaved<2>);
 // the pair's --variant name, its variant type and its schedule type. Compiled by the host
 // compiler it registers the pair's CPU session and what the tools' bodies ask of its types
-// (runner.hpp's Entry; the bodies themselves are compiled once, in each program); compiled with LRT_TOOL_CUDA defined (by nvcc, or against the CUDA emulator of the
-// tests) it registers the pair's CUDA session (cuda_session.hpp), which --device cuda uses.
-// examples/CMakeLists.txt reads the name and the schedule from the line (LRT_TOOL_PAIRS selects
+// (runner.hpp's Entry; the bodies themselves are compiled once, in each program); compiled with LRT_TOOL_CUDA defined
+// (by nvcc, or against the CUDA emulator of the tests) it registers the pair's CUDA session (cuda_session.hpp), which
+// --device cuda uses. examples/CMakeLists.txt reads the name and the schedule from the line (LRT_TOOL_PAIRS selects
 // pairs by them) and builds the CUDA units as a target of their own.
 //
 // The registration is a static object named from __COUNTER__: the pair files are compiled together

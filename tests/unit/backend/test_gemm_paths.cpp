@@ -153,8 +153,9 @@ TEST_CASE("the GEMM path follows the CPU, the OpenBLAS core, Eigen's build and L
   c = choose_gemm("", SimdLevel::avx512, "SkylakeX", SimdLevel::sse2, gflops(90, 60, 20));
   CHECK(c.path == GemmPath::openblas);
   CHECK(c.name == "OpenBLAS (SkylakeX)");
-  CHECK(c.why == "the first fit of OpenBLAS, lrt, Eigen; also fit: lrt AVX-512 (LRT_GEMM=measure times them); "
-                 "Eigen is compiled for SSE2");
+  CHECK(c.why ==
+        "the first fit of OpenBLAS, lrt, Eigen; also fit: lrt AVX-512 (LRT_GEMM=measure times them); "
+        "Eigen is compiled for SSE2");
   CHECK(measured == 0);
   c = choose_gemm("auto", SimdLevel::avx2, "Haswell", SimdLevel::sse2, gflops(90, 60, 20));
   CHECK(c.path == GemmPath::openblas);

@@ -10,12 +10,12 @@
 // the machine and the build only, never on a timing, so two processes on one machine (ranks, a
 // server and lrt-generate, a run and its resume) compute the same bits. LRT_GEMM=lrt|openblas|eigen
 // (environment) forces one; LRT_GEMM=measure times the fit ones (~20 ms) and takes the fastest;
-// defining LRT_PREFER_OPENBLAS makes OpenBLAS the default even where it is set aside. A single row (M = 1, decoding one token)
-// bypasses all three: gemv_row streams the weights once. Every library runs single-threaded:
-// lrt's own pool splits the work (over batches, else over rows of C, in fixed blocks so that
-// results do not depend on the thread count), so no BLAS or OpenMP pool ever runs beside it.
-// double-precision products (tests and checks) run on OpenBLAS where it is the fp32 path, else
-// on Eigen.
+// defining LRT_PREFER_OPENBLAS makes OpenBLAS the default even where it is set aside.
+// A single row (M = 1, decoding one token) bypasses all three: gemv_row streams the weights once.
+// Every library runs single-threaded: lrt's own pool splits the work (over batches, else over rows
+// of C, in fixed blocks so that results do not depend on the thread count), so no BLAS or OpenMP
+// pool ever runs beside it. double-precision products (tests and checks) run on OpenBLAS where it
+// is the fp32 path, else on Eigen.
 #pragma once
 
 #include <algorithm>
@@ -381,8 +381,8 @@ inline GemmState& gemm_state() {
 
 /// The path of this process's GEMMs, decided at the first call (the first GEMM) from LRT_GEMM
 /// (else prefer_gemm_path's request), the CPU, the OpenBLAS core and the build (with
-/// LRT_GEMM=measure, where several paths are fit, a measurement of ~20 ms). Throws lrt::Error ("[gemm] ...") for a LRT_GEMM this machine
-/// cannot run.
+/// LRT_GEMM=measure, where several paths are fit, a measurement of ~20 ms). Throws lrt::Error ("[gemm] ...") for a
+/// LRT_GEMM this machine cannot run.
 inline const GemmChoice& gemm_choice() {
   static const GemmChoice choice = [] {
     detail::single_threaded_blas();
