@@ -3,7 +3,7 @@
  * token ids in and out (lrt_encode and lrt_token_text convert text with the checkpoint's
  * tokenizer, bytes or BPE), status values instead of exceptions. lrt_open checks the file as
  * every lrt program does (the one loader, lrt/model/checkpoint_file.hpp). The implementation is
- * the single-header library lrt/decode/c_api.hpp, compiled by one C++ unit; a C program includes
+ * the single-header library lrt/runtime/c_api.hpp, compiled by one C++ unit; a C program includes
  * this header and links the installed static library: CMake `lrt::c` (find_package(lrt)), or
  * `pkg-config --cflags --libs lrt-c` (which adds the C++ runtime).
  *

@@ -46,7 +46,7 @@ fi
 cmake --install lrt-build --prefix "$work/prefix" > install.log 2>&1 || { cat install.log; fail "cmake --install"; }
 P=$work/prefix
 for f in bin/lrt-quantize bin/lrt-embedded-generate lib/liblrt_c.a include/lrt.h include/lrt/lrt.hpp \
-  include/lrt/decode/c_api.hpp lib/cmake/lrt/lrtConfig.cmake lib/cmake/lrt/lrtTargets.cmake \
+  include/lrt/runtime/c_api.hpp lib/cmake/lrt/lrtConfig.cmake lib/cmake/lrt/lrtTargets.cmake \
   lib/pkgconfig/lrt.pc lib/pkgconfig/lrt-c.pc; do
   [ -e "$P/$f" ] || fail "the install tree lacks $f: $(cd "$P" && find . -maxdepth 3 | sort | tr '\n' ' ')"
 done

@@ -5,7 +5,8 @@
 // sequence_len 1e12), contradict (lrt_config's injection "none" under variant lrt), mem_offset
 // (lrt_config mem_offset 1000000), truncated (the file cut in half), dtype (lm_head.weight stored
 // as I64 zeros), missing (no lm_head.weight), shape (transformer.wte.weight's shape transposed),
-// extra (one more tensor, extra.weight).
+// extra (one more tensor, extra.weight); unbuilt (an lrt checkpoint said to read its memory from
+// block 0: a valid checkpoint of a variant no pair of the build has, both/shared/block0).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -36,13 +37,17 @@ int main(int argc, char** argv) {
         lrt::json::Value j = lrt::json::parse(v);
         j["sequence_len"] = std::int64_t{1000000000000};  // 1e12, written as an integer
         w.set_metadata(k, j.dump());
-      } else if (k == "lrt_config" && (what == "contradict" || what == "mem_offset")) {
+      } else if (k == "lrt_config" && (what == "contradict" || what == "mem_offset" || what == "unbuilt")) {
         lrt::json::Value j = lrt::json::parse(v);
         if (what == "contradict")
           j["injection"] = "none";
+        else if (what == "unbuilt")
+          j["source_layer"] = std::int64_t{0};
         else
           j["mem_offset"] = 1000000;
         w.set_metadata(k, j.dump());
+      } else if (k == "variant" && what == "unbuilt") {
+        w.set_metadata(k, "both/shared/block0");
       } else {
         w.set_metadata(k, v);
       }

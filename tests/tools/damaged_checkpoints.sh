@@ -6,7 +6,9 @@
 # non-zero (no crash: a status below 128) and name the same cause. Then: --resume with another
 # --variant is one line naming the checkpoint's variant; a BPE checkpoint decodes to the same greedy
 # text in lrt-generate, lrt-embedded-generate and lrt-c-generate, and with 0 allocations per token
-# in the embedded build (lrt_embedded_alloc_check, when the build has it).
+# in the embedded build (lrt_embedded_alloc_check, when the build has it). A checkpoint of a variant
+# the build has no pair for is refused by every program, naming it; kv, residual and lrt-src2
+# checkpoints decode in the C API to lrt-generate's text.
 #   tests/tools/damaged_checkpoints.sh BIN_DIR DAMAGE_PROGRAM WORK_DIR
 set -u -o pipefail
 bin=$1 damage=$2 work=$3
@@ -61,6 +63,50 @@ for entry in "${cases[@]}"; do
   echo "$name: refused by all 6 ($(grep -Eo "$regex" "$name.eval.err" | head -1))"
 done
 echo "$n_checked refusals checked"
+
+# A valid checkpoint of a variant this build has no pair for (both/shared/block0): every program
+# refuses it, naming the variant (the C API and lrt-server: the runtime's table, which lists the
+# variants it has).
+"$damage" "$good" unbuilt.safetensors unbuilt || fail "$damage unbuilt"
+for prog in eval generate embedded c server; do
+  case $prog in
+  eval) cmd=("$bin/lrt-eval" --checkpoint unbuilt.safetensors --data corpus.txt) ;;
+  generate) cmd=("$bin/lrt-generate" --checkpoint unbuilt.safetensors --prompt "the quick" -n 8) ;;
+  embedded) cmd=("$bin/lrt-embedded-generate" unbuilt.safetensors "the quick" 8) ;;
+  c) cmd=("$bin/lrt-c-generate" unbuilt.safetensors "the quick" 8) ;;
+  server) [ -x "$bin/lrt-server" ] || continue
+    cmd=(timeout 60 "$bin/lrt-server" -m unbuilt.safetensors --port 0) ;;
+  esac
+  "${cmd[@]}" > "unbuilt.$prog.out" 2> "unbuilt.$prog.err"
+  rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] || fail "unbuilt, $prog: exit status $rc (expected a refusal): ${cmd[*]}"
+  grep -q "both/shared/block0" "unbuilt.$prog.err" ||
+    fail "unbuilt, $prog: stderr does not name the variant both/shared/block0: $(cat "unbuilt.$prog.err")"
+  echo "unbuilt, $prog: $(head -1 "unbuilt.$prog.err" | cut -c1-240)"
+done
+for prog in c server; do
+  [ -e "unbuilt.$prog.err" ] || continue
+  grep -q "this program decodes .*kv" "unbuilt.$prog.err" ||
+    fail "unbuilt, $prog: the refusal does not list the build's variants: $(cat "unbuilt.$prog.err")"
+done
+
+# The runtime's table holds every variant of the build's pairs: lrt-c-generate (the C API) decodes
+# kv, residual and lrt-src2 checkpoints to lrt-generate's greedy text (lrt-server: tools.server).
+for v in kv residual lrt-src2; do
+  if ! "$bin/lrt-train" --list-variants | grep -q -- "--variant $v "; then
+    echo "skip - $v: this build has no $v pair"
+    continue
+  fi
+  "$bin/lrt-train" --data corpus.txt --sequence-len 32 --batch-rows 4 --n-layer 3 --n-embd 32 --n-head 2 \
+    --eval-every 0 --eval-tokens 128 --variant "$v" --steps 2 --out "run_$v" > "train_$v.out" 2>&1 ||
+    fail "training $v: $(tail -3 "train_$v.out")"
+  "$bin/lrt-generate" -m "run_$v" -p "the quick" -n 30 --temp 0 > "$v.generate" 2> "$v.generate.err" ||
+    fail "lrt-generate $v: $(cat "$v.generate.err")"
+  "$bin/lrt-c-generate" "run_$v" "the quick" 30 > "$v.c" 2> "$v.c.err" || fail "lrt-c-generate $v: $(cat "$v.c.err")"
+  cmp -s "$v.generate" "$v.c" || fail "$v: lrt-c-generate printed '$(cat "$v.c")', lrt-generate '$(cat "$v.generate")'"
+  [ "$(wc -c < "$v.c")" -ge 30 ] || fail "$v: lrt-c-generate printed $(wc -c < "$v.c") bytes"
+  echo "$v: lrt-c-generate prints lrt-generate's greedy text ($(wc -c < "$v.c") bytes)"
+done
 
 # Another --variant on --resume: one line that names the checkpoint's variant and what to change.
 "$bin/lrt-train" "${small[@]}" --steps 4 --variant baseline --resume run --out run > wrong.out 2> wrong.err

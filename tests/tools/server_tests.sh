@@ -10,7 +10,8 @@
 #      body, a byte a second, broken HTTP, a wrong API key), the server serving throughout;
 #   5. the page at / in headless Chromium (skipped, saying so, where no chromium is installed);
 #   6. SIGTERM: a stream in flight finishes (or is cancelled after --shutdown-grace) with [DONE],
-#      the server exits 0; command-line and checkpoint errors;
+#      the server exits 0; command-line and checkpoint errors; kv, residual and lrt-src2
+#      checkpoints served with lrt-generate's texts (the runtime's table of the build's variants);
 #   7. README.md's server, curl and openai-client examples, as written (but the port and the
 #      checkpoint), and docs/serving.md's copy of the first two.
 # Needs node and the openai package in $LRT_NODE_DIR (default ~/.cache/lrt-node), which
@@ -66,14 +67,15 @@ common=(--preset tiny --sequence-len 64 --batch-rows 4 --steps 2 --eval-tokens 2
 "$bin/lrt-train" --variant baseline --data corpus.txt --tokenizer tok.lrt --out bpe_base "${common[@]}" >train_bpe.log 2>&1 ||
   fail "lrt-train (BPE): $(tail -5 train_bpe.log)"
 
-# cases CHECKPOINT DIR: 16 requests (prompts, lengths, greedy / top-k / top-p, seeds) and
-# lrt-generate --stop-at-bos's output for each, in DIR/cases.tsv and DIR/NAME.
+# cases CHECKPOINT DIR [N]: 16 requests (prompts, lengths, greedy / top-k / top-p, seeds), or the
+# first N, and lrt-generate --stop-at-bos's output for each, in DIR/cases.tsv and DIR/NAME.
 cases() {
   mkdir -p "$2"
   : >"$2/cases.tsv"
   local i=0 p temp k tp
   for p in "The jury said" "Once upon a time" "In 1961" "Fulton County" "é à ü — ok" "A" "Hello, world" \
     "The quick brown fox" "1 2 3 4" "Zebra" "über" "What is" "It was" "She" "The city" "x y z"; do
+    [ "$i" -ge "${3:-16}" ] && break
     i=$((i + 1))
     temp=0.9 k=0 tp=1
     [ $((i % 3)) = 0 ] && temp=0
@@ -147,12 +149,21 @@ expect 2 "--parallel must be in" "$bin/lrt-server" -m byte_lrt --parallel 0
 expect 2 "--port must be in" "$bin/lrt-server" -m byte_lrt --port 70000
 head -c 300 byte_lrt/model.safetensors >damaged.safetensors
 expect 1 "damaged.safetensors" "$bin/lrt-server" -m damaged.safetensors --port 0
-if "$bin/lrt-train" --list-variants | grep -q -- "--variant kv "; then  # a build with the kv pair
-  "$bin/lrt-train" --variant kv --data corpus.txt --out kv_run "${common[@]}" >train_kv.log 2>&1 || fail "lrt-train kv"
-  expect 1 "the server decodes baseline, lrt and lrt-release" "$bin/lrt-server" -m kv_run --port 0
-else
-  echo "skip - a kv checkpoint (refused: not a lean variant): this build's lrt-train has no kv pair"
-fi
+# Every variant of the build's pairs is served (the runtime's table), with lrt-generate's texts.
+for v in kv residual lrt-src2; do
+  if ! "$bin/lrt-train" --list-variants | grep -q -- "--variant $v "; then
+    echo "skip - a $v checkpoint: this build's lrt-train has no $v pair"
+    continue
+  fi
+  "$bin/lrt-train" --variant "$v" --data corpus.txt --out "run_$v" "${common[@]}" >"train_$v.log" 2>&1 ||
+    fail "lrt-train $v: $(tail -3 "train_$v.log")"
+  start "$v" --checkpoint "run_$v" --parallel 3
+  grep -q "(model run_$v: $v, f32 weights" "$v.log" || fail "$v: the server does not name the variant: $(head -1 "$v.log")"
+  cases "run_$v" "${v}_cases" 6
+  js invariance.cjs "$port" "${v}_cases/cases.tsv" "${v}_cases"
+  stop_server "$v"
+  echo "ok - $v: served with lrt-generate's texts"
+done
 start hold --checkpoint byte_lrt
 expect 1 "cannot listen on 127.0.0.1:$port" "$bin/lrt-server" -m byte_lrt --port "$port"
 stop_server hold

@@ -14,6 +14,8 @@
 //   5 decode          the KV-cache decoder and the sampler
 //   6 eval            in-context-learning evaluation (CORE): bundles, prompts, scoring
 //   7 train           the Trainer and evaluation
+//   8 runtime         the compiled runtime: its light headers (runtime/decoding.hpp), their
+//                     implementations, and the C API over them (runtime/c_api.hpp)
 //
 // Further rules, checked over each header's transitive includes:
 //   - backend/cpu and backend/cuda never include each other; the neutral backend headers neither;
@@ -47,7 +49,7 @@ Layer layer_of(const std::string& rel) {
   const std::string top = rel.substr(0, slash);
   static const std::map<std::string, int> ranks = {
       {"core", 0}, {"dist", 1},  {"io", 1},    {"tensor", 1}, {"tokenizer", 1}, {"backend", 2}, {"autodiff", 3},
-      {"data", 3}, {"optim", 4}, {"model", 4}, {"decode", 5}, {"eval", 6},      {"train", 7}};
+      {"data", 3}, {"optim", 4}, {"model", 4}, {"decode", 5}, {"eval", 6},      {"train", 7},   {"runtime", 8}};
   const auto it = ranks.find(top);
   if (it == ranks.end()) return {100, top};  // an unknown folder: reported below
   if (top == "backend") {                    // backend/x.hpp: the neutral interfaces; backend/cpu, backend/cuda

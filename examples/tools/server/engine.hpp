@@ -24,10 +24,8 @@
 #include <vector>
 
 #include <lrt/data/text_tokenizer.hpp>
-#include <lrt/decode/lean_file.hpp>
-#include <lrt/decode/lean_variants.hpp>
 #include <lrt/decode/sampler.hpp>
-#include <lrt/model/checkpoint_file.hpp>
+#include <lrt/runtime/decoding.hpp>
 
 #include "api.hpp"
 
@@ -36,75 +34,23 @@ namespace server {
 using lrt::index_t;
 using Clock = std::chrono::steady_clock;
 
-/// A model's lean decoder with R rows, behind a variant-free interface.
-struct Model {
-  virtual ~Model() = default;
-  virtual const lrt::ModelConfig& config() const = 0;
-  virtual lrt::Status join(std::span<const index_t> prompt, index_t& row) = 0;
-  virtual lrt::Status step(std::span<const index_t> rows, std::span<const index_t> tokens) = 0;
-  virtual void leave(index_t row) = 0;
-  virtual std::span<const float> logits(index_t row) const = 0;
-  virtual index_t position(index_t row) const = 0;
-};
-
-template <class V>
-struct ModelOf final : Model {
-  std::shared_ptr<const void> keep;  // what the weights point into (a mapped file, a model)
-  std::vector<std::byte> spill;      // what the file holds unaligned or in another float type
-  std::optional<lrt::LeanDecoder<V, float>> dec;
-  const lrt::ModelConfig& config() const override { return dec->config(); }
-  lrt::Status join(std::span<const index_t> prompt, index_t& row) override {
-    return dec->try_join(prompt, lrt::PrefillMode{}, row);
-  }
-  lrt::Status step(std::span<const index_t> rows, std::span<const index_t> tokens) override {
-    return dec->try_step(rows, tokens);
-  }
-  void leave(index_t row) override { lrt::throw_if_error(dec->try_leave(row)); }
-  std::span<const float> logits(index_t row) const override { return dec->logits(row); }
-  index_t position(index_t row) const override { return dec->position(row); }
-};
-
-/// A decoder of `rows` rows over weights w, each row holding up to `capacity` positions.
-template <class V>
-std::unique_ptr<Model> make_model(lrt::LeanWeights<float> w, index_t rows, index_t capacity,
-                                  std::shared_ptr<const void> keep, std::vector<std::byte> spill = {}) {
-  auto m = std::make_unique<ModelOf<V>>();
-  m->keep = std::move(keep), m->spill = std::move(spill);
-  typename lrt::LeanDecoder<V, float>::Options o;
-  o.rows = rows, o.capacity = capacity, o.max_prompt = 0;  // exact prefill only: the smallest state
-  lrt::throw_if_error(lrt::LeanDecoder<V, float>::create(std::move(w), o, m->dec));
-  return m;
-}
-
-/// A checkpoint opened for serving: its decoder, tokenizer and what /v1/models reports.
+/// A checkpoint opened for serving: its decoder's rows, tokenizer and what /v1/models reports.
 struct Loaded {
-  std::unique_ptr<Model> model;
+  std::unique_ptr<lrt::runtime::Decoding> model;
   lrt::data::TextTokenizer tokenizer;
-  std::string variant;  // the variant's name (lrt, baseline, ...)
+  std::string variant;  // the variant's name (lrt, baseline, kv, both/shared/block2, ...)
   std::string format;   // f32, int8, bf16
 };
 
 /// Maps the checkpoint `file` (read by the one loader, read_checkpoint) and lays out a decoder of
-/// `rows` rows of `capacity` positions; an lrt::Error says why not (a damaged file, a variant
-/// outside lrt::LeanVariants).
+/// `rows` rows of `capacity` positions from the runtime's table of this build's variants; an
+/// lrt::Error says why not (a damaged file, a variant this build was not made with).
 inline Loaded load(const std::string& file, index_t rows, index_t capacity) {
-  auto reader = std::make_shared<lrt::st::Reader>(lrt::st::Reader::map(file));
-  lrt::CheckpointInfo info;
-  lrt::throw_if_error(lrt::read_checkpoint(*reader, info));
+  lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {rows, capacity > 0 ? capacity : -1});
   Loaded out;
-  out.tokenizer = lrt::data::TextTokenizer(info.bpe);
-  out.variant = lrt::variant_name(info.run.structure);
-  out.format = lrt::to_string(info.weights.format);
-  const index_t cap = capacity > 0 ? capacity : info.config.sequence_len;
-  const bool known = lrt::with_variant(lrt::LeanVariants{}, info.run.structure, [&](auto v) {
-    using V = decltype(v);
-    lrt::LeanWeights<float> w;
-    std::vector<std::byte> spill;
-    lrt::throw_if_error(lrt::lean_file_weights<V>(*reader, info.config, w, spill));
-    out.model = make_model<V>(std::move(w), rows, cap, reader, std::move(spill));
-  });
-  lrt::check(known, "lrt-server", "'", file, "' holds variant ", lrt::variant_label(info.run.structure),
-             "; the server decodes ", lrt::variant_names(lrt::LeanVariants{}));
+  out.tokenizer = lrt::data::TextTokenizer(m.bpe);
+  out.variant = m.variant, out.format = m.format;
+  out.model = std::move(m.decoding);
   return out;
 }
 
@@ -292,7 +238,7 @@ class Engine {
   /// The engine thread alone writes active_ (under m_, since submit() and stats() read its size);
   /// it reads it without the lock.
   void loop() {
-    Model& model = *loaded_.model;
+    lrt::runtime::Decoding& model = *loaded_.model;
     std::vector<index_t> rows, toks;
     std::vector<std::shared_ptr<Job>> admit;
     for (;;) {
@@ -321,7 +267,7 @@ class Engine {
           continue;
         }
         j->stops.stops = j->req.stop;
-        const lrt::Status s = model.join(std::span<const index_t>(j->prompt.data(), 1), j->row);
+        const lrt::Status s = model.try_join(std::span<const index_t>(j->prompt.data(), 1), j->row);
         if (!s.ok()) {
           finish(*j, "", ApiError{500, std::string("decoder: ") + s.message(), "server_error", "", ""});
           continue;
@@ -366,7 +312,7 @@ class Engine {
         std::erase_if(active_, [](const std::shared_ptr<Job>& j) { return j->row < 0; });
       }
       if (rows.empty()) continue;
-      const lrt::Status s = model.step(rows, toks);
+      const lrt::Status s = model.try_step(rows, toks);
       if (!s.ok()) {  // not expected: every row was checked; end those rows' requests with the reason
         std::lock_guard<std::mutex> lock(m_);
         for (auto& j : active_) {

@@ -1,26 +1,25 @@
-// lrt/decode/c_api.hpp: the implementation of lrt's C API (include/lrt.h), as a single-header
+// lrt/runtime/c_api.hpp: the implementation of lrt's C API (include/lrt.h), as a single-header
 // library: every file may include it for the declarations; exactly one C++ translation unit
 // defines LRT_C_IMPLEMENTATION before including it, and so compiles the definitions. The CMake
-// target lrt::c is that unit as a static library, compiled with portable flags (no -march), and
-// installed with the package; a project may instead compile its own unit the same way.
+// target lrt::c is that unit and the runtime's (include/lrt/runtime/runtime.cpp) as a static
+// library, compiled with portable flags (no -march), and installed with the package; a project may
+// instead compile the two units itself:
 //
-//   // lrt_c.cpp, the one unit of a project that builds the C API itself:
+//   // lrt_c.cpp, the one unit of a project that builds the C API itself (beside runtime.cpp):
 //   #define LRT_C_IMPLEMENTATION
-//   #include <lrt/decode/c_api.hpp>
+//   #include <lrt/runtime/c_api.hpp>
 //
-// A checkpoint is read by the one loader (lrt::read_checkpoint: every program's checks) and its
-// structure selects one of the variants of lrt::LeanVariants (baseline, lrt, lrt-release); text
-// goes through the tokenizer it records. Every lrt::Error and std::exception becomes a status and
-// lrt_last_error(). The file is mapped, and the decoder reads its weights where they lie
-// (decode/lean_file.hpp): an open model holds the mapping and the decoder's state, no copy of the
-// weights.
+// A checkpoint is opened by the runtime (lrt::runtime::open_decoding: the one loader's checks,
+// then the decoder compiled for the variant it records, from the runtime's table: the variants of
+// the build's pairs, at least lrt::LeanVariants); text goes through the tokenizer it records.
+// Every lrt::Error and std::exception becomes a status and lrt_last_error(). The file is mapped,
+// and the decoder reads its weights where they lie (decode/lean_file.hpp): an open model holds the
+// mapping and the decoder's state, no copy of the weights.
 #pragma once
 
 #include <lrt.h>
 
 #if defined(LRT_C_IMPLEMENTATION)
-
-#include <sys/stat.h>
 
 #include <cstring>
 #include <exception>
@@ -30,10 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "../model/checkpoint_file.hpp"
-#include "lean_file.hpp"
-#include "lean_variants.hpp"
-#include "sampler.hpp"
+#include "decoding.hpp"
+#include "../tokenizer/tokenizer.hpp"
+#include "../decode/sampler.hpp"
 
 namespace lrt::capi_detail {
 
@@ -44,45 +42,15 @@ lrt_status fail(lrt_status s, std::string msg) {
   return s;
 }
 
-/// One model and its lean decoder, behind a variant-free interface.
-struct Decoding {
-  virtual ~Decoding() = default;
-  virtual const lrt::ModelConfig& config() const = 0;
-  virtual void prefill(std::span<const lrt::index_t> prompt) = 0;
-  virtual void step(lrt::index_t token) = 0;
-  virtual std::span<const float> logits() const = 0;
-  virtual lrt::index_t position() const = 0;
-};
-
-template <class V>
-struct DecodingOf final : Decoding {
-  lrt::st::Reader file;          // the mapped checkpoint the weights are read in
-  std::vector<std::byte> spill;  // what the file holds unaligned or in another float type
-  lrt::LeanDecoder<V, float> dec;
-  DecodingOf(const lrt::ModelConfig& c, const lrt::st::Reader& r) : file(r), dec(weights(c)) {}
-  lrt::LeanDecoder<V, float> weights(const lrt::ModelConfig& c) {
-    lrt::LeanWeights<float> w;
-    lrt::throw_if_error(lrt::lean_file_weights<V>(file, c, w, spill));
-    return lrt::LeanDecoder<V, float>(std::move(w), {0, 0});
-  }
-  const lrt::ModelConfig& config() const override { return dec.config(); }
-  void prefill(std::span<const lrt::index_t> prompt) override { dec.prefill(prompt); }
-  void step(lrt::index_t token) override { dec.step(token); }
-  std::span<const float> logits() const override { return dec.logits(); }
-  lrt::index_t position() const override { return dec.position(); }
-};
-
 }  // namespace lrt::capi_detail
 
-using lrt::capi_detail::Decoding;
-using lrt::capi_detail::DecodingOf;
 using lrt::capi_detail::fail;
 
 struct lrt_model {
-  std::unique_ptr<Decoding> d;
-  std::shared_ptr<const lrt::tok::Tokenizer> bpe;  // the checkpoint's BPE; nullptr: bytes
-  std::vector<lrt::tok::token_t> encoded;          // lrt_encode's ids
-  std::vector<lrt::index_t> ids;                   // lrt_prefill's tokens, widened
+  lrt::runtime::DecodingModel m;           // the checkpoint and its decoder, one row
+  lrt::index_t row = -1;                   // the row in use after lrt_prefill; -1: none
+  std::vector<lrt::tok::token_t> encoded;  // lrt_encode's ids
+  std::vector<lrt::index_t> ids;           // lrt_prefill's tokens, widened
   bool started = false;
 };
 
@@ -92,29 +60,13 @@ lrt_status lrt_open(const char* path, lrt_model** out) {
   if (!out) return fail(LRT_ERROR_ARGUMENT, "lrt_open: out is NULL");
   *out = nullptr;
   if (!path) return fail(LRT_ERROR_ARGUMENT, "lrt_open: checkpoint_path is NULL");
-  std::unique_ptr<lrt::st::Reader> r;
-  lrt::CheckpointInfo info;
-  try {
-    // A run's --out directory stands for its model.safetensors (as for lrt-embedded-generate).
-    std::string file = path;
-    struct stat st {};
-    if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/model.safetensors";
-    r = std::make_unique<lrt::st::Reader>(lrt::st::Reader::map(file));
-  } catch (const std::exception& e) {
-    return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + e.what());
-  }
-  if (const lrt::Status s = lrt::read_checkpoint(*r, info); !s.ok())
-    return fail(LRT_ERROR_FILE, std::string("lrt_open: ") + s.message());
   try {
     auto m = std::make_unique<lrt_model>();
-    m->bpe = info.bpe;
-    if (!lrt::with_variant(lrt::LeanVariants{}, info.run.structure,
-                           [&](auto v) { m->d = std::make_unique<DecodingOf<decltype(v)>>(info.config, *r); }))
-      return fail(LRT_ERROR_UNSUPPORTED, "lrt_open: '" + std::string(path) + "' holds variant " +
-                                             lrt::variant_label(info.run.structure) + "; the C API decodes " +
-                                             lrt::variant_names(lrt::LeanVariants{}));
+    m->m = lrt::runtime::open_decoding(path, {1, 0});  // a run's --out folder stands for its model.safetensors
     *out = m.release();
     return LRT_OK;
+  } catch (const lrt::runtime::VariantNotBuilt& e) {
+    return fail(LRT_ERROR_UNSUPPORTED, std::string("lrt_open: ") + e.what());
   } catch (const std::bad_alloc&) {
     return fail(LRT_ERROR_INTERNAL, "lrt_open: out of memory");
   } catch (const std::exception& e) {
@@ -122,20 +74,22 @@ lrt_status lrt_open(const char* path, lrt_model** out) {
   }
 }
 
-int32_t lrt_vocab_size(const lrt_model* m) { return m ? static_cast<int32_t>(m->d->config().vocab_size) : 0; }
-int32_t lrt_bos(const lrt_model* m) { return m ? static_cast<int32_t>(m->d->config().bos()) : -1; }
-int64_t lrt_position(const lrt_model* m) { return m && m->started ? m->d->position() : 0; }
+int32_t lrt_vocab_size(const lrt_model* m) { return m ? static_cast<int32_t>(m->m.config.vocab_size) : 0; }
+int32_t lrt_bos(const lrt_model* m) { return m ? static_cast<int32_t>(m->m.config.bos()) : -1; }
+int64_t lrt_position(const lrt_model* m) { return m && m->started ? m->m.decoding->position(m->row) : 0; }
 
 lrt_status lrt_prefill(lrt_model* m, const int32_t* tokens, size_t n) {
   if (!m || !tokens || n == 0) return fail(LRT_ERROR_ARGUMENT, "lrt_prefill: needs a model and n >= 1 tokens");
   try {
     m->ids.assign(tokens, tokens + n);
     m->started = false;
-    m->d->prefill(m->ids);
+    if (m->row >= 0) lrt::throw_if_error(m->m.decoding->try_leave(m->row));  // a new prompt starts over
+    m->row = -1;
+    if (const lrt::Status s = m->m.decoding->try_join(m->ids, m->row); !s.ok())
+      return fail(s.code() == lrt::StatusCode::state ? LRT_ERROR_STATE : LRT_ERROR_ARGUMENT,
+                  std::string("lrt_prefill: ") + s.message());
     m->started = true;
     return LRT_OK;
-  } catch (const lrt::Error& e) {
-    return fail(LRT_ERROR_ARGUMENT, std::string("lrt_prefill: ") + e.what());
   } catch (const std::exception& e) {
     return fail(LRT_ERROR_INTERNAL, std::string("lrt_prefill: ") + e.what());
   }
@@ -147,14 +101,10 @@ lrt_status lrt_step(lrt_model* m, int32_t token) {
   if (token < 0 || token >= lrt_vocab_size(m))
     return fail(LRT_ERROR_ARGUMENT, "lrt_step: token id " + std::to_string(token) + " outside the vocabulary [0, " +
                                         std::to_string(lrt_vocab_size(m)) + ")");
-  try {
-    m->d->step(token);
-    return LRT_OK;
-  } catch (const lrt::Error& e) {
-    return fail(LRT_ERROR_STATE, std::string("lrt_step: ") + e.what());
-  } catch (const std::exception& e) {
-    return fail(LRT_ERROR_INTERNAL, std::string("lrt_step: ") + e.what());
-  }
+  const lrt::index_t tok = token;
+  if (const lrt::Status s = m->m.decoding->try_step({&m->row, 1}, {&tok, 1}); !s.ok())
+    return fail(LRT_ERROR_STATE, std::string("lrt_step: ") + s.message());
+  return LRT_OK;
 }
 
 lrt_status lrt_encode(lrt_model* m, const char* text, size_t len, int32_t* ids, size_t cap, size_t* n) {
@@ -163,9 +113,9 @@ lrt_status lrt_encode(lrt_model* m, const char* text, size_t len, int32_t* ids, 
   *n = 0;
   try {
     const std::string_view t(text ? text : "", len);
-    if (m->bpe) {
+    if (m->m.bpe) {
       m->encoded.clear();
-      m->bpe->encode(t, m->encoded);
+      m->m.bpe->encode(t, m->encoded);
     } else {
       m->encoded.resize(len);
       for (std::size_t i = 0; i < len; ++i) m->encoded[i] = static_cast<unsigned char>(t[i]);
@@ -193,8 +143,9 @@ lrt_status lrt_token_text(const lrt_model* m, int32_t id, char* buf, size_t cap,
   // The bytes of a byte id or a BPE rank, a BPE special's text; the byte BOS and padding ids: none.
   char byte = static_cast<char>(id);
   std::string_view text;
-  if (m->bpe) {
-    if (static_cast<std::size_t>(id) < m->bpe->vocab_size()) text = m->bpe->token(static_cast<lrt::tok::token_t>(id));
+  if (m->m.bpe) {
+    if (static_cast<std::size_t>(id) < m->m.bpe->vocab_size())
+      text = m->m.bpe->token(static_cast<lrt::tok::token_t>(id));
   } else if (id < 256) {
     text = std::string_view(&byte, 1);
   }
@@ -206,7 +157,7 @@ lrt_status lrt_token_text(const lrt_model* m, int32_t id, char* buf, size_t cap,
   return LRT_OK;
 }
 
-const float* lrt_logits(const lrt_model* m) { return m && m->started ? m->d->logits().data() : nullptr; }
+const float* lrt_logits(const lrt_model* m) { return m && m->started ? m->m.decoding->logits(m->row).data() : nullptr; }
 
 lrt_status lrt_sample(const lrt_model* m, float temperature, int32_t top_k, float top_p, uint64_t seed,
                       int32_t* out_token) {
@@ -217,8 +168,8 @@ lrt_status lrt_sample(const lrt_model* m, float temperature, int32_t top_k, floa
   try {
     lrt::SamplerOptions o;
     o.temperature = temperature, o.top_k = top_k, o.top_p = top_p, o.seed = seed;
-    *out_token =
-        static_cast<int32_t>(lrt::sample_token<float>(m->d->logits(), o, lrt::sample_counter(0, m->d->position())));
+    *out_token = static_cast<int32_t>(
+        lrt::sample_token<float>(m->m.decoding->logits(m->row), o, lrt::sample_counter(0, lrt_position(m))));
     return LRT_OK;
   } catch (const std::exception& e) {
     return fail(LRT_ERROR_INTERNAL, std::string("lrt_sample: ") + e.what());

@@ -1,0 +1,168 @@
+// lrt/runtime/decoding_impl.hpp: the decoders behind lrt/runtime/decoding.hpp. DecodingOf<V> is
+// the lean decoder of variant V (decode/lean.hpp) over a mapped checkpoint;
+// LRT_RUNTIME_DECODING(V) adds V to the program's table (a static object: write it in a unit the
+// program links, at namespace scope). One unit of the program defines LRT_RUNTIME_IMPLEMENTATION
+// before including this header: it compiles the table and open_decoding, and registers
+// lrt::LeanVariants unless LRT_RUNTIME_NO_LEAN_VARIANTS is defined. The runtime library's unit,
+// include/lrt/runtime/runtime.cpp, is that unit; it also registers the build's pairs.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../decode/lean_file.hpp"
+#include "../decode/lean_variants.hpp"
+#include "../io/safetensors.hpp"
+#include "../model/checkpoint_file.hpp"
+#include "decoding.hpp"
+
+namespace lrt {
+inline namespace v0 {
+namespace runtime {
+
+/// The rows of LeanDecoder<V, float> over the weights of a mapped checkpoint.
+template <class V>
+class DecodingOf final : public Decoding {
+ public:
+  const ModelConfig& config() const override { return dec_->config(); }
+  VariantStructure structure() const override { return structure_of<V>(); }
+  index_t rows() const override { return dec_->rows(); }
+  Status try_join(std::span<const index_t> prompt, index_t& row) override {
+    return dec_->try_join(prompt, PrefillMode{}, row);
+  }
+  Status try_step(std::span<const index_t> rows, std::span<const index_t> tokens) override {
+    return dec_->try_step(rows, tokens);
+  }
+  Status try_leave(index_t row) override { return dec_->try_leave(row); }
+  std::span<const float> logits(index_t row) const override { return dec_->logits(row); }
+  index_t position(index_t row) const override { return dec_->position(row); }
+
+  /// The decoding of the checkpoint `file` (read_checkpoint's config), or why there is none.
+  static Status make(std::shared_ptr<const st::Reader> file, const ModelConfig& config, const DecodingOptions& o,
+                     std::unique_ptr<Decoding>& out) {
+    auto d = std::unique_ptr<DecodingOf>(new DecodingOf);
+    d->file_ = std::move(file);
+    LeanWeights<float> w;
+    if (Status s = lean_file_weights<V>(*d->file_, config, w, d->spill_); !s.ok()) return s;
+    typename LeanDecoder<V, float>::Options lo;
+    lo.rows = o.rows, lo.capacity = o.capacity < 0 ? config.sequence_len : o.capacity,
+    lo.max_prompt = 0;  // exact prefill only: the smallest state
+    if (Status s = LeanDecoder<V, float>::create(std::move(w), lo, d->dec_); !s.ok()) return s;
+    out = std::move(d);
+    return {};
+  }
+
+ private:
+  DecodingOf() = default;
+  std::shared_ptr<const st::Reader> file_;  // the mapped checkpoint the weights point into
+  std::vector<std::byte> spill_;            // what the file holds unaligned or in another float type
+  std::optional<LeanDecoder<V, float>> dec_;
+};
+
+/// Registers V's decoding in the table when constructed.
+template <class V>
+struct DecodingRegistration {
+  explicit DecodingRegistration(const std::string& name = {}) {
+    detail::register_decoding(structure_of<V>(), &DecodingOf<V>::make, name);
+  }
+};
+
+#define LRT_RUNTIME_CAT_(a, b) a##b
+#define LRT_RUNTIME_CAT(a, b) LRT_RUNTIME_CAT_(a, b)
+/// Adds variant type V to the program's decoding table (at namespace scope, in a unit it links).
+#define LRT_RUNTIME_DECODING(...) \
+  static const ::lrt::runtime::DecodingRegistration<__VA_ARGS__> LRT_RUNTIME_CAT(lrt_runtime_decoding_, __COUNTER__) {}
+
+}  // namespace runtime
+}  // namespace v0
+}  // namespace lrt
+
+#if defined(LRT_RUNTIME_IMPLEMENTATION)
+
+namespace lrt {
+inline namespace v0 {
+namespace runtime {
+namespace detail {
+
+struct TableEntry {
+  VariantStructure structure;
+  DecodingFactory make;
+  std::string name;
+};
+
+std::vector<TableEntry>& table() {
+  static std::vector<TableEntry> t;
+  return t;
+}
+
+void register_decoding(const VariantStructure& structure, DecodingFactory make, const std::string& name) {
+  auto& t = table();
+  if (std::none_of(t.begin(), t.end(), [&](const TableEntry& e) { return e.structure == structure; }))
+    t.push_back({structure, make, name.empty() ? variant_name(structure) : name});
+}
+
+template <class... V>
+void register_list(VariantList<V...>) {
+  (register_decoding(structure_of<V>(), &DecodingOf<V>::make), ...);
+}
+
+}  // namespace detail
+
+std::vector<VariantStructure> decoding_variants() {
+  std::vector<VariantStructure> out;
+  for (const auto& e : detail::table()) out.push_back(e.structure);
+  return out;
+}
+
+std::string decoding_variant_names() {
+  const auto& t = detail::table();
+  std::string out;
+  for (std::size_t i = 0; i < t.size(); ++i) out += (i == 0 ? "" : i + 1 == t.size() ? " and " : ", ") + t[i].name;
+  return out.empty() ? "no variant" : out;
+}
+
+DecodingModel open_decoding(const std::string& path, const DecodingOptions& options) {
+  constexpr const char* op = "open_decoding";
+  check(options.rows >= 1 && options.rows <= (index_t{1} << 20), op, "rows must be in [1, 2^20], got ", options.rows);
+  check(options.capacity >= -1, op, "capacity must be >= -1 (0: unbounded; -1: the sequence_len), got ",
+        options.capacity);
+  // A run's --out folder stands for its model.safetensors (as in every program).
+  std::string file = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) file += "/model.safetensors";
+  auto reader = std::make_shared<const st::Reader>(st::Reader::map(file));
+  CheckpointInfo info;
+  throw_if_error(read_checkpoint(*reader, info));
+  DecodingModel m;
+  m.config = info.config, m.structure = info.run.structure;
+  m.format = to_string(info.weights.format), m.bpe = info.bpe, m.step = info.step;
+  for (const auto& e : detail::table())
+    if (e.structure == info.run.structure) {
+      throw_if_error(e.make(reader, info.config, options, m.decoding));
+      m.variant = e.name;
+      return m;
+    }
+  throw VariantNotBuilt(op, "'" + file + "' holds variant " + variant_label(info.run.structure) +
+                                "; this program decodes " + decoding_variant_names() +
+                                " (a build decodes the variants of its pairs: LRT_TOOL_PAIRS, lrt_add_variant)");
+}
+
+#if !defined(LRT_RUNTIME_NO_LEAN_VARIANTS)
+namespace detail {
+/// lrt::LeanVariants, in every table.
+static const bool lean_variants_registered = (register_list(LeanVariants{}), true);
+}  // namespace detail
+#endif
+
+}  // namespace runtime
+}  // namespace v0
+}  // namespace lrt
+
+#endif  // LRT_RUNTIME_IMPLEMENTATION

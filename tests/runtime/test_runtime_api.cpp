@@ -1,0 +1,111 @@
+// tools.runtime_api: the runtime's decoding API (lrt/runtime/decoding.hpp) as a program that
+// includes only its light header and links the runtime library: the table holds the build's
+// variants; rows decode a checkpoint (two rows fed the same tokens give the same bits; a row's
+// logits do not depend on a row stepping beside it); bad use is one lrt::Error saying what to do.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <lrt/runtime/decoding.hpp>
+
+namespace {
+
+using lrt::index_t;
+const std::string data_dir = LRT_TEST_DATA_DIR;
+const std::string baseline = data_dir + "/pre_roster/baseline_standard.safetensors";
+const std::string src1 = data_dir + "/pre_roster/src1_interleaved2.safetensors";
+
+/// The message of the lrt::Error f throws ("" when it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const lrt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_CASE("the table holds lrt::LeanVariants and the variants of the build's pairs") {
+  const std::vector<lrt::VariantStructure> v = lrt::runtime::decoding_variants();
+  const auto has = [&](lrt::VariantStructure s) { return std::find(v.begin(), v.end(), s) != v.end(); };
+  CHECK(has(lrt::structure_of<lrt::variants::Baseline>()));
+  CHECK(has(lrt::structure_of<lrt::variants::Lrt>()));
+  CHECK(has(lrt::structure_of<lrt::variants::LrtRelease>()));
+#if defined(LRT_TEST_ALL_PAIRS)  // a build with every pair of examples/tools/registry
+  CHECK(has(lrt::structure_of<lrt::variants::KVOnly>()));
+  CHECK(has(lrt::structure_of<lrt::variants::ResidualOnly>()));
+  CHECK(has(lrt::VariantStructure{lrt::Injection::Both, lrt::Projection::Shared, 2}));
+  CHECK(lrt::runtime::decoding_variant_names().find("lrt-src2") != std::string::npos);
+#endif
+  // One entry per structure, however many pairs share it.
+  for (std::size_t i = 0; i < v.size(); ++i)
+    for (std::size_t j = i + 1; j < v.size(); ++j) CHECK_FALSE(v[i] == v[j]);
+}
+
+TEST_CASE("rows of a checkpoint: the same tokens give the same bits, beside other rows or alone") {
+  for (const std::string& file : {baseline, src1}) {
+    CAPTURE(file);
+    lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {.rows = 3, .capacity = 0});
+    REQUIRE(m.decoding != nullptr);
+    CHECK(m.decoding->rows() == 3);
+    CHECK(m.decoding->structure() == m.structure);
+    const index_t bos = m.config.bos();
+    const std::vector<index_t> prompt{bos, 'T', 'h', 'e'}, other{bos, 'x'};
+    const index_t a = m.decoding->join(prompt);
+    const index_t b = m.decoding->join(other);
+    const index_t c = m.decoding->join(prompt);
+    CHECK(a != b);
+    CHECK(a != c);
+    CHECK(b != c);
+    CHECK(same_bits(m.decoding->logits(a), m.decoding->logits(c)));
+    CHECK(m.decoding->position(a) == 4);
+    // a and c step together with b; then c steps alone: a's and c's logits agree after each.
+    const index_t ab[] = {a, b}, t2[] = {' ', 'y'};
+    m.decoding->step(ab, t2);
+    const index_t tc = ' ';
+    m.decoding->step({&c, 1}, {&tc, 1});
+    CHECK(same_bits(m.decoding->logits(a), m.decoding->logits(c)));
+    CHECK_FALSE(same_bits(m.decoding->logits(a), m.decoding->logits(b)));
+    CHECK(m.decoding->position(c) == 5);
+    m.decoding->leave(b);
+    CHECK(m.decoding->join(other) == b);  // the freed row is taken again
+  }
+}
+
+TEST_CASE("bad use is one lrt::Error that says what to do") {
+  lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(baseline, {.rows = 2, .capacity = 8});
+  const index_t row = 1, tok = 'a';
+  CHECK(error_of([&] {
+          m.decoding->step({&row, 1}, {&tok, 1});
+        }).find("row 1 is not in use (join() it first)") != std::string::npos);
+  CHECK(error_of([&] { m.decoding->leave(0); }).find("row 0 is not in use") != std::string::npos);
+  const std::vector<index_t> prompt{m.config.bos(), 'a'};
+  const index_t r0 = m.decoding->join(prompt);
+  m.decoding->join(prompt);
+  CHECK(error_of([&] { m.decoding->join(prompt); }).find("every row is in use") != std::string::npos);
+  const index_t far = m.config.vocab_size;
+  CHECK(error_of([&] { m.decoding->step({&r0, 1}, {&far, 1}); }).find(std::to_string(far)) != std::string::npos);
+  for (int i = 0; i < 6; ++i) m.decoding->step({&r0, 1}, {&tok, 1});  // positions 2..7
+  CHECK(error_of([&] { m.decoding->step({&r0, 1}, {&tok, 1}); }).find("past the capacity 8") != std::string::npos);
+
+  const std::string missing = error_of([] { lrt::runtime::open_decoding("/nonexistent/model.safetensors"); });
+  CHECK(missing.find("/nonexistent/model.safetensors") != std::string::npos);
+  CHECK(error_of([] { lrt::runtime::open_decoding(baseline, {.rows = 0}); }).find("rows must be in [1, 2^20]") !=
+        std::string::npos);
+  CHECK(error_of([] { lrt::runtime::open_decoding(baseline, {.capacity = -2}); }).find("capacity must be >= -1") !=
+        std::string::npos);
+  // A folder stands for its model.safetensors.
+  CHECK(error_of([] { lrt::runtime::open_decoding(data_dir); }).find(data_dir + "/model.safetensors") !=
+        std::string::npos);
+}
+
+}  // namespace
