@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <lrt/lrt.hpp>
+#include <lrt/runtime/decoding_impl.hpp>
 
 #include "bench_util.hpp"
 #include "server/service.hpp"
@@ -124,7 +125,7 @@ struct Row {
 /// The server with C rows and C clients, each streaming R completions.
 void run_server(const lrt::Model<V, float>& model, int C, int R, index_t P, index_t N, Row& row) {
   server::Loaded loaded;
-  loaded.model = server::make_model<V>(lrt::lean_weights(model), C, model.config().sequence_len * 4, nullptr);
+  loaded.model = lrt::runtime::make_decoding<V>(lrt::lean_weights(model), {C, model.config().sequence_len * 4});
   loaded.variant = "lrt", loaded.format = "f32";
   server::Engine engine(server::EngineOptions{static_cast<index_t>(C), 1024});
   engine.set_capacity(model.config().sequence_len * 4);

@@ -6,7 +6,7 @@
 // parallel mode runs the schedule the checkpoint records, with its options: lrt's metadata, or a
 // release config's use_interleaved (+ interleaved_kv_refresh) / use_multi_refine (+ its weights).
 //   lrt-eval --checkpoint runs/tiny/model.safetensors --data ~/.cache/lrt-data/brown/package
-#include "mpi_join.hpp"
+#include "programs.hpp"
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-eval",
@@ -55,23 +55,15 @@ int main(int argc, char** argv) {
       .option("threads", "N", tool::threads_help)
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32");
-  std::unique_ptr<lrt::dist::Group> group;  // under mpirun: --core's examples spread over the ranks
-  if (const int rc = tool::join_mpi(group, "lrt-eval"); rc != 0) return rc;
+  // Under mpirun: --core's examples spread over the ranks.
+  if (const int rc = tool::join_mpi("lrt-eval"); rc != 0) return rc;
   const int rc = tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
     tool::apply_threads(a);
-    tool::device_choice(a);  // a bad --device or --precision fails before any work
-    if (a.has("data")) tool::require_path(a.str("data"), "--data");
-    const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
-    const auto c = tool::checkpoint_run(a, r);  // the schedule and options it was trained with
-    return tool::eval_run(tool::find_entry(c.schedule.structure, c.schedule.schedule), a, r, c.config,
-                          c.schedule.options);
+    tool::check_device(a);  // a bad --device or --precision fails before any work
+    return tool::eval_program(a);
   });
   // A usage error stops every rank alike; any other, the others could wait for this one.
-  if (rc != 0 && rc != 2 && group != nullptr && group->size() > 1) {
-    std::fprintf(stderr, "lrt-eval: rank %d of %d stopped with exit code %d: ending the job\n", group->rank(),
-                 group->size(), rc);
-    group->abort(rc);
-  }
+  if (rc != 2) tool::end_job("lrt-eval", rc);
   return rc;
 }

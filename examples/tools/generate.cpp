@@ -3,7 +3,7 @@
 // decoder (decode/lean.hpp; the Decoder with --sinks), on a GPU the Decoder. --prefill chooses how
 // the prompt is fed: exact (default), zero, interleaved:S, fixed-point or approximate:TOL.
 //   lrt-generate --checkpoint runs/tiny/model.safetensors --prompt "The " --max-new-tokens 200
-#include "runner.hpp"
+#include "programs.hpp"
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-generate", "Continues a prompt with a trained model, printing bytes as they come.");
@@ -43,14 +43,11 @@ int main(int argc, char** argv) {
   a.alias("--temp", "temperature").alias("-s", "seed").alias("-t", "threads");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
-    tool::device_choice(a);  // a bad --device or --precision fails before any work
+    tool::check_device(a);  // a bad --device or --precision fails before any work
     if (a.str("max-new-tokens") != "auto") a.integer("max-new-tokens", 0, 1LL << 30);
     a.number("temperature", 0, 1e6), a.number("top-p", 1e-9, 1), a.integer("sinks", 0, 1LL << 20);
     if (a.has("prompt") && a.has("prompt-file")) throw tool::UsageError("give --prompt or --prompt-file, not both");
     tool::apply_threads(a);
-    tool::prefill_mode(a);
-    const auto r = lrt::st::Reader::open(tool::checkpoint_file(a.str("checkpoint")));
-    const auto [cfg, variant, schedule] = tool::checkpoint_model(a, r);
-    return tool::generate_run(tool::find_entry(variant, schedule), a, r, cfg);
+    return tool::generate_program(a);
   });
 }

@@ -2,7 +2,7 @@
 //   LRT_TOOL_PAIR("lrt-src1", lrt::Variant<...>, lrt::Interleaved<2>);
 // the pair's --variant name, its variant type and its schedule type. Compiled by the host
 // compiler it registers the pair's CPU session and what the tools' bodies ask of its types
-// (runner.hpp's Entry; the bodies themselves are compiled once, in each program); compiled with LRT_TOOL_CUDA defined
+// (runner.hpp's Entry; the bodies themselves are compiled once, in programs.cpp); compiled with LRT_TOOL_CUDA defined
 // (by nvcc, or against the CUDA emulator of the tests) it registers the pair's CUDA session (cuda_session.hpp), which
 // --device cuda uses; compiled with LRT_TOOL_DECODE defined (the runtime library's unit,
 // include/lrt/runtime/runtime.cpp) it adds the variant's lean decoder to the decoding table of

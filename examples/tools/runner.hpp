@@ -1,9 +1,9 @@
 // The bodies of lrt-train, lrt-eval and lrt-generate, and the registry of the (variant, schedule)
 // pairs the programs are built with: examples/tools/registry/*.cpp (an OBJECT library linked into
 // the three programs) registers each pair's CPU session and the few things the bodies ask of its
-// types (Entry). The bodies are ordinary functions of an Entry, compiled once, in the program that
-// calls them; the model work goes through the pair's Session. A library user instantiates any
-// other pair in their own code.
+// types (Entry). The bodies are ordinary functions of an Entry, compiled once for the three programs
+// (programs.cpp, the library lrt_tool_programs, behind programs.hpp); the model work goes through
+// the pair's Session. A library user instantiates any other pair in their own code.
 #pragma once
 
 #include <chrono>

@@ -3,15 +3,21 @@
 // DIR/optim.safetensors, DIR/log.csv and DIR/loss.svg.
 //   lrt-train --preset tiny --data ~/.cache/lrt-data/brown/package --time 600 --out runs/tiny
 //   lrt-train --variant baseline --budget-forwards 5e6 ...   (matched compute)
-#include <fmt/ranges.h>
+#include <algorithm>
+#include <csignal>
+#include <string>
+#include <vector>
 
-#include "mpi_join.hpp"
+#include <fmt/ranges.h>
+#include <lrt/model/config.hpp>
+
+#include "programs.hpp"
 
 /// The variants of this build's (variant, schedule) pairs, in the registry's order: "baseline, lrt, ...".
 static std::string variant_names() {
   std::vector<std::string> names;
-  for (const auto& e : tool::registry())
-    if (std::find(names.begin(), names.end(), e.variant) == names.end()) names.push_back(e.variant);
+  for (const auto& [variant, schedule] : tool::registered_pairs())
+    if (std::find(names.begin(), names.end(), variant) == names.end()) names.push_back(variant);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -94,13 +100,13 @@ int main(int argc, char** argv) {
       .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
       .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
-  std::unique_ptr<lrt::dist::Group> group;
-  if (const int rc = tool::join_mpi(group, "lrt-train"); rc != 0) return rc;
-  for (int i = 1; i < argc; ++i) tool::program_arguments_slot() += std::string(i > 1 ? " " : "") + argv[i];
+  if (const int rc = tool::join_mpi("lrt-train"); rc != 0) return rc;
+  tool::set_program_arguments(argc, argv);
   const int rc = tool::run_main(a, [&] {
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--list-variants") {
-        for (const auto& e : tool::registry()) fmt::print("--variant {} --schedule {}\n", e.variant, e.schedule);
+        for (const auto& [variant, schedule] : tool::registered_pairs())
+          fmt::print("--variant {} --schedule {}\n", variant, schedule);
         // The pairs --device cuda reaches (none in a build without CUDA).
         std::string cuda = tool::cuda_pairs_text();
         for (std::size_t at = 0; (at = cuda.find("\n  ", at)) != std::string::npos;)
@@ -110,25 +116,10 @@ int main(int argc, char** argv) {
       }
     if (!a.parse(argc, argv)) return 0;
     tool::apply_threads(a);
-    tool::device_choice(a);  // a bad --device or --precision fails before any work
-    try {
-      if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
-        const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
-        const lrt::CheckpointSchedule cs = lrt::read_checkpoint(r).run;  // the one loader's checks
-        return tool::train_run(tool::find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule), a);
-      }
-      return tool::train_run(tool::find_entry(a.str("variant"), a.str("schedule")), a);
-    } catch (const tool::Interrupted& i) {  // before the first step: nothing to save
-      std::fprintf(stderr, "lrt-train: stopped by %s before training started; nothing was saved\n",
-                   tool::signal_name(i.signal));
-      return 128 + i.signal;
-    }
+    tool::check_device(a);  // a bad --device or --precision fails before any work
+    return tool::train_program(a);
   });
   // A stop by SIGINT/SIGTERM (exit 128 + the signal) is agreed on by every rank: no abort.
-  if (rc != 0 && rc != 128 + SIGINT && rc != 128 + SIGTERM && group != nullptr && group->size() > 1) {
-    std::fprintf(stderr, "lrt-train: rank %d of %d stopped with exit code %d: ending the job\n", group->rank(),
-                 group->size(), rc);
-    group->abort(rc);
-  }
+  if (rc != 128 + SIGINT && rc != 128 + SIGTERM) tool::end_job("lrt-train", rc);
   return rc;
 }

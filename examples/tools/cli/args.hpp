@@ -127,7 +127,7 @@ class Args {
       if (!o) throw UsageError("unknown option '--" + name + "'");
       if (o->is_flag) {
         if (inline_value) throw UsageError("option '--" + name + "' takes no value");
-        values_[name] = "1";
+        values_[name] = std::string(1, '1');  // not = "1": g++ 12 warns falsely (-Wrestrict) there
         continue;
       }
       if (!inline_value) {

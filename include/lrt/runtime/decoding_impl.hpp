@@ -47,12 +47,19 @@ class DecodingOf final : public Decoding {
   /// The decoding of the checkpoint `file` (read_checkpoint's config), or why there is none.
   static Status make(std::shared_ptr<const st::Reader> file, const ModelConfig& config, const DecodingOptions& o,
                      std::unique_ptr<Decoding>& out) {
-    auto d = std::unique_ptr<DecodingOf>(new DecodingOf);
-    d->file_ = std::move(file);
     LeanWeights<float> w;
-    if (Status s = lean_file_weights<V>(*d->file_, config, w, d->spill_); !s.ok()) return s;
+    std::vector<std::byte> spill;
+    if (Status s = lean_file_weights<V>(*file, config, w, spill); !s.ok()) return s;
+    return over(std::move(w), o, std::move(file), std::move(spill), out);
+  }
+  /// The decoding of weights w (lrt::lean_weights(model), say), which point into what `keep` holds
+  /// (or outlive the decoding), and into `spill`.
+  static Status over(LeanWeights<float> w, const DecodingOptions& o, std::shared_ptr<const void> keep,
+                     std::vector<std::byte> spill, std::unique_ptr<Decoding>& out) {
+    auto d = std::unique_ptr<DecodingOf>(new DecodingOf);
+    d->keep_ = std::move(keep), d->spill_ = std::move(spill);
     typename LeanDecoder<V, float>::Options lo;
-    lo.rows = o.rows, lo.capacity = o.capacity < 0 ? config.sequence_len : o.capacity,
+    lo.rows = o.rows, lo.capacity = o.capacity < 0 ? w.config.sequence_len : o.capacity;
     lo.max_prompt = 0;  // exact prefill only: the smallest state
     if (Status s = LeanDecoder<V, float>::create(std::move(w), lo, d->dec_); !s.ok()) return s;
     out = std::move(d);
@@ -61,10 +68,19 @@ class DecodingOf final : public Decoding {
 
  private:
   DecodingOf() = default;
-  std::shared_ptr<const st::Reader> file_;  // the mapped checkpoint the weights point into
-  std::vector<std::byte> spill_;            // what the file holds unaligned or in another float type
+  std::shared_ptr<const void> keep_;  // what the weights point into (the mapped checkpoint)
+  std::vector<std::byte> spill_;      // what the file holds unaligned or in another float type
   std::optional<LeanDecoder<V, float>> dec_;
 };
+
+/// V's decoding over weights in memory (a model's, lrt::lean_weights(model): it must outlive the
+/// decoding), for a program that makes its weights itself; an lrt::Error says why not.
+template <class V>
+std::unique_ptr<Decoding> make_decoding(LeanWeights<float> w, const DecodingOptions& o = {}) {
+  std::unique_ptr<Decoding> out;
+  throw_if_error(DecodingOf<V>::over(std::move(w), o, nullptr, {}, out));
+  return out;
+}
 
 /// Registers V's decoding in the table when constructed.
 template <class V>
