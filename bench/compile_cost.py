@@ -34,6 +34,9 @@ DEFAULT_FILES = [
     "examples/tools/generate.cpp",
     "examples/tools/eval.cpp",
     "examples/tools/quantize.cpp",
+    "examples/tools/programs.cpp",
+    "examples/tools/capi/lrt_c.cpp",
+    "include/lrt/runtime/runtime.cpp",
     "examples/CMakeFiles/lrt_registry.dir/Unity/unity_0_cxx.cxx",
 ]
 
