@@ -1,7 +1,8 @@
 // tools.runtime_api: the runtime's decoding API (lrt/runtime/decoding.hpp) as a program that
 // includes only its light header and links the runtime library: the table holds the build's
 // variants; rows decode a checkpoint (two rows fed the same tokens give the same bits; a row's
-// logits do not depend on a row stepping beside it); bad use is one lrt::Error saying what to do.
+// logits do not depend on a row stepping beside it); bad use is one lrt::Error saying what to do
+// (in a build without every pair, a checkpoint of a missing variant too).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -17,7 +18,8 @@ namespace {
 using lrt::index_t;
 const std::string data_dir = LRT_TEST_DATA_DIR;
 const std::string baseline = data_dir + "/pre_roster/baseline_standard.safetensors";
-const std::string src1 = data_dir + "/pre_roster/src1_interleaved2.safetensors";
+const std::string lrt_file = data_dir + "/pre_roster/lrt_multirefine2.safetensors";
+const std::string src1 = data_dir + "/pre_roster/src1_interleaved2.safetensors";  // lrt-src1: not a LeanVariant
 
 /// The message of the lrt::Error f throws ("" when it throws none).
 template <class F>
@@ -52,7 +54,12 @@ TEST_CASE("the table holds lrt::LeanVariants and the variants of the build's pai
 }
 
 TEST_CASE("rows of a checkpoint: the same tokens give the same bits, beside other rows or alone") {
-  for (const std::string& file : {baseline, src1}) {
+#if defined(LRT_TEST_ALL_PAIRS)
+  const std::vector<std::string> files{baseline, lrt_file, src1};
+#else
+  const std::vector<std::string> files{baseline, lrt_file};
+#endif
+  for (const std::string& file : files) {
     CAPTURE(file);
     lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {.rows = 3, .capacity = 0});
     REQUIRE(m.decoding != nullptr);
@@ -97,6 +104,16 @@ TEST_CASE("bad use is one lrt::Error that says what to do") {
   for (int i = 0; i < 6; ++i) m.decoding->step({&r0, 1}, {&tok, 1});  // positions 2..7
   CHECK(error_of([&] { m.decoding->step({&r0, 1}, {&tok, 1}); }).find("past the capacity 8") != std::string::npos);
 
+#if !defined(LRT_TEST_ALL_PAIRS)
+  // A build without the lrt-src1 pair: its checkpoint is refused, naming what the build decodes.
+  try {
+    lrt::runtime::open_decoding(src1);
+    FAIL("a checkpoint of a variant this build lacks was opened");
+  } catch (const lrt::runtime::VariantNotBuilt& e) {
+    CHECK(std::string(e.what()).find("holds variant both/shared/block1; this program decodes baseline, lrt") !=
+          std::string::npos);
+  }
+#endif
   const std::string missing = error_of([] { lrt::runtime::open_decoding("/nonexistent/model.safetensors"); });
   CHECK(missing.find("/nonexistent/model.safetensors") != std::string::npos);
   CHECK(error_of([] { lrt::runtime::open_decoding(baseline, {.rows = 0}); }).find("rows must be in [1, 2^20]") !=
