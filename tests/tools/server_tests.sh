@@ -37,6 +37,7 @@ trap cleanup EXIT
 start() {
   local name="$1"
   shift
+  : >"$name.log"  # there before the loop below reads it (the server's shell may open it later)
   "$bin/lrt-server" --port 0 "$@" 2>"$name.log" &
   pid=$!
   pids+=("$pid")
