@@ -30,6 +30,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Exported from the library even where it is compiled with hidden visibility (lrt::c is). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
 
 typedef struct lrt_model lrt_model;
 
@@ -75,6 +79,9 @@ void lrt_close(lrt_model* m);
 /* The message of the last failing call on this thread ("" if none). */
 const char* lrt_last_error(void);
 
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -37,7 +37,7 @@ inline namespace v0 {
 namespace ad {
 
 namespace detail {
-inline thread_local bool grad_mode = true;
+LRT_API inline thread_local bool grad_mode = true;
 }  // namespace detail
 
 /// True unless a NoGrad guard is active on this thread.

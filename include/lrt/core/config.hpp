@@ -31,6 +31,18 @@
 #define LRT_ALWAYS_INLINE inline
 #endif
 
+// LRT_API marks what stays one per process when a compiled lrt library (the runtime, lrt::c) is
+// linked beside a host's own instantiations of the templates: the runtime library's entry points,
+// the classes thrown or called across it, and process-wide state (the thread pool, the GEMM path,
+// the error handler). That library is compiled with hidden visibility and its other symbols are
+// made local (cmake/runtime_library.cmake), so neither side's inline code, compiled with its own
+// instruction-set flags, can replace the other's.
+#if defined(__GNUC__) || defined(__clang__)
+#define LRT_API __attribute__((visibility("default")))
+#else
+#define LRT_API
+#endif
+
 // LRT_EXCEPTIONS: 1 when the translation unit is compiled with exceptions (the default); 0 under
 // -fno-exceptions, where lrt's errors go to the error handler (core/error.hpp) instead of a throw.
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)

@@ -24,7 +24,7 @@ namespace lrt {
 inline namespace v0 {
 
 /// Raised for every runtime error in lrt: bad shapes, bad arguments, backend failures.
-class Error : public std::runtime_error {
+class LRT_API Error : public std::runtime_error {
  public:
   Error(std::string op, const std::string& what) : std::runtime_error("[" + op + "] " + what), op_(std::move(op)) {}
   /// The operation that failed, e.g. "matmul".
@@ -64,7 +64,7 @@ inline void default_error_handler(const char* op, const char* message) {
   std::fprintf(stderr, "lrt: [%s] %s\n", op, message);
   std::fflush(stderr);
 }
-inline ErrorHandler& error_handler_slot() noexcept {
+LRT_API inline ErrorHandler& error_handler_slot() noexcept {
   static ErrorHandler h = &default_error_handler;
   return h;
 }

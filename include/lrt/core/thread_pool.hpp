@@ -85,7 +85,7 @@ inline int threads_from_env() {
   return static_cast<int>(n);
 }
 
-inline thread_local bool in_pool_task = false;
+LRT_API inline thread_local bool in_pool_task = false;
 }  // namespace detail
 
 /// A fixed set of workers that run chunks of one parallel_for at a time.
@@ -107,7 +107,7 @@ class ThreadPool {
   }
 
   /// The pool every lrt kernel uses; created at first call from LRT_NUM_THREADS.
-  static ThreadPool& global() {
+  LRT_API static ThreadPool& global() {
     static ThreadPool pool(detail::threads_from_env());
     return pool;
   }

@@ -53,7 +53,7 @@ struct DecodingOptions {
 };
 
 /// Rows decoded by the lean decoder compiled for one variant, behind a variant-free interface.
-class Decoding {
+class LRT_API Decoding {
  public:
   virtual ~Decoding() = default;
   virtual const ModelConfig& config() const = 0;
@@ -96,7 +96,7 @@ struct DecodingModel {
 
 /// The error of a checkpoint whose variant this program was not built with: its message names the
 /// variants it was, and how to build another.
-class VariantNotBuilt : public Error {
+class LRT_API VariantNotBuilt : public Error {
  public:
   using Error::Error;
 };
@@ -106,12 +106,12 @@ class VariantNotBuilt : public Error {
 /// records, from this program's table. The weights are read where they lie in the mapped file (the
 /// model holds the mapping). Errors: lrt::Error (a file that cannot be read or holds no valid
 /// checkpoint; bad options), VariantNotBuilt.
-DecodingModel open_decoding(const std::string& path, const DecodingOptions& options = {});
+LRT_API DecodingModel open_decoding(const std::string& path, const DecodingOptions& options = {});
 
 /// The variants this program decodes, in the order they were registered.
-std::vector<VariantStructure> decoding_variants();
+LRT_API std::vector<VariantStructure> decoding_variants();
 /// Their names for messages (the pairs' --variant names): "baseline, lrt, kv and lrt-src2".
-std::string decoding_variant_names();
+LRT_API std::string decoding_variant_names();
 
 namespace detail {
 /// Makes V's decoding of a mapped checkpoint (decoding_impl.hpp's make_decoding<V>).
@@ -119,7 +119,7 @@ using DecodingFactory = Status (*)(std::shared_ptr<const st::Reader> file, const
                                    const DecodingOptions& options, std::unique_ptr<Decoding>& out);
 /// Adds a variant to the table under `name` (its pair's --variant name; empty: variant_name()); a
 /// second registration of a structure is ignored.
-void register_decoding(const VariantStructure& structure, DecodingFactory make, const std::string& name = {});
+LRT_API void register_decoding(const VariantStructure& structure, DecodingFactory make, const std::string& name = {});
 }  // namespace detail
 
 }  // namespace runtime

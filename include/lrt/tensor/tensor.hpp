@@ -18,7 +18,7 @@ inline constexpr Uninitialized uninitialized{};
 
 namespace detail {
 /// Number of allocations made through DeviceTraits since start (all devices); for tests.
-inline std::atomic<long long>& device_allocations() {
+LRT_API inline std::atomic<long long>& device_allocations() {
   static std::atomic<long long> n{0};
   return n;
 }

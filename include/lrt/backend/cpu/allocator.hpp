@@ -30,7 +30,7 @@ class CachingAllocator {
  public:
   static constexpr std::size_t alignment = 64;
 
-  static CachingAllocator& global() {
+  LRT_API static CachingAllocator& global() {
     static CachingAllocator* a = new CachingAllocator();  // never destroyed: tensors in static
     return *a;                                            // objects may outlive main()
   }

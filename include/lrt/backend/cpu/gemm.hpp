@@ -60,7 +60,7 @@ struct GemmProfile {
 };
 
 namespace detail {
-inline std::atomic<GemmProfile*>& gemm_profile_slot() noexcept {
+LRT_API inline std::atomic<GemmProfile*>& gemm_profile_slot() noexcept {
   static std::atomic<GemmProfile*> slot{nullptr};
   return slot;
 }
@@ -373,7 +373,7 @@ struct GemmState {
   std::string preferred, why;
   bool decided = false;
 };
-inline GemmState& gemm_state() {
+LRT_API inline GemmState& gemm_state() {
   static GemmState s;
   return s;
 }
@@ -383,7 +383,7 @@ inline GemmState& gemm_state() {
 /// (else prefer_gemm_path's request), the CPU, the OpenBLAS core and the build (with
 /// LRT_GEMM=measure, where several paths are fit, a measurement of ~20 ms). Throws lrt::Error ("[gemm] ...") for a
 /// LRT_GEMM this machine cannot run.
-inline const GemmChoice& gemm_choice() {
+LRT_API inline const GemmChoice& gemm_choice() {
   static const GemmChoice choice = [] {
     detail::single_threaded_blas();
     detail::GemmState& st = detail::gemm_state();

@@ -250,7 +250,7 @@ struct RowwiseAvx512 {
 #endif
 
 /// The process's path, SimdLevel as an int (-1: not chosen yet).
-inline std::atomic<int>& rowwise_level_slot() noexcept {
+LRT_API inline std::atomic<int>& rowwise_level_slot() noexcept {
   static std::atomic<int> slot{-1};
   return slot;
 }
