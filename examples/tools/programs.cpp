@@ -39,7 +39,7 @@ void end_job(const char* program, int rc) {
 int train_program(const Args& a) {
   try {
     if (a.has("resume") && !a.has("variant")) {  // the checkpoint's own pair, found by its structure
-      const auto r = lrt::st::Reader::open(lrt::find_checkpoint(a.str("resume")).model_path());
+      const auto r = lrt::st::Reader::open(resume_checkpoint(a.str("resume")).model_path());
       const lrt::CheckpointSchedule cs = lrt::read_checkpoint(r).run;  // the one loader's checks
       return train_run(find_entry(cs.structure, a.has("schedule") ? a.str("schedule") : cs.schedule), a);
     }

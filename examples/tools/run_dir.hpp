@@ -62,6 +62,14 @@ inline void catch_stop_signals() {
 
 inline const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
+/// Tests' fault-injection point: where the environment's LRT_TRAIN_FAULT names `moment`, the process
+/// ends there at once by SIGKILL (no handler, no destructor), as a kill or a second stop signal at
+/// that moment would. Moments: "first-save" (a step's log line is written, its first checkpoint not).
+inline void fault_point(std::string_view moment) {
+  const char* e = std::getenv("LRT_TRAIN_FAULT");
+  if (e != nullptr && moment == e) ::kill(::getpid(), SIGKILL);
+}
+
 /// A stop asked before training started: nothing to save.
 struct Interrupted {
   int signal;
@@ -78,6 +86,26 @@ inline void check_stop() {
 inline constexpr std::string_view run_entries[] = {"log.csv",      "loss.svg",          "memory.csv",
                                                    "summary.json", "tokenizer.lrt",     "latest",
                                                    "checkpoints",  "model.safetensors", "optim.safetensors"};
+
+/// The checkpoint --resume DIR continues from (lrt::find_checkpoint). A run folder whose run stopped
+/// before its first complete checkpoint has nothing to resume: a usage error that says to start it
+/// again (lrt-train starts afresh in such a folder, OutDir).
+inline lrt::CheckpointLocation resume_checkpoint(const std::string& dir) {
+  try {
+    return lrt::find_checkpoint(dir);
+  } catch (const lrt::Error& e) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    bool run_files = false;
+    if (fs::is_directory(dir, ec))
+      for (const std::string_view n : run_entries) run_files = run_files || fs::exists(dir + "/" + std::string(n), ec);
+    if (!run_files) throw;
+    throw UsageError(
+        fmt::format("--resume '{}': nothing to resume: that run stopped before its first complete "
+                    "checkpoint ({}). Start it again: the same command without --resume {}",
+                    dir, e.what(), dir));
+  }
+}
 
 /// lrt-train's --out: checked before any work, and cleaned up after a failure.
 ///  - A folder that holds anything but this run's own files is refused (a usage error saying what
@@ -129,26 +157,53 @@ class OutDir {
     }
     std::sort(ours.begin(), ours.end()), std::sort(others.begin(), others.end());
     if (ours.empty() && others.empty()) return;
-    if (!force) {
+    // A run that stopped before its first complete checkpoint (killed during the save, or stopped
+    // twice) can only start again: its files are replaced without --force.
+    const bool resumable = !ours.empty() && has_checkpoint(dir_);
+    if (!force && !others.empty()) {
       std::string what;
-      if (!ours.empty()) what = "another run of lrt-train (" + describe_run() + ")";
-      if (!others.empty())
-        what += fmt::format("{}{} other entr{} ({})", what.empty() ? "" : ", and ", others.size(),
-                            others.size() == 1 ? "y" : "ies", list(others));
-      throw UsageError(fmt::format(
-          "--out '{}' holds {}: nothing was changed. Continue that run with --resume {} --out {}, choose an empty "
-          "or new folder, or give --force to replace {}",
-          dir_, what, dir_, dir_,
-          ours.empty() ? "it (lrt-train removes only its own files)" : "its files (other files stay)"));
+      if (!ours.empty())
+        what = resumable ? "another run of lrt-train (" + describe_run() + ")"
+                         : "the files of a run of lrt-train that saved no complete checkpoint";
+      what += fmt::format("{}{} other entr{} ({})", what.empty() ? "" : ", and ", others.size(),
+                          others.size() == 1 ? "y" : "ies", list(others));
+      throw UsageError(
+          fmt::format("--out '{}' holds {}: nothing was changed. {} an empty or new folder, or give "
+                      "--force to replace {}",
+                      dir_, what,
+                      resumable ? fmt::format("Continue that run with --resume {} --out {}, choose", dir_, dir_)
+                                : std::string("Choose"),
+                      ours.empty() ? "it (lrt-train removes only its own files)" : "its files (other files stay)"));
     }
+    if (!force && resumable)
+      throw UsageError(
+          fmt::format("--out '{}' holds another run of lrt-train ({}): nothing was changed. Continue that "
+                      "run with --resume {} --out {}, choose an empty or new folder, or give --force to "
+                      "replace it",
+                      dir_, describe_run(), dir_, dir_));
     if (ours.empty()) return;  // --force over files that are not lrt-train's: they stay
-    fmt::print("warning: --force: replacing another run in '{}' ({}): removing {}{}\n", dir_, describe_run(),
-               list(ours), others.empty() ? "" : fmt::format("; leaving {}", list(others)));
+    if (resumable)
+      fmt::print("warning: --force: replacing another run in '{}' ({}): removing {}{}\n", dir_, describe_run(),
+                 list(ours), others.empty() ? "" : fmt::format("; leaving {}", list(others)));
+    else
+      fmt::print(
+          "note: '{}' holds a run that stopped before its first complete checkpoint: starting afresh "
+          "(removing {}{})\n",
+          dir_, list(ours), others.empty() ? "" : fmt::format("; leaving {}", list(others)));
     for (std::string n : ours) {
       if (n.back() == '/') n.pop_back();
       std::error_code rc;
       fs::remove_all(dir_ + "/" + n, rc);
       if (rc) lrt::throw_error("--force", "'" + dir_ + "/" + n + "': cannot remove: " + rc.message());
+    }
+  }
+  /// Whether `dir` holds a complete checkpoint that --resume continues from.
+  static bool has_checkpoint(const std::string& dir) {
+    try {
+      (void)lrt::find_checkpoint(dir);
+      return true;
+    } catch (const lrt::Error&) {
+      return false;
     }
   }
   /// "at step 244 (latest: checkpoints/step-000244), 3 checkpoints" or "no checkpoint".

@@ -298,8 +298,10 @@ using detail::preset_micro_rows;
 
 /// lrt-train's model flags (sizes, attention windows, value embeddings, gates and the LRT runtime
 /// options) over `cfg` (the preset's, or the checkpoint's on --resume, where a flag must repeat
-/// the checkpoint's value: they fix its shapes and its recurrence).
-inline void apply_model_flags(const Args& a, lrt::ModelConfig& cfg, bool resume) {
+/// the checkpoint's value: they fix its shapes and its recurrence; each that does not is added to
+/// `clashes`, "--n-layer 3 (the checkpoint has 2)").
+inline void apply_model_flags(const Args& a, lrt::ModelConfig& cfg, bool resume,
+                              std::vector<std::string>* clashes = nullptr) {
   lrt::ModelConfig want = cfg;
   if (a.has("n-layer")) want.n_layer = a.integer("n-layer", 1, 1 << 12);
   if (a.has("n-embd")) want.n_embd = a.integer("n-embd", 2, 1 << 16);
@@ -326,10 +328,10 @@ inline void apply_model_flags(const Args& a, lrt::ModelConfig& cfg, bool resume)
     throw UsageError(fmt::format("the model flags give no valid model: {}", e.what()));
   }
   if (resume) {  // every flag given must agree with the checkpoint
-    std::string diff;
+    std::vector<std::string> diff;
     auto cmp = [&](const char* flag, auto given, auto saved) {
       if (a.has(flag) && !(given == saved))
-        diff += fmt::format(" --{} {} (the checkpoint has {});", flag, given, saved);
+        diff.push_back(fmt::format("--{} {} (the checkpoint has {})", flag, given, saved));
     };
     cmp("n-layer", want.n_layer, cfg.n_layer), cmp("n-embd", want.n_embd, cfg.n_embd);
     cmp("n-head", want.n_head, cfg.n_head), cmp("n-kv-head", want.n_kv_head, cfg.n_kv_head);
@@ -337,8 +339,8 @@ inline void apply_model_flags(const Args& a, lrt::ModelConfig& cfg, bool resume)
     cmp("ve-layout", std::string(lrt::to_string(want.ve_layout)), std::string(lrt::to_string(cfg.ve_layout)));
     cmp("gate-channels", want.ve_gate_channels, cfg.ve_gate_channels);
     cmp("mem-offset", want.mem_offset, cfg.mem_offset), cmp("reset-at-bos", want.reset_at_bos, cfg.reset_at_bos);
-    if (!diff.empty())
-      throw UsageError("on --resume the model is the checkpoint's: drop or correct" + diff.substr(0, diff.size() - 1));
+    if (clashes != nullptr) clashes->insert(clashes->end(), diff.begin(), diff.end());
+    return;  // the checkpoint's model
   }
   cfg = want;
 }
@@ -486,7 +488,7 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
   tool::require_path(st.data_path, "--data");
   // The checkpoint to continue from: what DIR/latest names (trainer.hpp), a step directory, or a
   // run directory of the one-level layout.
-  if (resume) from = lrt::find_checkpoint(a.str("resume"));
+  if (resume) from = resume_checkpoint(a.str("resume"));
   if (resume) {
     resumed = lrt::read_checkpoint(lrt::st::Reader::open(from.model_path()));
     if (resumed->run.structure != pair.structure)
@@ -512,8 +514,36 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
       throw tool::UsageError(e.what());
     }
   }
-  if (a.has("sequence-len")) cfg.sequence_len = a.integer("sequence-len", 1, 1 << 20);
-  apply_model_flags(a, cfg, resume);
+  // On --resume, every flag that contradicts the checkpoint (its model, batch, seed, schedule and
+  // its options, data): one refusal naming them all, below.
+  std::vector<std::string> clashes;
+  if (resume) {
+    if (a.has("sequence-len") && a.integer("sequence-len", 1, 1 << 20) != cfg.sequence_len)
+      clashes.push_back(
+          fmt::format("--sequence-len {} (the checkpoint has {})", a.str("sequence-len"), cfg.sequence_len));
+    if (a.has("preset")) {  // the model the command would make afresh, against the checkpoint's
+      lrt::ModelConfig fresh;
+      try {
+        fresh = lrt::preset(preset);
+        if (a.has("sequence-len")) fresh.sequence_len = a.integer("sequence-len", 1, 1 << 20);
+        apply_model_flags(a, fresh, false);
+      } catch (const std::exception&) {
+        fresh = lrt::ModelConfig{};
+      }
+      if (fresh.n_layer != cfg.n_layer || fresh.n_embd != cfg.n_embd || fresh.n_head != cfg.n_head ||
+          fresh.n_kv_head != cfg.n_kv_head || fresh.sequence_len != cfg.sequence_len)
+        clashes.push_back(
+            fmt::format("--preset {} (the checkpoint's model is {} layers of width {}, {} heads, "
+                        "sequence length {})",
+                        preset, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.sequence_len));
+    }
+    if (a.has("schedule") && a.str("schedule") != resumed->run.schedule)
+      clashes.push_back(
+          fmt::format("--schedule {} (the checkpoint was trained with {})", a.str("schedule"), resumed->run.schedule));
+  } else if (a.has("sequence-len")) {
+    cfg.sequence_len = a.integer("sequence-len", 1, 1 << 20);
+  }
+  apply_model_flags(a, cfg, resume, &clashes);
   if (pair.kv()) {
     if (a.has("ve-layout") && cfg.ve_layout != lrt::VELayout::Every)
       throw UsageError(
@@ -540,6 +570,10 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
   o.seed = static_cast<std::uint64_t>(a.integer("seed", 0, (1LL << 62)));
   o.batch_rows = a.has("batch-rows") ? a.integer("batch-rows", 1, 1 << 20) : preset_batch_rows(preset);
   o.micro_rows = a.has("micro-rows") ? a.integer("micro-rows", 1, 1 << 20) : preset_micro_rows(preset);
+  // A preset's micro-batch is a memory bound, not a setting: with --batch-rows it does not divide,
+  // the largest micro-batch below it that does.
+  if (!a.has("micro-rows") && o.micro_rows > 0)
+    for (o.micro_rows = std::min(o.micro_rows, o.batch_rows); o.batch_rows % o.micro_rows != 0;) --o.micro_rows;
   o.matrix_lr = static_cast<float>(a.number("matrix-lr", 0, 10));
   o.embedding_lr = static_cast<float>(a.number("embedding-lr", 0, 100));
   o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
@@ -557,9 +591,17 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
     const auto orr = lrt::st::Reader::open(from.optim_path());
     if (const auto j = orr.meta("train_options")) {
       const auto t = lrt::json::parse(*j, orr.label() + " train_options");
-      if (!a.has("batch-rows")) o.batch_rows = t.at("batch_rows").as_int();
-      if (!a.has("micro-rows")) o.micro_rows = t.at("micro_rows").as_int();
-      if (!a.has("seed")) o.seed = static_cast<std::uint64_t>(t.at("seed").as_int());
+      // The batch, its micro-batches and the seed fix the data each step sees: the checkpoint's.
+      const lrt::index_t rows = t.at("batch_rows").as_int(), micro = t.at("micro_rows").as_int();
+      const auto seed = static_cast<std::uint64_t>(t.at("seed").as_int());
+      if (a.has("batch-rows") && o.batch_rows != rows)
+        clashes.push_back(fmt::format("--batch-rows {} (the checkpoint has {})", o.batch_rows, rows));
+      if (a.has("micro-rows") && o.micro_rows != (micro > 0 ? micro : rows))
+        clashes.push_back(
+            fmt::format("--micro-rows {} (the checkpoint has {})", o.micro_rows, micro > 0 ? micro : rows));
+      if (a.has("seed") && o.seed != seed)
+        clashes.push_back(fmt::format("--seed {} (the checkpoint has {})", o.seed, seed));
+      o.batch_rows = rows, o.micro_rows = micro, o.seed = seed;
       if (!a.has("matrix-lr")) o.matrix_lr = static_cast<float>(t.at("matrix_lr").as_number());
       if (!a.has("embedding-lr")) o.embedding_lr = static_cast<float>(t.at("embedding_lr").as_number());
       if (!a.has("unembedding-lr")) o.unembedding_lr = static_cast<float>(t.at("unembedding_lr").as_number());
@@ -590,6 +632,23 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
                                  o.warmup_frac, o.warmdown_frac));
   // Schedule options (spec §4): the checkpoint's when resuming with its schedule, then the flags.
   if (resume && resumed->run.schedule == pair.schedule) sched_opts = resumed->run.options;
+  if (resume) {
+    const lrt::ScheduleOptions& was = resumed->run.options;
+    if (a.has("kv-refresh") && !was.kv_refresh) clashes.push_back("--kv-refresh (the checkpoint was trained without)");
+    if (a.has("detach") && !was.detach) clashes.push_back("--detach (the checkpoint was trained without)");
+    if (a.has("loss-weights") && parse_weights(a.str("loss-weights")) != was.loss_weights)
+      clashes.push_back(fmt::format(
+          "--loss-weights {} (the checkpoint has {})", a.str("loss-weights"),
+          was.loss_weights.empty() ? std::string("none") : fmt::format("{}", fmt::join(was.loss_weights, ","))));
+  }
+  if (!clashes.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < clashes.size(); ++i) list += (i == 0 ? "" : "; ") + clashes[i];
+    throw UsageError(
+        fmt::format("on --resume the run is the checkpoint's: drop {} (to change {}, start a new run "
+                    "in another --out): {}",
+                    clashes.size() == 1 ? "this flag" : "these flags", clashes.size() == 1 ? "it" : "them", list));
+  }
   if (a.has("kv-refresh")) sched_opts.kv_refresh = true;
   if (a.has("loss-weights")) sched_opts.loss_weights = parse_weights(a.str("loss-weights"));
   if (a.has("detach")) sched_opts.detach = true;
@@ -752,7 +811,8 @@ std::int64_t plan_horizon(const Entry& pair, const Args& a, const TrainSettings&
   const lrt::TokenBytes& token_bytes = d.token_bytes;
   std::vector<lrt::data::Batch>& val = d.val;
   // The horizon N of the schedules.
-  long long eval_every_plan = eval_every_arg;  // --time may choose the evaluations' spacing and size
+  long long eval_every_plan = eval_every_arg;         // --time may choose the evaluations' spacing and size
+  const std::int64_t resumed_horizon = tr.horizon();  // on --resume, the checkpoint's
   if (!resume || modes > 0) {
     if (steps_arg > 0) {
       tr.set_horizon(steps_arg);
@@ -798,6 +858,20 @@ std::int64_t plan_horizon(const Entry& pair, const Args& a, const TrainSettings&
         "the horizon N = {} ({}) is below the checkpoint's step {}: N counts all the run's steps, not the steps to "
         "add; give N > {} to train on, or N = {} to only evaluate",
         N, steps_arg > 0 ? "--steps" : "from the budget", tr.step(), tr.step(), tr.step()));
+  if (resume && N != resumed_horizon) {  // a change the flags may make: said, with what it does to the rates
+    const lrt::TrainOptions& o = tr.train_options();
+    const auto mult = [&](std::int64_t n) {
+      return lrt::optim::lr_multiplier(tr.step(), n, o.warmdown_frac, o.warmup_frac, o.final_lr_frac);
+    };
+    fmt::print(
+        "resume: the horizon changes from {} to {} steps ({}); the learning-rate schedule is now that of a run of {} "
+        "steps: at step {} its multiplier goes from {:.3g} to {:.3g}\n",
+        resumed_horizon, N,
+        steps_arg > 0   ? "--steps"
+        : a.has("time") ? "--time"
+                        : "the budget",
+        N, tr.step(), mult(resumed_horizon), mult(N));
+  }
   fmt::print("train options: {}\n", tr.train_options().to_json().dump());
   return eval_every_plan > 0 ? eval_every_plan : std::max<std::int64_t>(1, N / 10);
 }
@@ -808,8 +882,9 @@ std::int64_t plan_horizon(const Entry& pair, const Args& a, const TrainSettings&
 struct RunLog {
   std::string log_path, svg_path, mem_path, title;
   std::vector<tool::LogRow> rows;
-  std::string memory_text;   // memory.csv's rows
-  std::FILE* csv = nullptr;  // log.csv, open for appending
+  std::string memory_text;    // memory.csv's rows
+  std::FILE* csv = nullptr;   // log.csv, open for appending
+  double seconds_before = 0;  // a resumed run's seconds before this process (its log's last row)
 
   RunLog() = default;
   RunLog(const RunLog&) = delete;
@@ -849,6 +924,7 @@ inline void open_run_log(const Entry& pair, RunLog& log, const Args& a, const Tr
     };
     for (const auto& r : tool::read_log(pick("log.csv")))
       if (r.step < tr.step()) log.rows.push_back(r);
+    if (!log.rows.empty() && std::isfinite(log.rows.back().seconds)) log.seconds_before = log.rows.back().seconds;
     std::ifstream in(pick("memory.csv"));
     for (std::string line; std::getline(in, line);)
       if (!line.empty() && line[0] >= '0' && line[0] <= '9' && std::atoll(line.c_str()) < tr.step())
@@ -1015,7 +1091,8 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
     comm_seconds += s.comm_seconds;
     ++timed_steps;
     tool::LogRow row;
-    row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier, row.seconds = now();
+    row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier,
+    row.seconds = log.seconds_before + now();  // the run's, over its resumes
     const bool last = tr.done();
     const bool eval_now = last || (s.step + 1) % eval_every == 0;
     const bool seq_now = pair.recurrent() && seq_every > 0 && (last || (s.step + 1) % seq_every == 0);
@@ -1053,6 +1130,7 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
     if (root) progress.update(line, now(), eval_now || core_now || s.step == 0 || stop != 0);
     if (eval_now || stop != 0) {
       // A unit: model, optimizer state, the logs so far.
+      if (saved.empty()) fault_point("first-save");
       saved = tr.save(out, pair.recurrent()
                                ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()},
                                                                                   {"memory.csv", log.memory_csv()}}
@@ -1133,6 +1211,7 @@ int report_run(const Entry& pair, const TrainSettings& st, const TrainData& d, S
   summary["token_forwards"] = double(tokens) * fwd_per_tok;
   summary["params"] = tr.num_params(), summary["matmul_params"] = tr.num_matmul_params();
   summary["train_seconds"] = train_seconds, summary["eval_seconds"] = eval_seconds, summary["wall_seconds"] = now();
+  summary["run_seconds"] = log.seconds_before + now();  // over the run's resumes (log.csv's seconds)
   summary["config"] = pair.release_config(cfg, pair.schedule, sched_opts);
   summary["lrt_config"] = pair.lrt_config(cfg);
   summary["train_options"] = tr.train_options().to_json();

@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
       .option("budget-forwards", "F", "compute budget in token-forwards: N = F / (tokens per step x pass factor)")
       .option("tokens-per-param", "R", "horizon otherwise: R x matmul params tokens", "12")
       .option("batch-rows", "B", "rows of T tokens per optimizer step (preset: tiny 32, small 16, medium 32)")
-      .option("micro-rows", "B", "rows per forward/backward; gradients accumulate (default: all)")
+      .option("micro-rows", "B",
+              "rows per forward/backward; gradients accumulate (default: all; --preset medium: the largest that "
+              "divides --batch-rows up to 8)")
       .option("sequence-len", "T", "override the preset's sequence length")
       .option("matrix-lr", "LR", "Muon learning rate", "0.02")
       .option("embedding-lr", "LR", "AdamW lr of wte and value embeddings (times (d/768)^-0.5)", "0.3")

@@ -9,8 +9,8 @@ const chromium = process.argv[3];
 function dumpDom(url) {
   return new Promise((resolve, reject) => {
     // --no-sandbox: the tests run as root; virtual time waits for the page's fetches.
-    execFile(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000", "--dump-dom", url],
-             { timeout: 60000, maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
+    execFile(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=120000", "--dump-dom", url],
+             { timeout: 150000, maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
                if (err) reject(new Error(`${chromium}: ${err.message}\n${stderr.slice(-2000)}`));
                else resolve(stdout);
              });
