@@ -1,6 +1,7 @@
 // lrt-quantize: writes a checkpoint's matrices as int8 (one scale per group of values of a row) or
-// bf16, for decoding (io/quantize.hpp). lrt-generate, lrt-eval and the C API read the result like
-// any checkpoint; on the CPU the lean decoder multiplies by the packed matrices directly.
+// bf16, for decoding (io/quantize.hpp, through the runtime library: lrt/runtime/quantize.hpp).
+// lrt-generate, lrt-eval and the C API read the result like any checkpoint; on the CPU the lean
+// decoder multiplies by the packed matrices directly.
 //   lrt-quantize --checkpoint runs/small --out small-int8.safetensors
 //   lrt-quantize --checkpoint runs/small/model.safetensors --out small-bf16.safetensors --format bf16
 #include <cstdio>
@@ -8,10 +9,10 @@
 #include <string>
 #include <system_error>
 
-#include <lrt/io.hpp>
+#include <fmt/format.h>
+#include <lrt/runtime/quantize.hpp>
 
-#include "checkpoint_path.hpp"
-#include "tool_util.hpp"
+#include "cli/args.hpp"
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-quantize",
@@ -24,26 +25,21 @@ int main(int argc, char** argv) {
   a.alias("-m", "checkpoint").alias("-o", "out");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
-    const std::string fmt_name = a.str("format");
-    if (fmt_name != "int8" && fmt_name != "bf16")
-      throw tool::UsageError(fmt::format("--format must be int8 or bf16, got '{}'", fmt_name));
-    const lrt::WeightFormat format = lrt::weight_format_from_string(fmt_name);
-    const long long group = a.integer("group", 1, 1 << 20);
+    lrt::runtime::QuantizeOptions o;
+    o.format = a.str("format");
+    if (o.format != "int8" && o.format != "bf16")
+      throw tool::UsageError(fmt::format("--format must be int8 or bf16, got '{}'", o.format));
+    o.group = a.integer("group", 1, 1 << 20);
     tool::require_path(a.str("checkpoint"), "--checkpoint");
-    const std::string in = tool::checkpoint_file(a.str("checkpoint")), out = a.str("out");
+    std::string note;
+    const std::string in = lrt::runtime::checkpoint_model_file(a.str("checkpoint"), &note), out = a.str("out");
+    if (!note.empty()) std::fprintf(stderr, "warning: %s\n", note.c_str());
     std::error_code ec;
     if (std::filesystem::equivalent(in, out, ec))
       throw tool::UsageError(
           fmt::format("--out '{}' is the checkpoint itself: write the quantized copy elsewhere", out));
-    const auto r = lrt::st::Reader::open(in);
-    // The one loader's checks (a damaged file is refused, not quantized); its parameter table says
-    // which matrices are packed.
-    const lrt::CheckpointInfo info = lrt::read_checkpoint(r);
-    lrt::QuantizeReport rep;
-    const lrt::st::Writer w =
-        lrt::quantize_checkpoint(r, format, group, lrt::packable_names(lrt::weight_table(info)), &rep);
-    w.write(out);
-    const std::string how = format == lrt::WeightFormat::Int8 ? fmt::format("int8 in groups of {}", group) : "bf16";
+    const lrt::runtime::QuantizeSummary rep = lrt::runtime::quantize_checkpoint_file(in, out, o);
+    const std::string how = o.format == "int8" ? fmt::format("int8 in groups of {}", o.group) : "bf16";
     fmt::print("read {}: {} tensors, {} bytes of data\n", in, rep.packed + rep.kept, rep.bytes_in);
     fmt::print("wrote {}: {} matrices as {}, {} tensors as they were; {} bytes of data ({:.2f}x smaller)\n", out,
                rep.packed, how, rep.kept, rep.bytes_out,
