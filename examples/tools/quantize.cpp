@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <lrt/runtime/decoding.hpp>
 #include <lrt/runtime/quantize.hpp>
 
 #include "cli/args.hpp"

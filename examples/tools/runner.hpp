@@ -701,6 +701,13 @@ struct TrainData {
   lrt::TokenBytes token_bytes;
 };
 
+/// "2047 rows of 129 tokens, FNV-1a 0x1234abcd5678ef00": what a run trains on, for --resume's check.
+inline std::string data_fingerprint(const lrt::data::TokenRows& rows) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto t : rows.tokens()) h = (h ^ static_cast<std::uint64_t>(t)) * 1099511628211ull;
+  return fmt::format("{} rows of {} tokens, FNV-1a {:#018x}", rows.rows(), rows.seq_len() + 1, h);
+}
+
 template <class Now>
 TrainData train_data(const Args& a, TrainSettings& st, const Now& now) {
   TrainData d;
@@ -1263,6 +1270,15 @@ inline int train_run(const Entry& pair, const tool::Args& a) {
   OutDir out_dir(st.out, st.resume && same_folder(run_folder_of(st.from), st.out), a.has("force"), root);
   if (!st.from.note.empty()) fmt::print("warning: {}\n", st.from.note);
   TrainData d = train_data(a, st, now);
+  // The training rows a run sees, recorded in its checkpoints: --resume on other text is refused.
+  const std::string data_print = data_fingerprint(d.train_rows);
+  if (st.resume)
+    if (const auto was = lrt::st::Reader::open(st.from.model_path()).meta("train_data"); was && *was != data_print)
+      throw UsageError(
+          fmt::format("on --resume the run is the checkpoint's: --data '{}' is not the text it was "
+                      "trained on (its training rows: {}; the checkpoint's: {}); give that --data, or "
+                      "start a new run in another --out",
+                      st.data_path, data_print, *was));
 
   const lrt::ModelConfig& cfg = st.cfg;
   const lrt::TrainOptions& o = st.o;
@@ -1275,6 +1291,7 @@ inline int train_run(const Entry& pair, const tool::Args& a) {
   tr.start_training(d.train_rows, o, d.tok, sched_opts);
   tr.set_stop_source(&stop_signal());
   if (st.tune_split) tr.set_metadata("held_out", "tune");  // lrt-eval --split tune checks it
+  tr.set_metadata("train_data", data_print);
   // The CPU's GEMM path (lrt, openblas or eigen), which a --resume takes again.
   if (st.device.device == DeviceKind::cpu)
     tr.set_metadata("cpu_gemm", lrt::cpu::gemm_path_key(lrt::cpu::gemm_choice().path));

@@ -18,7 +18,6 @@
 
 #include <lrt/core/thread_pool.hpp>
 
-#include "checkpoint_path.hpp"
 #include "cli/args.hpp"
 #include "server/service.hpp"
 
@@ -80,7 +79,9 @@ int main(int argc, char** argv) {
     s.api_key = a.has("api-key") ? a.str("api-key") : (std::getenv("LRT_API_KEY") ? std::getenv("LRT_API_KEY") : "");
     tool::apply_threads(a);
     tool::require_path(a.str("checkpoint"), "--checkpoint");
-    const std::string file = tool::checkpoint_file(a.str("checkpoint"));
+    std::string note;
+    const std::string file = lrt::runtime::checkpoint_model_file(a.str("checkpoint"), &note);
+    if (!note.empty()) std::fprintf(stderr, "warning: %s\n", note.c_str());
     s.model_id = a.has("alias") ? a.str("alias") : std::filesystem::path(a.str("checkpoint")).filename().string();
     if (s.model_id.empty() || s.model_id == "." || s.model_id == "..")
       s.model_id = std::filesystem::path(file).parent_path().filename().string();

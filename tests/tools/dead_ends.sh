@@ -12,6 +12,9 @@
 #    --resume, the user's file untouched.
 # 4. A derived default never fails a valid command: --preset medium --batch-rows 4 (the preset's
 #    micro-batch of 8 rows) trains with micro-batches that divide the batch.
+# 5. A resume with more steps says how the horizon and the learning rate change; log.csv's steps,
+#    tokens and seconds, and summary.json's tokens and run_seconds, go on over it.
+# 6. A resume on other text is refused, naming both fingerprints.
 set -u -o pipefail
 bin=$1 work=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -93,3 +96,12 @@ tok=$(tail -1 grow/log.csv | cut -d, -f2)
 grep -q '"tokens":1024' grow/summary.json || fail "summary.json's tokens: $(grep -o '"tokens":[0-9]*' grow/summary.json)"
 grep -q '"run_seconds":' grow/summary.json || fail "summary.json has no run_seconds"
 pass "a resume with more steps says how the horizon and the rate change; steps, tokens and seconds go on"
+
+# --- 6. --resume on other text: refused ------------------------------------------------------------
+head -c 300000 corpus.txt | tr 'a-m' 'n-z' > other.txt
+"$train" --data other.txt --eval-tokens 256 --resume grow --out grow --steps 10 > o.out 2>&1
+rc=$?
+[ $rc = 2 ] || fail "--resume with other --data exited $rc, not 2: $(tail -3 o.out)"
+grep -q "^error: on --resume the run is the checkpoint's: --data 'other.txt' is not the text it was trained on (its training rows: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*; the checkpoint's: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*)" o.out ||
+  fail "--resume with other --data: $(head -2 o.out)"
+pass "--resume with other --data is refused, naming both"

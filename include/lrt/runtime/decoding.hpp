@@ -108,6 +108,11 @@ class LRT_API VariantNotBuilt : public Error {
 /// checkpoint; bad options), VariantNotBuilt.
 LRT_API DecodingModel open_decoding(const std::string& path, const DecodingOptions& options = {});
 
+/// The model file a path names: a file as it is; a run folder lrt-train wrote, the model of its
+/// latest complete checkpoint (what --resume finds: DIR/latest, else the newest step folder; a
+/// fallback is described in `note`, if given). Errors: lrt::Error (no complete checkpoint).
+LRT_API std::string checkpoint_model_file(const std::string& path, std::string* note = nullptr);
+
 /// The variants this program decodes, in the order they were registered.
 LRT_API std::vector<VariantStructure> decoding_variants();
 /// Their names for messages (the pairs' --variant names): "baseline, lrt, kv and lrt-src2".

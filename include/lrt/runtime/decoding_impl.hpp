@@ -102,6 +102,8 @@ struct DecodingRegistration {
 
 #if defined(LRT_RUNTIME_IMPLEMENTATION)
 
+#include "../train/run_directory.hpp"  // checkpoint_model_file: what --resume finds
+
 namespace lrt {
 inline namespace v0 {
 namespace runtime {
@@ -130,6 +132,14 @@ void register_list(VariantList<V...>) {
 }
 
 }  // namespace detail
+
+std::string checkpoint_model_file(const std::string& path, std::string* note) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return path;
+  const CheckpointLocation at = find_checkpoint(path);
+  if (note != nullptr) *note = at.note;
+  return at.model_path();
+}
 
 std::vector<VariantStructure> decoding_variants() {
   std::vector<VariantStructure> out;

@@ -1,8 +1,8 @@
-// lrt/runtime/quantize.hpp: a checkpoint's matrices written as int8 or bf16 for decoding, and the
-// checkpoint a path names, from the runtime library (include/lrt/runtime/runtime.cpp) behind a
+// lrt/runtime/quantize.hpp: a checkpoint's matrices written as int8 or bf16 for decoding, from the
+// runtime library (include/lrt/runtime/runtime.cpp) behind a
 // light header (the standard library and lrt's config: no Eigen, fmt or model header).
 //
-//   const std::string in = lrt::runtime::checkpoint_model_file("runs/tiny");   // its latest model
+//   const std::string in = lrt::runtime::checkpoint_model_file("runs/tiny");   // decoding.hpp
 //   lrt::runtime::QuantizeSummary s = lrt::runtime::quantize_checkpoint_file(in, "tiny-int8.safetensors",
 //                                                                            {.format = "int8", .group = 64});
 //
@@ -32,11 +32,6 @@ struct QuantizeSummary {
   std::int64_t bytes_in = 0, bytes_out = 0;  ///< bytes of tensor data read and written
   double max_abs_error = 0;                  ///< the largest change of a packed weight
 };
-
-/// The model file a path names: a file as it is; a run folder lrt-train wrote, the model of its
-/// latest complete checkpoint (what --resume finds: DIR/latest, else the newest step folder; a
-/// fallback is described in `note`, if given). Errors: lrt::Error (no complete checkpoint).
-LRT_API std::string checkpoint_model_file(const std::string& path, std::string* note = nullptr);
 
 /// Writes the checkpoint file `in` to `out` with its matrices (attention, MLP, memory projections,
 /// lm_head) packed as options.format says; embedding tables, gates and scalars as they were.

@@ -2,14 +2,11 @@
 // runtime library's unit (include/lrt/runtime/runtime.cpp, LRT_RUNTIME_IMPLEMENTATION).
 #pragma once
 
-#include <sys/stat.h>
-
 #include <string>
 
 #include "../io/quantize.hpp"
 #include "../io/safetensors.hpp"
 #include "../model/checkpoint_file.hpp"
-#include "../train/run_directory.hpp"
 #include "quantize.hpp"
 
 #if defined(LRT_RUNTIME_IMPLEMENTATION)
@@ -17,14 +14,6 @@
 namespace lrt {
 inline namespace v0 {
 namespace runtime {
-
-std::string checkpoint_model_file(const std::string& path, std::string* note) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return path;
-  const CheckpointLocation at = find_checkpoint(path);
-  if (note != nullptr) *note = at.note;
-  return at.model_path();
-}
 
 QuantizeSummary quantize_checkpoint_file(const std::string& in, const std::string& out,
                                          const QuantizeOptions& options) {
