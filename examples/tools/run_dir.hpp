@@ -160,13 +160,14 @@ class OutDir {
     // A run that stopped before its first complete checkpoint (killed during the save, or stopped
     // twice) can only start again: its files are replaced without --force.
     const bool resumable = !ours.empty() && has_checkpoint(dir_);
-    if (!force && !others.empty()) {
+    if (!force && (resumable || !others.empty())) {
       std::string what;
       if (!ours.empty())
         what = resumable ? "another run of lrt-train (" + describe_run() + ")"
                          : "the files of a run of lrt-train that saved no complete checkpoint";
-      what += fmt::format("{}{} other entr{} ({})", what.empty() ? "" : ", and ", others.size(),
-                          others.size() == 1 ? "y" : "ies", list(others));
+      if (!others.empty())
+        what += fmt::format("{}{} other entr{} ({})", what.empty() ? "" : ", and ", others.size(),
+                            others.size() == 1 ? "y" : "ies", list(others));
       throw UsageError(
           fmt::format("--out '{}' holds {}: nothing was changed. {} an empty or new folder, or give "
                       "--force to replace {}",
@@ -175,12 +176,6 @@ class OutDir {
                                 : std::string("Choose"),
                       ours.empty() ? "it (lrt-train removes only its own files)" : "its files (other files stay)"));
     }
-    if (!force && resumable)
-      throw UsageError(
-          fmt::format("--out '{}' holds another run of lrt-train ({}): nothing was changed. Continue that "
-                      "run with --resume {} --out {}, choose an empty or new folder, or give --force to "
-                      "replace it",
-                      dir_, describe_run(), dir_, dir_));
     if (ours.empty()) return;  // --force over files that are not lrt-train's: they stay
     if (resumable)
       fmt::print("warning: --force: replacing another run in '{}' ({}): removing {}{}\n", dir_, describe_run(),
