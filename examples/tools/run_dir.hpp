@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -63,11 +67,37 @@ inline void catch_stop_signals() {
 inline const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
 /// Tests' fault-injection point: where the environment's LRT_TRAIN_FAULT names `moment`, the process
-/// ends there at once by SIGKILL (no handler, no destructor), as a kill or a second stop signal at
-/// that moment would. Moments: "first-save" (a step's log line is written, its first checkpoint not).
+/// is stopped there as a user would stop it. Moments:
+///   "first-save"  a step's log line is written, its first checkpoint not: SIGKILL at once (no
+///                 handler, no destructor), as a kill or a second stop signal then would
+///   "revised"     --time has just shortened the plan: SIGTERM, so the run saves after the step and
+///                 prints the command that continues it
 inline void fault_point(std::string_view moment) {
+  static bool done = false;  // once: a second SIGTERM would stop at once
   const char* e = std::getenv("LRT_TRAIN_FAULT");
-  if (e != nullptr && moment == e) ::kill(::getpid(), SIGKILL);
+  if (e == nullptr || moment != e || done) return;
+  done = true;
+  ::kill(::getpid(), moment == "revised" ? SIGTERM : SIGKILL);
+}
+
+/// Tests' simulated slowdown, the machine getting busier: where the environment has
+/// LRT_TRAIN_SLOW=FROM:SECONDS, every step from the FROM-th on (counted from 1 over the run; FROM%:
+/// from that percentage of the horizon at the time) takes SECONDS longer. Returns the seconds slept
+/// after step `step` (0-based) of `horizon`, which the caller counts in that step's time.
+inline double slow_point(std::int64_t step, std::int64_t horizon) {
+  const char* e = std::getenv("LRT_TRAIN_SLOW");
+  double from = 0, seconds = 0;
+  char unit = 0;
+  if (e == nullptr) return 0;
+  if (std::sscanf(e, "%lf%%:%lf", &from, &seconds) == 2)
+    unit = '%';
+  else if (std::sscanf(e, "%lf:%lf", &from, &seconds) != 2)
+    return 0;
+  if (unit == '%') from = from / 100 * static_cast<double>(horizon);
+  if (static_cast<double>(step + 1) < from || !(seconds > 0)) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 /// A stop asked before training started: nothing to save.

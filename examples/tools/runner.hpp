@@ -6,6 +6,8 @@
 // the pair's Session. A library user instantiates any other pair in their own code.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cerrno>
 #include <csignal>
@@ -789,16 +791,63 @@ TrainData train_data(const Args& a, TrainSettings& st, const Now& now) {
   return d;
 }
 
-/// --time: the plan is made again once, after step `at` (a quarter into the run and before the
-/// warm-down, so the LR schedule has not bent yet), from what the run measured: the step time with
-/// the optimizer's update and the evaluations' time. A busy moment while the warm-up steps were
-/// timed then costs a quarter of the run's steps at most, not the whole budget's.
+/// --time: a deadline, not only a plan. The plan (plan_time) is made again once, after step `at`
+/// (a quarter into the run and before the warm-down, so the LR schedule has not bent yet), from
+/// what the run measured: the step time with the optimizer's update and the evaluations' time (a
+/// busy moment while the warm-up steps were timed then costs a quarter of the run's steps at most).
+/// And after every step, where the steps left at the pace of the last few and the evaluations left
+/// at their measured cost would end the run more than 5% of the budget late, the horizon is
+/// shortened to what fits (time_deadline): the learning-rate schedule becomes that of the shorter
+/// run, so its warm-down still ends at the last step. Rank 0 decides, every rank follows. Each
+/// change is made before the step's checkpoint, which holds the horizon and this record (metadata
+/// `time_budget`): a kill and --resume goes on as the run would have, and a resume that gives no
+/// new horizon keeps the deadline, counting the run's seconds over its resumes.
 struct TimeReplan {
-  double budget = 0;  // 0: no --time, or no re-plan
+  struct Change {
+    std::int64_t after = 0, from = 0, to = 0;  // after step `after` (1-based), horizon from -> to
+    double step_seconds = 0;                   // the pace that made it
+    bool deadline = false;                     // shortened to keep the deadline (else the re-plan)
+  };
+  double budget = 0;        // 0: no --time
+  double spent_before = 0;  // a resumed run's seconds before this process, which the budget counts
   double reserve = 0, final_seconds = 0, eval_each = 0, planned_step = 0;
   int evaluations = 1;           // the plan's evaluations (the last step's included)
   std::int64_t fixed_every = 0;  // --eval-every as given (kept); 0: re-spaced with the horizon
-  std::int64_t at = -1;          // the step after which it is made (the same on every rank)
+  std::int64_t at = -1;          // the step after which the re-plan is made (the same on every rank)
+  std::int64_t planned = 0;      // the horizon first planned
+  std::vector<Change> changes;
+
+  /// The record saved in each checkpoint (metadata `time_budget`) and read back by a resume.
+  std::string to_json() const {
+    lrt::json::Value j = lrt::json::Value::object();
+    j["budget"] = budget, j["reserve"] = reserve, j["final_seconds"] = final_seconds, j["eval_each"] = eval_each;
+    j["planned_step"] = planned_step, j["evaluations"] = evaluations, j["fixed_every"] = fixed_every;
+    j["at"] = at, j["planned"] = planned;
+    lrt::json::Value c = lrt::json::Value::array();
+    for (const Change& x : changes) {
+      lrt::json::Value e = lrt::json::Value::object();
+      e["after_step"] = x.after, e["from"] = x.from, e["to"] = x.to, e["step_seconds"] = x.step_seconds;
+      e["why"] = x.deadline ? "deadline" : "re-plan";
+      c.push_back(std::move(e));
+    }
+    j["changes"] = std::move(c);
+    return j.dump();
+  }
+  static TimeReplan from_json(const std::string& text, const std::string& label) {
+    const lrt::json::Value j = lrt::json::parse(text, label);
+    TimeReplan r;
+    r.budget = j.at("budget").as_number(), r.reserve = j.at("reserve").as_number();
+    r.final_seconds = j.at("final_seconds").as_number(), r.eval_each = j.at("eval_each").as_number();
+    r.planned_step = j.at("planned_step").as_number();
+    r.evaluations = static_cast<int>(j.at("evaluations").as_int());
+    r.fixed_every = j.at("fixed_every").as_int();
+    r.at = j.at("at").as_int();
+    r.planned = j.at("planned").as_int();
+    for (const lrt::json::Value& e : j.at("changes").items())
+      r.changes.push_back({e.at("after_step").as_int(), e.at("from").as_int(), e.at("to").as_int(),
+                           e.at("step_seconds").as_number(), e.at("why").as_string() == "deadline"});
+    return r;
+  }
 };
 
 /// lrt-train, part 3: the horizon N of the schedules (--steps; --budget-forwards; --time, which
@@ -820,6 +869,11 @@ std::int64_t plan_horizon(const Entry& pair, const Args& a, const TrainSettings&
   // The horizon N of the schedules.
   long long eval_every_plan = eval_every_arg;         // --time may choose the evaluations' spacing and size
   const std::int64_t resumed_horizon = tr.horizon();  // on --resume, the checkpoint's
+  if (resume && modes == 0)                           // a --time run resumed without a new horizon keeps its deadline
+    if (const auto was = lrt::st::Reader::open(st.from.model_path()).meta("time_budget")) {
+      replan = TimeReplan::from_json(*was, st.from.model_path() + " time_budget");
+      if (replan.at <= tr.step()) replan.at = -1;  // made before the checkpoint
+    }
   if (!resume || modes > 0) {
     if (steps_arg > 0) {
       tr.set_horizon(steps_arg);
@@ -854,7 +908,8 @@ std::int64_t plan_horizon(const Entry& pair, const Args& a, const TrainSettings&
     tr.set_horizon(n), eval_every_plan = every;
   }
   const std::int64_t N = tr.horizon();
-  if (replan.budget > 0) {  // a quarter in, before the warm-down; none for runs too short to gain from it
+  if (replan.budget > 0 && replan.planned == 0) {  // a fresh plan: re-planned a quarter in, before the
+    replan.planned = N;                            // warm-down; not in runs too short to gain from it
     const lrt::TrainOptions& o = tr.train_options();
     const std::int64_t warm_up = lrt::optim::round_half_even(o.warmup_frac * static_cast<double>(N));
     const std::int64_t at = std::max(tr.step() + std::max<std::int64_t>(2, (N - tr.step()) / 4), warm_up);
@@ -1035,11 +1090,11 @@ struct LoopEnd {
 /// horizon that fits the time left at the measured `step_seconds`, with the evaluations still to
 /// come at the measured cost of those made (`evaluations` of them in `eval_seconds`, rank 0's,
 /// which every rank takes). Returns the steps between evaluations from here on.
-inline std::int64_t time_replan(const TimeReplan& r, Session& tr, double elapsed, double step_seconds, int evaluations,
+inline std::int64_t time_replan(TimeReplan& r, Session& tr, double elapsed, double step_seconds, int evaluations,
                                 double eval_seconds, std::int64_t eval_every, lrt::dist::Group* group, bool root) {
   const std::int64_t step = tr.step(), N = tr.horizon();
   const double each = evaluations > 0 ? eval_seconds / evaluations : r.eval_each;
-  double left = r.budget - elapsed - r.reserve - r.final_seconds;
+  double left = r.budget - r.spent_before - elapsed - r.reserve - r.final_seconds;
   std::int64_t more = 1, every = eval_every;
   if (r.fixed_every > 0) {  // an evaluation every fixed_every steps (and the last): its cost is paid per step
     more = static_cast<std::int64_t>(std::floor((left - each) / (step_seconds + each / double(r.fixed_every))));
@@ -1058,6 +1113,7 @@ inline std::int64_t time_replan(const TimeReplan& r, Session& tr, double elapsed
   }
   if (std::llabs(n - N) * 20 < N) return eval_every;  // within 5%: the plan stands
   tr.set_horizon(n);
+  r.changes.push_back({step, N, n, step_seconds, false});
   if (root)
     fmt::print(
         "time budget {}: re-planned after step {}: {:.3f} s/step measured (planned {:.3f}), evaluations {:.3g} s "
@@ -1066,14 +1122,64 @@ inline std::int64_t time_replan(const TimeReplan& r, Session& tr, double elapsed
   return every;
 }
 
+/// --time as a deadline, after each step (TimeReplan): where the steps left at `pace` (seconds a
+/// step, the last few steps' median) and the evaluations left at `each` would end the run more than
+/// 5% of the budget past it (25% before the re-plan), the horizon becomes the largest that fits, at least one step more
+/// (so the shortened warm-down ends at a step of its own). Rank 0's horizon on every rank (each calls this after every
+/// step). Returns whether the horizon changed.
+inline bool time_deadline(TimeReplan& r, Session& tr, double elapsed, double pace, double each, std::int64_t every,
+                          lrt::dist::Group* group, bool root) {
+  const std::int64_t done = tr.step(), N = tr.horizon();
+  const double left = r.budget - r.spent_before - elapsed - r.reserve - r.final_seconds;
+  const auto cost = [&](std::int64_t n) {  // steps done+1..n, with an evaluation every `every` and at n
+    const std::int64_t evals = n / every - done / every + (n % every != 0 ? 1 : 0);
+    return static_cast<double>(n - done) * pace + static_cast<double>(evals) * each;
+  };
+  std::int64_t n = N;
+  // Late by more than 5% of the budget; 25% before the re-plan, which goes by the mean of more steps.
+  const double slack = (r.at > done ? 0.25 : 0.05) * r.budget;
+  if (done + 1 < N && cost(N) > left + slack) {
+    std::int64_t lo = done + 1, hi = N - 1;  // the largest n in [lo, hi] with cost(n) <= left, else lo
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (cost(mid) <= left)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    n = lo;
+  }
+  if (group != nullptr && group->size() > 1) {  // rank 0's horizon on every rank
+    const auto all = group->exchange(std::to_string(n), "the exchange of the --time deadline");
+    n = std::stoll(all[0]);
+  }
+  if (n == N) return false;
+  tr.set_horizon(n);
+  r.changes.push_back({done, N, n, pace, true});
+  if (root) {
+    const lrt::TrainOptions& o = tr.train_options();
+    const auto mult = [&](std::int64_t m) {
+      return lrt::optim::lr_multiplier(done, m, o.warmdown_frac, o.warmup_frac, o.final_lr_frac);
+    };
+    fmt::print(
+        "time budget {}: the deadline: after step {} the steps take {:.3f} s (planned {:.3f}), evaluations {:.3g} s "
+        "each; {} steps would end {} late, so the run ends at step {}: the learning-rate schedule is that of a "
+        "{}-step run from step {} on (multiplier x{:.3f} -> x{:.3f}), its warm-down ending at step {}\n",
+        tool::duration(r.budget), done, pace, r.planned_step, each, N, tool::duration(std::max(0.0, cost(N) - left)), n,
+        n, done + 1, mult(N), mult(n), n);
+  }
+  fault_point("revised");
+  return true;
+}
+
 /// lrt-train, part 4: the loop. Each step: Trainer::train_step (through the session), the log row,
 /// an evaluation every `eval_every` steps and at the end (rank 0; the LRT's sequential score every
 /// --seq-eval-every), a checkpoint with each evaluation, and on SIGINT/SIGTERM a checkpoint and
 /// the command that continues the run.
 template <class Now>
 LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, const TrainData& d, Session& tr,
-                   OutDir& out_dir, RunLog& log, std::int64_t eval_every, const Now& now, bool root,
-                   const TimeReplan& replan, lrt::dist::Group* group) {
+                   OutDir& out_dir, RunLog& log, std::int64_t eval_every, const Now& now, bool root, TimeReplan& replan,
+                   lrt::dist::Group* group) {
   const std::string &out = st.out, &data_path = st.data_path;
   const long long seq_every = st.seq_every, eval_bytes = d.eval_bytes;
   const lrt::ScheduleOptions& sched_opts = st.sched_opts;
@@ -1089,14 +1195,31 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
   double &train_seconds = end.train_seconds, &optimizer_seconds = end.optimizer_seconds;
   double &comm_seconds = end.comm_seconds, &eval_seconds = end.eval_seconds;
   std::int64_t& timed_steps = end.timed_steps;
+  std::array<double, 3> recent{};  // the last steps' seconds, for --time's deadline
   while (!tr.done()) {
     const lrt::StepStats s = tr.train_step();
     const int stop = s.stop_signal;  // asked on some rank: every rank saves and stops after this step
+    const double seconds = s.seconds + slow_point(s.step, tr.horizon());  // tests: the machine getting busier
     tokens += s.tokens;
-    train_seconds += s.seconds;
+    train_seconds += seconds;
     optimizer_seconds += s.optimizer_seconds;
     comm_seconds += s.comm_seconds;
     ++timed_steps;
+    recent[static_cast<std::size_t>(timed_steps % 3)] = seconds;
+    if (replan.budget > 0) {  // --time: a change of plan is made before this step's checkpoint
+      // The pace: the median of the last 3 steps (one slow step is not a trend), this process's first
+      // left out; the re-plan takes the mean of all steps where that is slower.
+      std::array<double, 3> r = recent;
+      std::sort(r.begin(), r.end());
+      const double mean = train_seconds / double(timed_steps), pace = timed_steps >= 4 ? r[1] : mean;
+      if (s.step + 1 == replan.at) {
+        eval_every =
+            time_replan(replan, tr, now(), std::max(mean, pace), evaluations, eval_seconds, eval_every, group, root);
+      } else if (timed_steps >= 4) {
+        time_deadline(replan, tr, now(), pace, evaluations > 0 ? eval_seconds / evaluations : replan.eval_each,
+                      eval_every, group, root);
+      }
+    }
     tool::LogRow row;
     row.step = s.step, row.tokens = tokens, row.train_loss = s.loss, row.lr = s.lr_multiplier,
     row.seconds = log.seconds_before + now();  // the run's, over its resumes
@@ -1138,6 +1261,7 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
     if (eval_now || stop != 0) {
       // A unit: model, optimizer state, the logs so far.
       if (saved.empty()) fault_point("first-save");
+      if (replan.budget > 0) tr.set_metadata("time_budget", replan.to_json());
       saved = tr.save(out, pair.recurrent()
                                ? std::vector<std::pair<std::string, std::string>>{{"log.csv", log.log_text()},
                                                                                   {"memory.csv", log.memory_csv()}}
@@ -1169,13 +1293,11 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
       end.stop = stop;
       return end;
     }
-    if (s.step + 1 == replan.at)
-      eval_every = time_replan(replan, tr, now(), train_seconds / double(timed_steps), evaluations, eval_seconds,
-                               eval_every, group, root);
   }
   log.close();
   if (saved.empty()) {  // resumed at the horizon: --out still gets the checkpoint (and fresh links)
     if (root) last_bpb = tr.evaluate_parallel(val, token_bytes, sched_opts).merged.bpb();
+    if (replan.budget > 0) tr.set_metadata("time_budget", replan.to_json());
     saved = tr.save(out, {{"log.csv", log.log_text()}});
     out_dir.keep();
     if (root) lrt::write_file_atomic(log.svg_path, tool::loss_svg(log.rows, log.title));
@@ -1187,7 +1309,7 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
 /// (the LRT's exact recurrence too) and summary.json.
 template <class Now>
 int report_run(const Entry& pair, const TrainSettings& st, const TrainData& d, Session& tr, const RunLog& log,
-               LoopEnd end, const Now& now, lrt::dist::Group* group) {
+               LoopEnd end, const TimeReplan& replan, const Now& now, lrt::dist::Group* group) {
   const bool root = group == nullptr || group->is_root();
   const std::string& out = st.out;
   const lrt::ModelConfig& cfg = st.cfg;
@@ -1219,6 +1341,19 @@ int report_run(const Entry& pair, const TrainSettings& st, const TrainData& d, S
   summary["params"] = tr.num_params(), summary["matmul_params"] = tr.num_matmul_params();
   summary["train_seconds"] = train_seconds, summary["eval_seconds"] = eval_seconds, summary["wall_seconds"] = now();
   summary["run_seconds"] = log.seconds_before + now();  // over the run's resumes (log.csv's seconds)
+  if (replan.budget > 0) {  // --time: how the plan changed, and the time the run took against it
+    const double run_s = replan.spent_before + now();
+    std::string how = replan.changes.empty() ? fmt::format("the plan of {} steps held", replan.planned)
+                                             : fmt::format("planned {} steps", replan.planned);
+    for (const TimeReplan::Change& c : replan.changes)
+      how += fmt::format("; after step {} {} to {} ({:.3f} s/step)", c.after,
+                         c.deadline ? "shortened for the deadline" : "re-planned", c.to, c.step_seconds);
+    fmt::print("time budget {}: {}; the run took {:.1f} s, {:.0f}% of the budget\n", tool::duration(replan.budget), how,
+               run_s, 100 * run_s / replan.budget);
+    lrt::json::Value tb = lrt::json::parse(replan.to_json(), "time_budget");
+    tb["steps"] = tr.step(), tb["seconds"] = run_s;
+    summary["time_budget"] = std::move(tb);
+  }
   summary["config"] = pair.release_config(cfg, pair.schedule, sched_opts);
   summary["lrt_config"] = pair.lrt_config(cfg);
   summary["train_options"] = tr.train_options().to_json();
@@ -1317,9 +1452,10 @@ inline int train_run(const Entry& pair, const tool::Args& a) {
   const std::int64_t eval_every = plan_horizon(pair, a, st, d, tr, now, group, replan);
   RunLog log;
   open_run_log(pair, log, a, st, tr, root);
+  if (st.resume && st.modes == 0) replan.spent_before = log.seconds_before;  // the deadline goes on
   const LoopEnd end = train_loop(pair, a, st, d, tr, out_dir, log, eval_every, now, root, replan, group);
   if (end.stop != 0) return 128 + end.stop;
-  return report_run(pair, st, d, tr, log, end, now, group);
+  return report_run(pair, st, d, tr, log, end, replan, now, group);
 }
 
 /// lrt-eval --core DIR: CORE on a bundle (lrt::eval::evaluate_core), prompts never cropped,

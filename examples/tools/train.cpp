@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       .option("steps", "N", "optimizer steps (the schedules' horizon)")
       .option("time", "SECONDS",
               "wall-time budget of the whole run: the horizon and the evaluations are planned after timing a few "
-              "warm-up steps and one evaluation")
+              "warm-up steps and one evaluation, and the horizon is shortened when the steps slow down")
       .option("budget-forwards", "F", "compute budget in token-forwards: N = F / (tokens per step x pass factor)")
       .option("tokens-per-param", "R", "horizon otherwise: R x matmul params tokens", "12")
       .option("batch-rows", "B", "rows of T tokens per optimizer step (preset: tiny 32, small 16, medium 32)")

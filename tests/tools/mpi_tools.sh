@@ -9,7 +9,8 @@
 #     one-process checkpoint resumed by 2 ranks, both end on the uninterrupted run's bytes;
 #   - refusals: --batch-rows that does not divide by the ranks, ranks that run different options;
 #   - failures: a rank killed with SIGKILL, and a rank stopped (hung) with SIGSTOP, end the job
-#     within a bounded time with a message, and the run's last checkpoint stays complete.
+#     within a bounded time with a message, and the run's last checkpoint stays complete;
+#   - --time's deadline: a slowdown shortens the plan on every rank alike.
 # As root (OpenMPI's two variables), oversubscribed, with mpi_yield_when_idle so that waiting
 # ranks give the 2 vCPUs away; LRT_NUM_THREADS=1 everywhere (the bytes depend on the thread count).
 set -euo pipefail
@@ -146,5 +147,15 @@ at=${BASH_REMATCH[1]}
 expect 0 "resumed from int_run/checkpoints/step-0*$at at step $at of 300" "${mpi[@]}" "$bin/lrt-train" \
   --resume int_run --out int_run --data "$data" --eval-tokens 48 --eval-every 100
 same int_ref int_run
+
+# --time's deadline under a slowdown (LRT_TRAIN_SLOW on every rank): rank 0's shortened horizon is
+# every rank's (ranks that disagreed would wait on each other until LRT_DIST_TIMEOUT), and the run
+# ends at it.
+stage "--time under a slowdown: every rank takes rank 0's shortened horizon"
+expect 0 "the deadline: after step [0-9]+ .*the run ends at step [0-9]+.*shortened for the deadline.*val_bpb" \
+  env LRT_TRAIN_SLOW=50%:0.3 LRT_DIST_TIMEOUT=60 "${mpi[@]}" "$bin/lrt-train" --variant lrt --preset tiny \
+  --sequence-len 16 --batch-rows 4 --eval-tokens 48 --data "$data" --time 12 --out deadline
+n=$(grep -o '"steps":[0-9]*' deadline/summary.json | tail -n 1 | cut -d: -f2)
+[ "$(cat deadline/latest)" = "checkpoints/step-$(printf %06d "$n")" ] || fail "deadline/latest: $(cat deadline/latest), not step $n"
 
 stage "all passed"
