@@ -2,7 +2,10 @@
 // includes only its light header and links the runtime library: the table holds the build's
 // variants; rows decode a checkpoint (two rows fed the same tokens give the same bits; a row's
 // logits do not depend on a row stepping beside it); bad use is one lrt::Error saying what to do
-// (in a build without every pair, a checkpoint of a missing variant too).
+// (in a build without every pair, a checkpoint of a missing variant too); the text side
+// (lrt/runtime/text.hpp): a byte checkpoint's tokenizer, and draws that follow their seed and
+// position, greedy the argmax (BPE: tools.server and tools.damaged_checkpoints, through lrt-server
+// and the C API against lrt-generate).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include <lrt/runtime/decoding.hpp>
+#include <lrt/runtime/text.hpp>
 
 namespace {
 
@@ -86,6 +90,42 @@ TEST_CASE("rows of a checkpoint: the same tokens give the same bits, beside othe
     m.decoding->leave(b);
     CHECK(m.decoding->join(other) == b);  // the freed row is taken again
   }
+}
+
+TEST_CASE("the text side: a byte checkpoint's tokenizer and the draws") {
+  lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(baseline);
+  REQUIRE(m.bpe == nullptr);
+  const lrt::runtime::Text text(m.bpe);
+  CHECK(text.is_bytes());
+  CHECK(text.vocab_size() == 257);
+  std::vector<index_t> ids{m.config.bos()};
+  text.encode("H\xc3\xa9!", ids);  // appended, bytes as ids
+  CHECK(ids == std::vector<index_t>{m.config.bos(), 'H', 0xc3, 0xa9, '!'});
+  CHECK(text.token_text('H') == "H");
+  CHECK(text.token_text(0xa9) == std::string(1, '\xa9'));
+  CHECK(text.token_text(256).empty());  // BOS: no bytes
+  CHECK(text.token_text(-1).empty());
+  CHECK(text.token_text(m.config.vocab_size).empty());
+
+  const index_t row = m.decoding->join(ids);
+  const std::span<const float> logits = m.decoding->logits(row);
+  const index_t argmax = std::max_element(logits.begin(), logits.end()) - logits.begin();
+  const index_t at = m.decoding->position(row);
+  CHECK(lrt::runtime::sample(logits, {.temperature = 0}, at) == argmax);
+  // A draw is its seed's and its position's: the same pair draws the same token; among 16 seeds
+  // at temperature 2 (a flat distribution) not all draw the same one.
+  const lrt::runtime::Sampling hot{.temperature = 2.0, .seed = 7};
+  CHECK(lrt::runtime::sample(logits, hot, at) == lrt::runtime::sample(logits, hot, at));
+  std::vector<index_t> drawn;
+  for (std::uint64_t seed = 0; seed < 16; ++seed)
+    drawn.push_back(lrt::runtime::sample(logits, {.temperature = 2.0, .seed = seed}, at));
+  CHECK(std::count(drawn.begin(), drawn.end(), drawn[0]) < 16);
+  CHECK(lrt::runtime::sample(logits, {.temperature = 1.0, .top_k = 1, .seed = 3}, at) == argmax);
+  CHECK(error_of([&] { lrt::runtime::sample(logits, {.temperature = -1}, at); }).find("temperature must be >= 0") !=
+        std::string::npos);
+  CHECK(error_of([&] { lrt::runtime::sample(logits, {.top_p = 0}, at); }).find("top_p must be in (0, 1]") !=
+        std::string::npos);
+  CHECK(error_of([&] { lrt::runtime::sample({}, {}, at); }).find("empty logits") != std::string::npos);
 }
 
 TEST_CASE("bad use is one lrt::Error that says what to do") {

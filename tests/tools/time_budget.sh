@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools.time_budget: `lrt-train --preset tiny --time 30` spends its budget on training: the plan
-# line says how the time is split, summary.json's train_seconds is at least 20 s of the 30, and
+# tools.time_budget: `lrt-train --preset tiny --time 20` spends its budget on training: the plan
+# line says how the time is split, summary.json's train_seconds is at least 13 s of the 20, and
 # the whole run ends within a few seconds of the budget. Then --time as a deadline: steps that
 # slow down halfway (LRT_TRAIN_SLOW, +0.4 s a step from half the horizon on) shorten the plan,
 # the run still ends within its budget (+10%, or one step), the learning rate follows the schedule
@@ -15,17 +15,17 @@ awk 'BEGIN { srand(3); n = split("the cat sat on a mat and dog ran far away from
              for (i = 0; i < 80000; i++) printf "%s%s", w[int(rand() * n) + 1], (i % 12 == 11) ? ".\n" : " " }' \
   > corpus.txt
 start=$SECONDS
-"$bin/lrt-train" --preset tiny --data corpus.txt --time 30 --out run > run.out 2>&1 || fail "exit $?: $(tail -3 run.out)"
+"$bin/lrt-train" --preset tiny --data corpus.txt --time 20 --out run > run.out 2>&1 || fail "exit $?: $(tail -3 run.out)"
 wall=$((SECONDS - start))
-grep '^time budget 30s: ' run.out || fail "no plan line: $(head -8 run.out)"
-grep -q '^time budget 30s: .* s training, [0-9]* steps; .* s evaluating, [0-9]* x [0-9]* tokens' run.out ||
+grep '^time budget 20s: ' run.out || fail "no plan line: $(head -8 run.out)"
+grep -q '^time budget 20s: .* s training, [0-9]* steps; .* s evaluating, [0-9]* x [0-9]* tokens' run.out ||
   fail "the plan line does not split the time"
 train_s=$(grep -o '"train_seconds":[0-9.e+-]*' run/summary.json | cut -d: -f2)
 [ -n "$train_s" ] || fail "no train_seconds in summary.json"
-awk -v t="$train_s" 'BEGIN { exit !(t >= 20) }' || fail "train_seconds $train_s < 20 of a 30 s budget"
-[ "$wall" -le 40 ] || fail "the 30 s run took ${wall} s"
+awk -v t="$train_s" 'BEGIN { exit !(t >= 13) }' || fail "train_seconds $train_s < 13 of a 20 s budget"
+[ "$wall" -le 27 ] || fail "the 20 s run took ${wall} s"
 grep '^time: training' run.out
-echo "ok: --time 30 trained ${train_s} s; the run took ${wall} s in all"
+echo "ok: --time 20 trained ${train_s} s; the run took ${wall} s in all"
 
 # lr_follows LOG FROM N: every log.csv row from step FROM on has the learning-rate multiplier of a
 # run of N steps (warmdown_frac 0.5, no warm-up, final 0: 1 up to N - W, then (N - s) / W, with
@@ -43,25 +43,25 @@ lr_follows() {
 }
 
 start=$SECONDS
-LRT_TRAIN_SLOW=50%:0.4 "$bin/lrt-train" --preset tiny --batch-rows 8 --data corpus.txt --time 20 --out slow > slow.out 2>&1 ||
+LRT_TRAIN_SLOW=50%:0.4 "$bin/lrt-train" --preset tiny --batch-rows 8 --data corpus.txt --time 15 --out slow > slow.out 2>&1 ||
   fail "the slowed run: exit $?: $(tail -3 slow.out)"
 wall=$((SECONDS - start))
-line=$(grep '^time budget 20s: the deadline: after step' slow.out | head -n 1) ||
+line=$(grep '^time budget 15s: the deadline: after step' slow.out | head -n 1) ||
   fail "the slowed run did not shorten its plan: $(grep '^time budget' slow.out)"
 echo "$line"
 [[ $line =~ after\ step\ ([0-9]+)\ .*the\ run\ ends\ at\ step\ ([0-9]+) ]] || fail "'$line'"
-end=$(grep '^time budget 20s: planned [0-9]* steps.*shortened for the deadline to' slow.out) ||
+end=$(grep '^time budget 15s: planned [0-9]* steps.*shortened for the deadline to' slow.out) ||
   fail "the end line does not say how the plan changed: $(grep '^time budget' slow.out)"
 echo "$end"
 n=$(grep -o '"steps":[0-9]*' slow/summary.json | tail -n 1 | cut -d: -f2)
 from=$(grep -o '"after_step":[0-9]*' slow/summary.json | tail -n 1 | cut -d: -f2)
 lr_follows slow/log.csv "$from" "$n" || fail "the slowed run's learning rate after step $from"
-[ "$wall" -le 23 ] || fail "the slowed 20 s run took ${wall} s (budget + 10%: 22 s)"
-echo "ok: the slowed --time 20 run ended at step $n in ${wall} s, its warm-down that of a $n-step run"
+[ "$wall" -le 18 ] || fail "the slowed 15 s run took ${wall} s (budget + 10%: 16.5 s)"
+echo "ok: the slowed --time 15 run ended at step $n in ${wall} s, its warm-down that of a $n-step run"
 
 rm -rf killed
 LRT_TRAIN_SLOW=50%:0.4 LRT_TRAIN_FAULT=revised "$bin/lrt-train" --preset tiny --batch-rows 8 --data corpus.txt \
-  --time 20 --out killed > killed.out 2>&1
+  --time 15 --out killed > killed.out 2>&1
 rc=$?
 [ $rc -eq 143 ] || fail "stopped after the change: exit $rc, not 143: $(tail -3 killed.out)"
 line=$(grep '^stopped by SIGTERM after step' killed.out) || fail "no 'stopped by' line: $(tail -3 killed.out)"
@@ -70,10 +70,10 @@ at=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]}
 grep -q "the run ends at step $n:" killed.out || fail "the checkpoint's horizon $n is not the shortened one"
 "$bin/lrt-train" --resume killed --out killed --data corpus.txt > resumed.out 2>&1 || fail "the resume: exit $?: $(tail -3 resumed.out)"
 grep -q "^resumed from killed[^ ]* at step $at of $n" resumed.out || fail "the resume: $(grep '^resumed' resumed.out)"
-grep -q '^time budget 20s: planned [0-9]* steps.*shortened for the deadline' resumed.out ||
+grep -q '^time budget 15s: planned [0-9]* steps.*shortened for the deadline' resumed.out ||
   fail "the resumed run's end line lost the change: $(grep '^time budget' resumed.out)"
 if ! grep -q 'the deadline: after step' resumed.out; then  # a change of its own moves the end
   lr_follows killed/log.csv "$at" "$n" || fail "the resumed run's learning rate"
 fi
 echo "ok: stopped after the change at step $at, resumed to step $n"
-echo "PASS: --time 30 trained ${train_s} s; a slowed --time 20 run kept its deadline, also over a kill and resume"
+echo "PASS: --time 20 trained ${train_s} s; a slowed --time 15 run kept its deadline, also over a kill and resume"

@@ -23,9 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include <lrt/data/text_tokenizer.hpp>
-#include <lrt/decode/sampler.hpp>
 #include <lrt/runtime/decoding.hpp>
+#include <lrt/runtime/text.hpp>
 
 #include "api.hpp"
 
@@ -37,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 /// A checkpoint opened for serving: its decoder's rows, tokenizer and what /v1/models reports.
 struct Loaded {
   std::unique_ptr<lrt::runtime::Decoding> model;
-  lrt::data::TextTokenizer tokenizer;
+  lrt::runtime::Text tokenizer;
   std::string variant;  // the variant's name (lrt, baseline, kv, both/shared/block2, ...)
   std::string format;   // f32, int8, bf16
 };
@@ -48,7 +47,7 @@ struct Loaded {
 inline Loaded load(const std::string& file, index_t rows, index_t capacity) {
   lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {rows, capacity > 0 ? capacity : -1});
   Loaded out;
-  out.tokenizer = lrt::data::TextTokenizer(m.bpe);
+  out.tokenizer = lrt::runtime::Text(m.bpe);
   out.variant = m.variant, out.format = m.format;
   out.model = std::move(m.decoding);
   return out;
@@ -70,7 +69,7 @@ struct Job {
   Completion req;
   std::vector<index_t> prompt;  // BOS first
   index_t max_new = 0;          // max_tokens, cut to what the context leaves
-  lrt::SamplerOptions sampler;
+  lrt::runtime::Sampling sampler;
   Clock::time_point arrived, deadline;
 
   // The engine's alone.
@@ -124,7 +123,7 @@ class Engine {
   }
   /// The model's config and tokenizer (after start()).
   const lrt::ModelConfig& config() const { return loaded_.model->config(); }
-  const lrt::data::TextTokenizer& tokenizer() const { return loaded_.tokenizer; }
+  const lrt::runtime::Text& tokenizer() const { return loaded_.tokenizer; }
   const Loaded& loaded() const { return loaded_; }
   index_t capacity() const { return capacity_; }
   index_t parallel() const { return o_.parallel; }
@@ -197,8 +196,8 @@ class Engine {
     const std::size_t before = j.raw.size();
     if (tok == c.bos())  // with ignore_eos: as lrt-generate prints it
       j.raw += "\n\n";
-    else if (tok < loaded_.tokenizer.vocab_size())  // padding ids past the vocabulary have no text
-      j.raw += loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(tok));
+    else  // padding ids past the vocabulary have no text
+      j.raw += loaded_.tokenizer.token_text(tok);
     if (const std::size_t at = j.stops.scan(j.raw, before); at != std::string::npos) {
       j.raw.resize(at);
       publish(j, j.raw.size(), true);
@@ -293,8 +292,7 @@ class Engine {
             std::lock_guard<std::mutex> lock(j.m);
             j.ttft_s = std::chrono::duration<double>(Clock::now() - j.arrived).count();
           }
-          const index_t tok =
-              lrt::sample_token<float>(model.logits(j.row), j.sampler, lrt::sample_counter(0, model.position(j.row)));
+          const index_t tok = lrt::runtime::sample(model.logits(j.row), j.sampler, model.position(j.row));
           ++j.generated;
           if (j.req.logprobs >= 0) record_logprobs(j, model.logits(j.row), tok);
           goes_on = take(j, tok);
@@ -332,15 +330,11 @@ class Engine {
     const double lse = mx + std::log(sum);
     const auto show = [&](index_t id) {
       if (id == config().bos()) return std::string("<|bos|>");
-      if (id >= loaded_.tokenizer.vocab_size()) return std::string();
-      return token_display(loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(id)));
+      return token_display(loaded_.tokenizer.token_text(id));
     };
     TokenLogprob t;
     t.token = show(tok);
-    t.bytes = tok == config().bos() ? (j.req.ignore_eos ? 2 : 0)
-              : tok < loaded_.tokenizer.vocab_size()
-                  ? loaded_.tokenizer.token_text(static_cast<lrt::data::token_t>(tok)).size()
-                  : 0;
+    t.bytes = tok == config().bos() ? (j.req.ignore_eos ? 2 : 0) : loaded_.tokenizer.token_text(tok).size();
     t.logprob = logits[static_cast<std::size_t>(tok)] - lse;
     const auto n = std::min<std::size_t>(static_cast<std::size_t>(j.req.logprobs), logits.size());
     order_.resize(logits.size());

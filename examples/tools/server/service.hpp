@@ -172,7 +172,9 @@ class Service {
     if (!t || !t->is_string())
       throw ApiError{400, "tokenize takes {\"content\": TEXT}", "invalid_request_error", "content", "invalid_value"};
     Value ids = Value::array();
-    for (auto id : engine_.tokenizer().encode(t->as_string())) ids.push_back(static_cast<std::int64_t>(id));
+    std::vector<lrt::index_t> encoded;
+    engine_.tokenizer().encode(t->as_string(), encoded);
+    for (const lrt::index_t id : encoded) ids.push_back(static_cast<std::int64_t>(id));
     Value v = Value::object();
     v["tokens"] = std::move(ids);
     c.respond(200, "application/json", v.dump());
@@ -189,7 +191,7 @@ class Service {
       if (!id.is_integer() || id.as_int() < 0 || id.as_int() >= V)
         throw ApiError{400, "token " + id.dump() + " is not an id in [0, " + std::to_string(V) + ")",
                        "invalid_request_error", "tokens", "invalid_value"};
-      bytes += engine_.tokenizer().token_text(static_cast<lrt::data::token_t>(id.as_int()));
+      bytes += engine_.tokenizer().token_text(static_cast<lrt::index_t>(id.as_int()));
     }
     Value v = Value::object();
     v["content"] = valid_utf8(bytes);
@@ -209,8 +211,7 @@ class Service {
     if (job->req.prompt_tokens) {
       for (auto id : *job->req.prompt_tokens) job->prompt.push_back(static_cast<lrt::index_t>(id));
     } else {
-      for (auto id : engine_.tokenizer().encode(job->req.prompt_text))
-        job->prompt.push_back(static_cast<lrt::index_t>(id));
+      engine_.tokenizer().encode(job->req.prompt_text, job->prompt);
     }
     const auto P = static_cast<std::int64_t>(job->prompt.size());
     const std::int64_t ctx = engine_.capacity();

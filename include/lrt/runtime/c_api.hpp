@@ -30,8 +30,7 @@
 #include <vector>
 
 #include "decoding.hpp"
-#include "../tokenizer/tokenizer.hpp"
-#include "../decode/sampler.hpp"
+#include "text.hpp"
 
 namespace lrt::capi_detail {
 
@@ -47,10 +46,11 @@ lrt_status fail(lrt_status s, std::string msg) {
 using lrt::capi_detail::fail;
 
 struct lrt_model {
-  lrt::runtime::DecodingModel m;           // the checkpoint and its decoder, one row
-  lrt::index_t row = -1;                   // the row in use after lrt_prefill; -1: none
-  std::vector<lrt::tok::token_t> encoded;  // lrt_encode's ids
-  std::vector<lrt::index_t> ids;           // lrt_prefill's tokens, widened
+  lrt::runtime::DecodingModel m;      // the checkpoint and its decoder, one row
+  lrt::runtime::Text text;            // its tokenizer
+  lrt::index_t row = -1;              // the row in use after lrt_prefill; -1: none
+  std::vector<lrt::index_t> encoded;  // lrt_encode's ids
+  std::vector<lrt::index_t> ids;      // lrt_prefill's tokens, widened
   bool started = false;
 };
 
@@ -63,6 +63,7 @@ lrt_status lrt_open(const char* path, lrt_model** out) {
   try {
     auto m = std::make_unique<lrt_model>();
     m->m = lrt::runtime::open_decoding(path, {1, 0});  // a run's --out folder stands for its model.safetensors
+    m->text = lrt::runtime::Text(m->m.bpe);
     *out = m.release();
     return LRT_OK;
   } catch (const lrt::runtime::VariantNotBuilt& e) {
@@ -112,14 +113,8 @@ lrt_status lrt_encode(lrt_model* m, const char* text, size_t len, int32_t* ids, 
     return fail(LRT_ERROR_ARGUMENT, "lrt_encode: needs a model, text (or len 0), ids (or cap 0) and n");
   *n = 0;
   try {
-    const std::string_view t(text ? text : "", len);
-    if (m->m.bpe) {
-      m->encoded.clear();
-      m->m.bpe->encode(t, m->encoded);
-    } else {
-      m->encoded.resize(len);
-      for (std::size_t i = 0; i < len; ++i) m->encoded[i] = static_cast<unsigned char>(t[i]);
-    }
+    m->encoded.clear();
+    m->text.encode(std::string_view(text ? text : "", len), m->encoded);
     *n = m->encoded.size();
     if (*n > cap)
       return fail(LRT_ERROR_ARGUMENT, "lrt_encode: the text has " + std::to_string(*n) + " ids, more than cap " +
@@ -141,14 +136,7 @@ lrt_status lrt_token_text(const lrt_model* m, int32_t id, char* buf, size_t cap,
     return fail(LRT_ERROR_ARGUMENT, "lrt_token_text: token id " + std::to_string(id) + " outside the vocabulary [0, " +
                                         std::to_string(lrt_vocab_size(m)) + ")");
   // The bytes of a byte id or a BPE rank, a BPE special's text; the byte BOS and padding ids: none.
-  char byte = static_cast<char>(id);
-  std::string_view text;
-  if (m->m.bpe) {
-    if (static_cast<std::size_t>(id) < m->m.bpe->vocab_size())
-      text = m->m.bpe->token(static_cast<lrt::tok::token_t>(id));
-  } else if (id < 256) {
-    text = std::string_view(&byte, 1);
-  }
+  const std::string_view text = m->text.token_text(id);
   *n = text.size();
   if (text.size() > cap)
     return fail(LRT_ERROR_ARGUMENT, "lrt_token_text: token " + std::to_string(id) + " has " +
@@ -166,10 +154,9 @@ lrt_status lrt_sample(const lrt_model* m, float temperature, int32_t top_k, floa
   if (!(temperature >= 0) || top_k < 0 || !(top_p > 0 && top_p <= 1))
     return fail(LRT_ERROR_ARGUMENT, "lrt_sample: needs temperature >= 0, top_k >= 0 and top_p in (0, 1]");
   try {
-    lrt::SamplerOptions o;
-    o.temperature = temperature, o.top_k = top_k, o.top_p = top_p, o.seed = seed;
-    *out_token = static_cast<int32_t>(
-        lrt::sample_token<float>(m->m.decoding->logits(m->row), o, lrt::sample_counter(0, lrt_position(m))));
+    *out_token = static_cast<int32_t>(lrt::runtime::sample(
+        m->m.decoding->logits(m->row), {.temperature = temperature, .top_k = top_k, .top_p = top_p, .seed = seed},
+        lrt_position(m)));
     return LRT_OK;
   } catch (const std::exception& e) {
     return fail(LRT_ERROR_INTERNAL, std::string("lrt_sample: ") + e.what());

@@ -101,7 +101,7 @@ class LRT_API VariantNotBuilt : public Error {
   using Error::Error;
 };
 
-/// Maps `path` (a checkpoint file, or a run folder standing for its model.safetensors), reads it
+/// Maps `path` (a checkpoint file, or a folder: checkpoint_model_file's model file), reads it
 /// with the checks of every program (lrt::read_checkpoint) and lays out a decoder of the variant it
 /// records, from this program's table. The weights are read where they lie in the mapped file (the
 /// model holds the mapping). Errors: lrt::Error (a file that cannot be read or holds no valid

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <span>
@@ -102,7 +103,10 @@ struct DecodingRegistration {
 
 #if defined(LRT_RUNTIME_IMPLEMENTATION)
 
+#include "../data/text_tokenizer.hpp"
+#include "../decode/sampler.hpp"
 #include "../train/run_directory.hpp"  // checkpoint_model_file: what --resume finds
+#include "text.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -159,10 +163,8 @@ DecodingModel open_decoding(const std::string& path, const DecodingOptions& opti
   check(options.rows >= 1 && options.rows <= (index_t{1} << 20), op, "rows must be in [1, 2^20], got ", options.rows);
   check(options.capacity >= -1, op, "capacity must be >= -1 (0: unbounded; -1: the sequence_len), got ",
         options.capacity);
-  // A run's --out folder stands for its model.safetensors (as in every program).
-  std::string file = path;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) file += "/model.safetensors";
+  // A run's --out folder (or a checkpoint's) stands for its model file, as in every program.
+  const std::string file = checkpoint_model_file(path, nullptr);
   auto reader = std::make_shared<const st::Reader>(st::Reader::map(file));
   CheckpointInfo info;
   throw_if_error(read_checkpoint(*reader, info));
@@ -178,6 +180,31 @@ DecodingModel open_decoding(const std::string& path, const DecodingOptions& opti
   throw VariantNotBuilt(op, "'" + file + "' holds variant " + variant_label(info.run.structure) +
                                 "; this program decodes " + decoding_variant_names() +
                                 " (a build decodes the variants of its pairs: LRT_TOOL_PAIRS, lrt_add_variant)");
+}
+
+index_t Text::vocab_size() const noexcept { return data::TextTokenizer(bpe_).vocab_size(); }
+
+void Text::encode(std::string_view text, std::vector<index_t>& out) const {
+  const std::vector<data::token_t> ids = data::TextTokenizer(bpe_).encode(text);
+  out.insert(out.end(), ids.begin(), ids.end());
+}
+
+std::string_view Text::token_text(index_t id) const noexcept {
+  static const auto bytes = [] {
+    std::array<char, 256> b{};
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>(i);
+    return b;
+  }();
+  if (id < 0) return {};
+  if (bpe_ == nullptr) return id < 256 ? std::string_view(&bytes[static_cast<std::size_t>(id)], 1) : std::string_view();
+  return static_cast<std::size_t>(id) < bpe_->vocab_size() ? bpe_->token(static_cast<tok::token_t>(id))
+                                                           : std::string_view();
+}
+
+index_t sample(std::span<const float> logits, const Sampling& s, index_t position) {
+  SamplerOptions o;
+  o.temperature = s.temperature, o.top_k = s.top_k, o.top_p = s.top_p, o.seed = s.seed;
+  return sample_token<float>(logits, o, sample_counter(0, position));
 }
 
 #if !defined(LRT_RUNTIME_NO_LEAN_VARIANTS)
