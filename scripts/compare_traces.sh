@@ -30,6 +30,8 @@
 #                        checkout, or BASE's own worktree to test the script (self-comparison)
 #   LRT_TRACE_BASE_TREE  an existing checkout of BASE to use instead of the worktree (its HEAD
 #                        must be BASE and its tracked files unmodified)
+#   LRT_GEMM             the current build's GEMM path (default openblas, the default BASE's; lrt
+#                        or eigen sum in another order, so their losses differ from step 1 or 2)
 #   LRT_JOBS             parallel build jobs (default 2)
 #   CCACHE_DIR           compiler cache (default $HOME/.cache/lrt-ccache, as scripts/test.sh).
 #                        The build gives ccache base_dir = each tree's own source dir and no
@@ -78,6 +80,10 @@ esac
 export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/root}/.cache/lrt-ccache}"
 mkdir -p "$CCACHE_DIR"
 export LRT_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# The same products on both sides: builds since "The default build runs a crippled GEMM" choose
+# their GEMM at run time (lrt's own kernels where they fit, another summation order), while the
+# default BASE multiplies with OpenBLAS, so the current build runs OpenBLAS too unless told.
+export LRT_GEMM="${LRT_GEMM:-openblas}"
 
 # --- the two trees --------------------------------------------------------------------------
 clean_at() {  # clean_at DIR SHA: DIR is a git checkout whose HEAD is SHA with unmodified tracked files
@@ -183,7 +189,7 @@ have_python=0
 if command -v python3 >/dev/null 2>&1; then have_python=1; fi
 train_args=(--data "$data" --steps "$steps" --batch-rows 4 --sequence-len 64 --eval-every "$steps"
             --eval-tokens 256 --seed 1)
-echo "== lrt-train ${train_args[*]} (LRT_NUM_THREADS=1); runs in $out"
+echo "== lrt-train ${train_args[*]} (LRT_NUM_THREADS=1, LRT_GEMM=$LRT_GEMM); runs in $out"
 
 header_len() {  # the 8-byte little-endian header length N of a safetensors file
   od -An -v -t u8 --endian=little -N 8 "$1" | tr -d ' \n'
