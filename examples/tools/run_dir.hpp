@@ -3,10 +3,13 @@
 // after the current step (a checkpoint is saved; the program exits 130/143).
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -158,10 +161,12 @@ class OutDir {
       for (fs::path up = p.parent_path(); !up.empty() && !fs::exists(up, ec); up = up.parent_path()) created_ = up;
     } else if (!fs::is_directory(dir_, ec)) {
       throw UsageError(fmt::format("--out '{}' is a file, not a folder", dir_));
-    } else if (!own) {
-      refuse_or_replace(force);
+    } else {
+      lock();  // before anything in it is looked at or removed
+      if (!own) refuse_or_replace(force);
     }
     lrt::ensure_writable_directory(dir_);
+    if (lock_fd_ < 0) lock();
     lrt::detail::remove_stale_save_files(dir_, dir_ + "/checkpoints",
                                          {"log.csv", "loss.svg", "memory.csv", "summary.json", "tokenizer.lrt"});
     for (const std::string_view n : run_entries)
@@ -171,11 +176,27 @@ class OutDir {
   OutDir& operator=(const OutDir&) = delete;
   ~OutDir() {
     if (writer_ && !kept_) remove_created();
+    if (lock_fd_ >= 0) ::close(lock_fd_);
   }
   /// A checkpoint is saved: from now on the run's files stay whatever happens.
   void keep() noexcept { kept_ = true; }
 
  private:
+  /// The folder's lock for the run's life (flock on the folder itself: no file of its own, released
+  /// by the kernel when the process ends, however it ends): a second lrt-train on the same --out is
+  /// refused at once instead of replacing or interleaving the files of the one at work.
+  void lock() {
+    lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock_fd_ < 0) return;  // not readable: ensure_writable_directory says why
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) return;
+    const int err = errno;
+    ::close(lock_fd_), lock_fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw UsageError(
+          fmt::format("--out '{}' is in use: another lrt-train is writing to it (it holds the folder's "
+                      "lock); wait for that run to end, or choose another --out",
+                      dir_));
+  }
   /// The refusal (no --force), or the removal of another run's files (--force).
   void refuse_or_replace(bool force) {
     namespace fs = std::filesystem;
@@ -267,6 +288,7 @@ class OutDir {
   std::string dir_;
   bool writer_;
   bool kept_ = false;
+  int lock_fd_ = -1;
   std::filesystem::path created_;   // the folder this run created (removed on failure)
   std::vector<std::string> added_;  // the run's files that were not there before it
 };

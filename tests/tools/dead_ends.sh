@@ -15,6 +15,8 @@
 # 5. A resume with more steps says how the horizon and the learning rate change; log.csv's steps,
 #    tokens and seconds, and summary.json's tokens and run_seconds, go on over it.
 # 6. A resume on other text is refused, naming both fingerprints.
+# 7. A second run on an --out another is writing to is refused at once (the folder's lock); the
+#    first run's files stay, and once it ends the folder is free.
 set -u -o pipefail
 bin=$1 work=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -105,3 +107,22 @@ rc=$?
 grep -q "^error: on --resume the run is the checkpoint's: --data 'other.txt' is not the text it was trained on (its training rows: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*; the checkpoint's: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*)" o.out ||
   fail "--resume with other --data: $(head -2 o.out)"
 pass "--resume with other --data is refused, naming both"
+
+# --- 7. Two runs on one --out: the second is refused at once, the first's files untouched -----------
+# The first is slowed (LRT_TRAIN_SLOW) and has no checkpoint yet: without the folder's lock the
+# second would take its files for a stopped run's and remove them. Once the first is killed, the
+# lock is gone with it and the same command starts afresh.
+LRT_TRAIN_SLOW=1:0.5 "${cmd[@]}" --eval-every 100 --out busy > busy1.out 2>&1 &
+first=$!
+for _ in $(seq 1 300); do grep -q '^step ' busy1.out 2>/dev/null && break; sleep 0.1; done
+grep -q '^step ' busy1.out || { kill -9 $first; fail "the first run did not start: $(tail -3 busy1.out)"; }
+"${cmd[@]}" --out busy > busy2.out 2>&1
+rc=$?
+[ $rc = 2 ] || { kill -9 $first; fail "a second run on a busy --out exited $rc, not 2: $(tail -3 busy2.out)"; }
+grep -q "^error: --out 'busy' is in use: another lrt-train is writing to it" busy2.out ||
+  { kill -9 $first; fail "the second run: $(head -2 busy2.out)"; }
+[ -f busy/log.csv ] || { kill -9 $first; fail "the first run's log.csv is gone"; }
+kill -9 $first; wait $first 2>/dev/null
+"${cmd[@]}" --out busy > busy3.out 2>&1 || fail "after the first run ended: exit $?: $(tail -3 busy3.out)"
+grep -q "starting afresh" busy3.out || fail "the third run did not start afresh: $(head -3 busy3.out)"
+pass "a second lrt-train on a busy --out is refused at once; the folder is free when the first ends"
