@@ -817,8 +817,15 @@ struct TimeReplan {
   std::int64_t planned = 0;      // the horizon first planned
   std::vector<Change> changes;
 
-  /// The record saved in each checkpoint (metadata `time_budget`) and read back by a resume.
-  std::string to_json() const {
+  /// The seconds left for the steps and evaluations still to come, `elapsed` into this process.
+  double left(double elapsed) const { return budget - spent_before - elapsed - reserve - final_seconds; }
+  /// An evaluation's cost: the mean of the `evaluations` made (in `eval_seconds`), else the plan's.
+  double eval_cost(int evaluations, double eval_seconds) const {
+    return evaluations > 0 ? eval_seconds / evaluations : eval_each;
+  }
+
+  /// The record saved in each checkpoint (metadata `time_budget`, as text) and read back by a resume.
+  lrt::json::Value to_value() const {
     lrt::json::Value j = lrt::json::Value::object();
     j["budget"] = budget, j["reserve"] = reserve, j["final_seconds"] = final_seconds, j["eval_each"] = eval_each;
     j["planned_step"] = planned_step, j["evaluations"] = evaluations, j["fixed_every"] = fixed_every;
@@ -831,8 +838,9 @@ struct TimeReplan {
       c.push_back(std::move(e));
     }
     j["changes"] = std::move(c);
-    return j.dump();
+    return j;
   }
+  std::string to_json() const { return to_value().dump(); }
   static TimeReplan from_json(const std::string& text, const std::string& label) {
     const lrt::json::Value j = lrt::json::parse(text, label);
     TimeReplan r;
@@ -1093,8 +1101,8 @@ struct LoopEnd {
 inline std::int64_t time_replan(TimeReplan& r, Session& tr, double elapsed, double step_seconds, int evaluations,
                                 double eval_seconds, std::int64_t eval_every, lrt::dist::Group* group, bool root) {
   const std::int64_t step = tr.step(), N = tr.horizon();
-  const double each = evaluations > 0 ? eval_seconds / evaluations : r.eval_each;
-  double left = r.budget - r.spent_before - elapsed - r.reserve - r.final_seconds;
+  const double each = r.eval_cost(evaluations, eval_seconds);
+  double left = r.left(elapsed);
   std::int64_t more = 1, every = eval_every;
   if (r.fixed_every > 0) {  // an evaluation every fixed_every steps (and the last): its cost is paid per step
     more = static_cast<std::int64_t>(std::floor((left - each) / (step_seconds + each / double(r.fixed_every))));
@@ -1130,7 +1138,7 @@ inline std::int64_t time_replan(TimeReplan& r, Session& tr, double elapsed, doub
 inline bool time_deadline(TimeReplan& r, Session& tr, double elapsed, double pace, double each, std::int64_t every,
                           lrt::dist::Group* group, bool root) {
   const std::int64_t done = tr.step(), N = tr.horizon();
-  const double left = r.budget - r.spent_before - elapsed - r.reserve - r.final_seconds;
+  const double left = r.left(elapsed);
   const auto cost = [&](std::int64_t n) {  // steps done+1..n, with an evaluation every `every` and at n
     const std::int64_t evals = n / every - done / every + (n % every != 0 ? 1 : 0);
     return static_cast<double>(n - done) * pace + static_cast<double>(evals) * each;
@@ -1216,8 +1224,7 @@ LoopEnd train_loop(const Entry& pair, const Args& a, const TrainSettings& st, co
         eval_every =
             time_replan(replan, tr, now(), std::max(mean, pace), evaluations, eval_seconds, eval_every, group, root);
       } else if (timed_steps >= 4) {
-        time_deadline(replan, tr, now(), pace, evaluations > 0 ? eval_seconds / evaluations : replan.eval_each,
-                      eval_every, group, root);
+        time_deadline(replan, tr, now(), pace, replan.eval_cost(evaluations, eval_seconds), eval_every, group, root);
       }
     }
     tool::LogRow row;
@@ -1350,7 +1357,7 @@ int report_run(const Entry& pair, const TrainSettings& st, const TrainData& d, S
                          c.deadline ? "shortened for the deadline" : "re-planned", c.to, c.step_seconds);
     fmt::print("time budget {}: {}; the run took {:.1f} s, {:.0f}% of the budget\n", tool::duration(replan.budget), how,
                run_s, 100 * run_s / replan.budget);
-    lrt::json::Value tb = lrt::json::parse(replan.to_json(), "time_budget");
+    lrt::json::Value tb = replan.to_value();
     tb["steps"] = tr.step(), tb["seconds"] = run_s;
     summary["time_budget"] = std::move(tb);
   }
