@@ -88,7 +88,7 @@ extern "C" char* openblas_get_corename(void);
 #include <lrt/lrt.hpp>
 #include <lrt/decode.hpp>
 #include <lrt/model/training_schedule.hpp>
-#include <lrt/train/trainer.hpp>
+#include <lrt/runtime/training.hpp>
 
 #include <Eigen/Core>
 #include <fmt/core.h>
@@ -371,29 +371,29 @@ index_t train_batch_rows(const std::string& p) { return p == "small" ? 16 : 32; 
 /// micro-batch rows of lrt-train for a preset (examples/tools/runner.hpp preset_micro_rows; 0 = one).
 index_t train_micro_rows(const std::string& p) { return p == "medium" ? 8 : 0; }
 
-template <class V, class Sched>
+/// The training step of a pair of the build (the runtime's table, lrt/runtime/training.hpp: any
+/// pair lrt-train trains, by its name), on random bytes.
 int train_worker(const Options& o) {
   const lrt::ModelConfig cfg = lrt::preset(o.preset);
   const index_t T = cfg.sequence_len;
   const index_t B = o.batch_tokens > 0 ? std::max<index_t>(1, o.batch_tokens / T) : train_batch_rows(o.preset);
   const index_t micro = o.batch_tokens > 0 ? 0 : train_micro_rows(o.preset);
-  lrt::Model<V, float> model(cfg, 1);
-  std::vector<lrt::data::Document> docs;  // B + 1 documents of T random bytes: one row each
+  const std::unique_ptr<lrt::runtime::Model> model = lrt::runtime::make_model(o.variant, cfg, 1);
+  std::vector<std::string> docs;  // B + 1 documents of T random bytes: one row each
   std::mt19937_64 rng(5);
   for (index_t i = 0; i < B + 1; ++i) {
     std::string text(static_cast<std::size_t>(T), ' ');
     for (char& ch : text) ch = static_cast<char>(rng() & 0xff);
-    docs.push_back({"random" + std::to_string(i), std::move(text)});
+    docs.push_back(std::move(text));
   }
-  const auto rows = lrt::data::TokenRows::build(docs, static_cast<int>(T));
   lrt::TrainOptions to;
   to.batch_rows = B;
   to.micro_rows = micro;
   to.steps = 1000000;  // horizon: keeps the LR multiplier at 1
-  lrt::Trainer<V, Sched> trainer(model, rows, to);
+  const std::unique_ptr<lrt::runtime::Training> trainer = model->train(docs, to);
 
   auto t0 = Clock::now();
-  (void)trainer.train_step();  // warm-up: allocations, page faults, the pool
+  (void)trainer->step();  // warm-up: allocations, page faults, the pool
   const double warm = seconds_since(t0);
   int reps = o.reps;
   if (!o.quick)  // fewer timed steps when they would take the configuration past its budget, but >= 2
@@ -406,7 +406,7 @@ int train_worker(const Options& o) {
   double t_sum = 0, loss = 0;
   for (int r = 0; r < reps; ++r) {
     const GemmCounter g0 = GemmCounter::now();
-    const lrt::StepStats s = trainer.train_step();
+    const lrt::runtime::StepReport s = trainer->step();
     ts.push_back(s.seconds);
     topt.push_back(s.optimizer_seconds);
     const GemmCounter g1 = GemmCounter::now();
@@ -419,10 +419,10 @@ int train_worker(const Options& o) {
   const int threads = lrt::num_threads();
   const double step = median(ts), opt = median(topt), fb = std::max(1e-9, step - opt);
   const double tokens = double(B * T);
-  const double F = model.flops_per_token(), pf = lrt::pass_factor<Sched, V>();
+  const double F = model->flops_per_token(), pf = model->pass_factor();
   const double tps = tokens / step, tps_fb = tokens / fb;
   const double r_ref = o.r_ref * 1e9;
-  std::string sched = lrt::schedule_spec<Sched>();
+  const std::string sched = model->schedule();
   fmt::print(
       "{}{{\"name\":\"train\",\"preset\":\"{}\",\"variant\":\"{}\",\"schedule\":\"{}\",\"threads\":{},"
       "\"tokens_per_s\":{},\"mfu\":{},\"batch_rows\":{},\"micro_rows\":{},\"seq_len\":{},\"tokens_per_step\":{},"
@@ -535,8 +535,7 @@ int decode_worker(const Options& o) {
 int run_worker(const Options& o) {
   try {
     if (o.worker == "train") {
-      if (o.variant == "baseline") return train_worker<lrt::variants::Baseline, lrt::Standard>(o);
-      if (o.variant == "lrt") return train_worker<lrt::variants::Lrt, lrt::Interleaved<2>>(o);
+      return train_worker(o);
     } else if (o.worker == "decode") {
       if (o.variant == "baseline") return decode_worker<lrt::variants::Baseline>(o);
       if (o.variant == "lrt") return decode_worker<lrt::variants::Lrt>(o);

@@ -1,7 +1,8 @@
 # tree.light_sources: the programs' own sources (lrt-train, lrt-eval, lrt-generate, lrt-quantize,
 # lrt-server, lrt-ablate) and a unit on the runtime's light header include no Eigen and no lrt
 # header but the light ones (core/, io/file.hpp and io/json.hpp, the model config and variant
-# structure, runtime/decoding.hpp, runtime/quantize.hpp and runtime/text.hpp);
+# structure, the training options (train/options.hpp, optim/lr_schedule.hpp), runtime/decoding.hpp,
+# runtime/quantize.hpp, runtime/text.hpp and runtime/training.hpp);
 # FMT_FREE files reach no fmt either. What a file reaches is the compiler's own dependency list (-M).
 #   cmake -DCXX=c++ -DSOURCE_DIR=... "-DFILES=a.cpp|b.cpp" "-DFMT_FREE=b.cpp" "-DINCLUDES=dir|dir"
 #         -P light_sources.cmake
@@ -13,7 +14,7 @@ set(_flags -std=c++20 -M)
 foreach(_i IN LISTS _incs)
   list(APPEND _flags "-I${_i}")
 endforeach()
-set(_allowed "lrt/core/[a-z_]+\\.hpp|lrt/io/(file|json)\\.hpp|lrt/model/(config|variant|variant_structure)\\.hpp|lrt/runtime/(decoding|quantize|text)\\.hpp")
+set(_allowed "lrt/core/[a-z_]+\\.hpp|lrt/io/(file|json)\\.hpp|lrt/model/(config|variant|variant_structure)\\.hpp|lrt/optim/lr_schedule\\.hpp|lrt/train/options\\.hpp|lrt/runtime/(decoding|quantize|text|training)\\.hpp")
 set(_bad 0)
 foreach(_f IN LISTS _files)
   execute_process(COMMAND "${CXX}" ${_flags} "${SOURCE_DIR}/${_f}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _deps

@@ -2,7 +2,9 @@
 //   LRT_TOOL_PAIR("lrt-src1", lrt::Variant<...>, lrt::Interleaved<2>);
 // the pair's --variant name, its variant type and its schedule type. Compiled by the host
 // compiler it registers the pair's CPU session and what the tools' bodies ask of its types
-// (runner.hpp's Entry; the bodies themselves are compiled once, in programs.cpp); compiled with LRT_TOOL_CUDA defined
+// (runner.hpp's Entry; the bodies themselves are compiled once, in programs.cpp), and the pair's
+// model in the runtime's table (lrt/runtime/training.hpp: the same trainer, compiled once for
+// both); compiled with LRT_TOOL_CUDA defined
 // (by nvcc, or against the CUDA emulator of the tests) it registers the pair's CUDA session (cuda_session.hpp), which
 // --device cuda uses; compiled with LRT_TOOL_DECODE defined (the runtime library's unit,
 // include/lrt/runtime/runtime.cpp) it adds the variant's lean decoder to the decoding table of
@@ -42,7 +44,10 @@ using DecodingOfPair = lrt::runtime::DecodingRegistration<V>;
 #define LRT_TOOL_PAIR(NAME, ...) \
   static const ::tool::CudaRegistration<__VA_ARGS__> LRT_TOOL_CAT(lrt_tool_pair_cuda_, __COUNTER__) {}
 #else
+#include <lrt/runtime/training_impl.hpp>
+
 #include "runner.hpp"
-#define LRT_TOOL_PAIR(NAME, ...) \
-  static const ::tool::Register<__VA_ARGS__> LRT_TOOL_CAT(lrt_tool_pair_, __COUNTER__) { NAME }
+#define LRT_TOOL_PAIR(NAME, ...)                                                              \
+  static const ::tool::Register<__VA_ARGS__> LRT_TOOL_CAT(lrt_tool_pair_, __COUNTER__){NAME}; \
+  static const ::lrt::runtime::ModelRegistration<__VA_ARGS__> LRT_TOOL_CAT(lrt_tool_model_, __COUNTER__) { NAME }
 #endif

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <numbers>
 #include <optional>
 #include <span>
 #include <string>
@@ -107,6 +108,7 @@ struct DecodingRegistration {
 #include "../decode/sampler.hpp"
 #include "../train/run_directory.hpp"  // checkpoint_model_file: what --resume finds
 #include "text.hpp"
+#include "training.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -205,6 +207,89 @@ index_t sample(std::span<const float> logits, const Sampling& s, index_t positio
   SamplerOptions o;
   o.temperature = s.temperature, o.top_k = s.top_k, o.top_p = s.top_p, o.seed = s.seed;
   return sample_token<float>(logits, o, sample_counter(0, position));
+}
+
+// The model table of training.hpp: the pairs a program trains (registered by ModelRegistration,
+// training_impl.hpp), found by name or by what a checkpoint records.
+namespace detail {
+
+struct ModelEntry {
+  std::string variant, schedule;  // the --variant name and schedule_spec's spelling
+  VariantStructure structure;
+  ModelFactory make;
+  /// The pair's name: the variant's alone for its natural schedule, else "variant:schedule".
+  std::string pair() const {
+    return schedule == natural_schedule_spec(structure.recurrent()) ? variant : variant + ":" + schedule;
+  }
+};
+
+std::vector<ModelEntry>& models() {
+  static std::vector<ModelEntry> t;
+  return t;
+}
+
+void register_model(const std::string& name, const std::string& schedule, const VariantStructure& structure,
+                    ModelFactory make) {
+  auto& t = models();
+  if (std::none_of(t.begin(), t.end(),
+                   [&](const ModelEntry& e) { return e.structure == structure && e.schedule == schedule; }))
+    t.push_back({name.empty() ? variant_name(structure) : name, schedule, structure, make});
+}
+
+std::string model_pair_list() {
+  std::string out;
+  for (const ModelEntry& e : models()) out += (out.empty() ? "" : ", ") + e.pair();
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace detail
+
+double Score::bits_per_byte() const noexcept {
+  return bytes > 0 ? nats / (std::numbers::ln2 * static_cast<double>(bytes)) : 0.0;
+}
+double Score::loss() const noexcept { return tokens > 0 ? nats / static_cast<double>(tokens) : 0.0; }
+
+std::vector<std::string> model_pairs() {
+  std::vector<std::string> out;
+  for (const auto& e : detail::models()) out.push_back(e.pair());
+  return out;
+}
+
+std::unique_ptr<Model> make_model(const std::string& pair, const ModelConfig& config, std::uint64_t seed,
+                                  const std::string& tokenizer) {
+  const std::size_t colon = pair.find(':');
+  const std::string variant = pair.substr(0, colon);
+  const std::string schedule = colon == std::string::npos ? std::string() : pair.substr(colon + 1);
+  bool known = false;
+  for (const auto& e : detail::models()) {
+    if (e.variant != variant) continue;
+    known = true;
+    if (e.schedule == (schedule.empty() ? natural_schedule_spec(e.structure.recurrent()) : schedule)) {
+      config.validate();
+      return e.make(config, seed, tokenizer, {}, e.pair());
+    }
+  }
+  const std::string what = known ? "this program trains variant " + variant + " with other schedules" : "no such pair";
+  throw Error("make_model", "'" + pair + "': " + what + "; its pairs are " + detail::model_pair_list() +
+                                " (a build holds the pairs of LRT_TOOL_PAIRS; a program adds its own with "
+                                "LRT_RUNTIME_MODEL)");
+}
+
+std::unique_ptr<Model> open_model(const std::string& path) {
+  const std::string file = checkpoint_model_file(path, nullptr);
+  CheckpointInfo info;
+  {
+    const st::Reader r = st::Reader::open(file);
+    throw_if_error(read_checkpoint(r, info));
+  }
+  for (const auto& e : detail::models())
+    if (e.structure == info.run.structure && e.schedule == info.run.schedule)
+      return e.make(info.config, 0, {}, file, e.pair());
+  throw VariantNotBuilt("open_model", "'" + file + "' holds variant " + variant_label(info.run.structure) +
+                                          " trained with schedule " + info.run.schedule + "; this program trains " +
+                                          detail::model_pair_list() +
+                                          " (a build holds the pairs of LRT_TOOL_PAIRS; a program adds its own with "
+                                          "LRT_RUNTIME_MODEL)");
 }
 
 #if !defined(LRT_RUNTIME_NO_LEAN_VARIANTS)
