@@ -3,7 +3,7 @@
 // (its loss falls on a repeated text); a run saved and resumed takes the steps of the unbroken run
 // bit for bit; a saved checkpoint opens with the same scores and decodes (the lean decoder's
 // next-token log-probabilities are the sequential score's, within rounding); a memory-free model
-// scores the same in both modes; bad use is one lrt::Error naming what to do.
+// scores the same in both modes, bits per byte and CORE; bad use is one lrt::Error naming what to do.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -152,6 +152,31 @@ TEST_CASE("without memory, the parallel and sequential scores agree") {
   const auto s = m->evaluate(data, lrt::runtime::Evaluation::sequential);
   CHECK(p.tokens == s.tokens);
   CHECK(p.nats == doctest::Approx(s.nats).epsilon(1e-5));
+}
+
+TEST_CASE("CORE: every task of the bundle; without memory the two modes decide alike") {
+  auto m = lrt::runtime::make_model("baseline", small_config(), 4);
+  const std::string bundle = std::string(LRT_TEST_DATA_DIR) + "/core/bundle";
+  const lrt::runtime::CoreScore p = m->core(bundle, lrt::runtime::Evaluation::parallel, 6);
+  const lrt::runtime::CoreScore s = m->core(bundle, lrt::runtime::Evaluation::sequential, 6);
+  REQUIRE(p.tasks.size() == 8);
+  REQUIRE(s.tasks.size() == p.tasks.size());
+  double mean = 0;
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    CAPTURE(p.tasks[i].label);
+    CHECK(p.tasks[i].label == s.tasks[i].label);
+    CHECK(p.tasks[i].examples >= 1);
+    CHECK(p.tasks[i].examples <= 6);
+    CHECK(p.tasks[i].accuracy >= 0);
+    CHECK(p.tasks[i].accuracy <= 1);
+    // The same model read two ways: at most one near-tie decided otherwise by rounding.
+    CHECK(std::abs(p.tasks[i].accuracy - s.tasks[i].accuracy) <= 1.0 / double(p.tasks[i].examples) + 1e-12);
+    mean += p.tasks[i].centered;
+  }
+  CHECK(p.core == doctest::Approx(mean / double(p.tasks.size())));
+  CHECK(error_of([&] {
+          (void)m->core("/nonexistent/bundle", lrt::runtime::Evaluation::parallel);
+        }).find("/nonexistent/bundle") != std::string::npos);
 }
 
 TEST_CASE("bad use of the model table is one lrt::Error that says what to do") {

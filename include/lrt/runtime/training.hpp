@@ -13,6 +13,7 @@
 //   while (!t->done()) t->step();
 //   t->save("runs/mine");                      // a checkpoint folder every program reads
 //   double bpb = m->evaluate(texts, lrt::runtime::Evaluation::parallel).bits_per_byte();
+//   double core = m->core("core-bundle", lrt::runtime::Evaluation::sequential).core;
 //
 // A pair is named as the programs name it: the --variant name alone for the variant's natural
 // schedule (standard without memory, interleaved:2 with), else "variant:schedule" ("lrt:chunked:2").
@@ -50,6 +51,18 @@ struct LRT_API Score {
   double loss() const noexcept;  // nats per token
 };
 
+/// CORE (DCLM's in-context tasks, lrt::eval::evaluate_core) on a bundle: per task, and the mean
+/// centered accuracy.
+struct CoreTaskScore {
+  std::string label;
+  index_t examples = 0;
+  double accuracy = 0, centered = 0, seconds = 0;
+};
+struct CoreScore {
+  std::vector<CoreTaskScore> tasks;
+  double core = 0;
+};
+
 /// One optimizer step (lrt::Trainer::train_step).
 struct StepReport {
   std::int64_t step = 0;  // its index, from 0
@@ -83,6 +96,11 @@ class LRT_API Model {
   /// Scores every token of `texts` once (lrt::data::scoring_batches: rows of sequence_len, `batch_rows`
   /// per batch).
   virtual Score evaluate(std::span<const std::string> texts, Evaluation how, index_t batch_rows = 8) const = 0;
+  /// CORE on the bundle in folder `bundle` (lrt-eval --core's): each example's options scored with
+  /// the memory at zero (parallel, the release's evaluation) or with the exact recurrence
+  /// (sequential); `max_per_task` > 0 takes that many items per task. The examples run on the
+  /// thread pool. Errors: lrt::Error (a bundle that cannot be read).
+  virtual CoreScore core(const std::string& bundle, Evaluation how, index_t max_per_task = -1) const = 0;
   /// Writes the weights as a checkpoint file (model.safetensors) that open_model and open_decoding
   /// read; a Training's save writes a whole checkpoint folder instead.
   virtual void save(const std::string& file) const = 0;

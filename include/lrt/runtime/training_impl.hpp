@@ -17,6 +17,8 @@
 
 #include "../data/loader.hpp"
 #include "../data/text_tokenizer.hpp"
+#include "../eval/core.hpp"
+#include "../eval/score.hpp"
 #include "../io/safetensors.hpp"
 #include "../model/checkpoint.hpp"
 #include "../model/checkpoint_file.hpp"
@@ -95,6 +97,17 @@ class ModelOf final : public Model {
     const TokenBytes bytes = tok_.token_bytes_table(config().vocab_size);
     if (how == Evaluation::sequential) return detail::score(evaluate_sequential(model_, batches, bytes));
     return detail::score(evaluate_parallel<Sched>(model_, batches, bytes, options_).merged);
+  }
+  CoreScore core(const std::string& bundle, Evaluation how, index_t max_per_task) const override {
+    const eval::CoreBundle b = eval::CoreBundle::open(bundle);
+    eval::CoreOptions o;
+    o.max_per_task = max_per_task;
+    const eval::CoreReport r = eval::evaluate_core(
+        b, o, tok_, how == Evaluation::sequential ? eval::sequential_scorer(model_) : eval::zero_memory_scorer(model_));
+    CoreScore out;
+    out.core = r.core_metric;
+    for (const auto& t : r.tasks) out.tasks.push_back({t.task.label, t.examples, t.accuracy, t.centered, t.seconds});
+    return out;
   }
   void save(const std::string& file) const override {
     auto meta = tok_.metadata();
