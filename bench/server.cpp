@@ -15,14 +15,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <lrt/lrt.hpp>
-#include <lrt/runtime/decoding_impl.hpp>
+#include <lrt/core/thread_pool.hpp>
+#include <lrt/runtime/decoding.hpp>
+#include <lrt/runtime/text.hpp>
+#include <lrt/runtime/training.hpp>
 
 #include "bench_util.hpp"
 #include "server/service.hpp"
@@ -31,7 +35,6 @@ namespace {
 
 using lrt::index_t;
 using Clock = std::chrono::steady_clock;
-using V = lrt::variants::Lrt;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -122,13 +125,15 @@ struct Row {
   int failed = 0;
 };
 
-/// The server with C rows and C clients, each streaming R completions.
-void run_server(const lrt::Model<V, float>& model, int C, int R, index_t P, index_t N, Row& row) {
+/// The server with C rows of `capacity` positions and C clients, each streaming R completions, on
+/// the checkpoint `file`.
+void run_server(const std::string& file, index_t capacity, int C, int R, index_t P, index_t N, Row& row) {
   server::Loaded loaded;
-  loaded.model = lrt::runtime::make_decoding<V>(lrt::lean_weights(model), {C, model.config().sequence_len * 4});
-  loaded.variant = "lrt", loaded.format = "f32";
+  lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {C, capacity});
+  loaded.model = std::move(m.decoding);
+  loaded.variant = m.variant, loaded.format = m.format;
   server::Engine engine(server::EngineOptions{static_cast<index_t>(C), 1024});
-  engine.set_capacity(model.config().sequence_len * 4);
+  engine.set_capacity(capacity);
   engine.start(std::move(loaded));
   server::Settings s;
   s.model_id = "bench", s.log = false;
@@ -166,19 +171,18 @@ void run_server(const lrt::Model<V, float>& model, int C, int R, index_t P, inde
   row.tokens_per_s = static_cast<double>(tokens) / wall;
 }
 
-/// The same decoding without the server: C rows of the lean decoder, each fed its prompt token by
-/// token beside the others' steps, then N sampled tokens, R times.
-double run_direct(const lrt::Model<V, float>& model, int C, int R, index_t P, index_t N) {
-  typename lrt::LeanDecoder<V, float>::Options o;
-  o.rows = C, o.capacity = model.config().sequence_len * 4, o.max_prompt = 0;
-  lrt::LeanDecoder<V, float> dec(lrt::lean_weights(model), o);
-  lrt::SamplerOptions so;
-  so.temperature = 0.8;
+/// The same decoding without the server: C rows of the lean decoder (the runtime's, as the
+/// server's) of `capacity` positions, each fed its prompt token by token beside the others' steps, then N sampled
+/// tokens, R times.
+double run_direct(const std::string& file, index_t capacity, int C, int R, index_t P, index_t N) {
+  const lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {C, capacity});
+  lrt::runtime::Decoding& dec = *m.decoding;
+  lrt::runtime::Sampling so{.temperature = 0.8};
   std::vector<index_t> rows(static_cast<std::size_t>(C)), toks(static_cast<std::size_t>(C));
   const auto t0 = Clock::now();
   for (int i = 0; i < R; ++i) {
     for (int c = 0; c < C; ++c) {
-      const index_t bos = model.config().bos();
+      const index_t bos = m.config.bos();
       rows[static_cast<std::size_t>(c)] = dec.join(std::span<const index_t>(&bos, 1));
     }
     for (index_t k = 0; k < P; ++k) {
@@ -189,8 +193,7 @@ double run_direct(const lrt::Model<V, float>& model, int C, int R, index_t P, in
       for (int c = 0; c < C; ++c) {
         const index_t r = rows[static_cast<std::size_t>(c)];
         so.seed = static_cast<std::uint64_t>(c * 1000 + i);
-        toks[static_cast<std::size_t>(c)] =
-            lrt::sample_token<float>(dec.logits(r), so, lrt::sample_counter(0, dec.position(r)));
+        toks[static_cast<std::size_t>(c)] = lrt::runtime::sample(dec.logits(r), so, dec.position(r));
       }
       if (k + 1 < N) dec.step(rows, toks);
     }
@@ -198,6 +201,17 @@ double run_direct(const lrt::Model<V, float>& model, int C, int R, index_t P, in
   }
   return static_cast<double>(C) * R * N / since(t0);
 }
+
+/// A folder of the system's temporary folder for this process, removed at the end of its scope.
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("lrt-bench-server-" + std::to_string(::getpid()));
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 }  // namespace
 
@@ -227,21 +241,25 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     std::printf(
-        "lrt-bench-server: %d thread(s), GEMM %s, prompt %lld bytes, %lld tokens per request, %d requests per "
+        "lrt-bench-server: %d thread(s), products %s, prompt %lld bytes, %lld tokens per request, %d requests per "
         "stream\n",
-        lrt::num_threads(), lrt::cpu::gemm_library(), static_cast<long long>(P), static_cast<long long>(N), R);
+        lrt::ThreadPool::global().size(), lrt::runtime::products().c_str(), static_cast<long long>(P),
+        static_cast<long long>(N), R);
+    const TempDir tmp;
     std::printf("%-7s %7s %10s %10s %8s %9s %9s %9s %9s %6s\n", "preset", "streams", "tok/s", "direct", "srv/dir",
                 "ttft p50", "ttft p99", "tok p50", "tok p99", "failed");
     for (const auto& name : presets) {
       const lrt::ModelConfig c = lrt::preset(name);
       lrt::check(P + N <= c.sequence_len * 4, "lrt-bench-server", "prompt + tokens = ", P + N, " is past 4 x ", name,
                  "'s context ", c.sequence_len);
-      lrt::Model<V, float> model(c, 1);
-      (void)run_direct(model, 1, 1, P, 8);  // warm-up
+      const std::string file = (tmp.path / (name + ".safetensors")).string();
+      lrt::runtime::make_model("lrt", c, 1)->save(file);  // random weights of variant lrt
+      const index_t capacity = c.sequence_len * 4;
+      (void)run_direct(file, capacity, 1, 1, P, 8);  // warm-up
       for (const long long C : streams) {
         Row row;
-        row.direct_per_s = run_direct(model, static_cast<int>(C), R, P, N);
-        run_server(model, static_cast<int>(C), R, P, N, row);
+        row.direct_per_s = run_direct(file, capacity, static_cast<int>(C), R, P, N);
+        run_server(file, capacity, static_cast<int>(C), R, P, N, row);
         std::printf("%-7s %7lld %10.0f %10.0f %8.2f %8.1fms %8.1fms %8.2fms %8.2fms %6d\n", name.c_str(), C,
                     row.tokens_per_s, row.direct_per_s, row.tokens_per_s / row.direct_per_s,
                     1e3 * percentile(row.ttft, 0.5), 1e3 * percentile(row.ttft, 0.99),

@@ -18,7 +18,7 @@ endif()
 set(_state "ThreadPool::global\\(\\)|cpu::CachingAllocator::global\\(\\)|cpu::detail::gemm_state\\(\\)|cpu::gemm_choice\\(\\)|cpu::detail::rowwise_level_slot\\(\\)|cpu::detail::gemm_profile_slot\\(\\)|detail::device_allocations\\(\\)|detail::error_handler_slot\\(\\)|detail::in_pool_task|grad_mode")
 set(_allowed
   "^lrt_[a-z_]+$"
-  "^lrt::v0::runtime::(open_decoding|decoding_variants|decoding_variant_names|detail::register_decoding|checkpoint_model_file|quantize_checkpoint_file|sample|Text::(vocab_size|encode|token_text)|make_model|open_model|model_pairs|detail::register_model|Score::(bits_per_byte|loss))(\\[abi:cxx11\\])?\\("
+  "^lrt::v0::runtime::(open_decoding|decoding_variants|decoding_variant_names|detail::register_decoding|checkpoint_model_file|quantize_checkpoint_file|sample|Text::(vocab_size|encode|token_text)|make_model|open_model|model_pairs|products|detail::register_model|Score::(bits_per_byte|loss))(\\[abi:cxx11\\])?\\("
   "^(typeinfo|typeinfo name|vtable) for lrt::v0::(Error|runtime::Decoding|runtime::VariantNotBuilt|runtime::Model|runtime::Training)$"
   "^(guard variable for )?lrt::v0::(${_state})(::[a-z_]+)?$")
 string(REPLACE "\n" ";" _lines "${_out}")

@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -195,6 +198,41 @@ TEST_CASE("bad use of the model table is one lrt::Error that says what to do") {
         std::string::npos);
   const std::vector<std::string> tiny{"ab"};
   CHECK(!error_of([&] { (void)m->train(tiny, options(2)); }).empty());  // not one batch of rows
+  const auto data = texts();
+  CHECK(error_of([&] { (void)m->train(data, options(0)); }).find("TrainOptions::steps (the horizon) must be >= 1") !=
+        std::string::npos);
+  auto t = m->train(data, options(1));
+  t->step();
+  CHECK(error_of([&] { t->step(); }).find("the run is at its horizon, 1 of 1 steps") != std::string::npos);
+
+  // A checkpoint of a pair this program lacks: lrt trained with interleaved:3 (its metadata edited
+  // in place, same length). It still decodes (decoding needs the variant only), but no model of
+  // that pair can be made.
+  const TempDir dir("lrt-runtime-unbuilt");
+  const std::string file = (dir.path / "model.safetensors").string();
+  m->save(file);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char n[8] = {};
+    f.read(reinterpret_cast<char*>(n), 8);
+    std::uint64_t len = 0;  // the safetensors header's length, little-endian
+    for (int i = 7; i >= 0; --i) len = len << 8 | n[i];
+    std::string head(len, '\0');
+    f.read(head.data(), std::streamsize(len));
+    const std::size_t at = head.find("\"interleaved:2\"");
+    REQUIRE(at != std::string::npos);
+    f.clear();
+    f.seekp(std::streamoff(8 + at + std::strlen("\"interleaved:")));
+    f.put('3');
+  }
+  CHECK(lrt::runtime::open_decoding(file).variant == "lrt");
+  try {
+    lrt::runtime::open_model(file);
+    FAIL("a checkpoint of a pair this program lacks was opened");
+  } catch (const lrt::runtime::VariantNotBuilt& e) {
+    const std::string what = e.what();
+    CHECK(what.find("trained with schedule interleaved:3; this program trains baseline") != std::string::npos);
+  }
   CHECK(error_of([] { lrt::runtime::open_model("/nonexistent/model.safetensors"); }).find("/nonexistent") !=
         std::string::npos);
 }

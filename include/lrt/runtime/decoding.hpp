@@ -113,6 +113,10 @@ LRT_API DecodingModel open_decoding(const std::string& path, const DecodingOptio
 /// fallback is described in `note`, if given). Errors: lrt::Error (no complete checkpoint).
 LRT_API std::string checkpoint_model_file(const std::string& path, std::string* note = nullptr);
 
+/// The path the CPU's matrix products run on in this process (lrt::cpu::gemm_library()): "OpenBLAS",
+/// "lrt AVX-512 (...)", ...: what a benchmark says it measured.
+LRT_API std::string products();
+
 /// The variants this program decodes, in the order they were registered.
 LRT_API std::vector<VariantStructure> decoding_variants();
 /// Their names for messages (the pairs' --variant names): "baseline, lrt, kv and lrt-src2".

@@ -104,6 +104,7 @@ struct DecodingRegistration {
 
 #if defined(LRT_RUNTIME_IMPLEMENTATION)
 
+#include "../backend/cpu/gemm.hpp"  // products
 #include "../data/text_tokenizer.hpp"
 #include "../decode/sampler.hpp"
 #include "../train/run_directory.hpp"  // checkpoint_model_file: what --resume finds
@@ -146,6 +147,8 @@ std::string checkpoint_model_file(const std::string& path, std::string* note) {
   if (note != nullptr) *note = at.note;
   return at.model_path();
 }
+
+std::string products() { return cpu::gemm_library(); }
 
 std::vector<VariantStructure> decoding_variants() {
   std::vector<VariantStructure> out;

@@ -50,15 +50,15 @@ template <class V, class Sched>
 class TrainingOf final : public Training {
  public:
   TrainingOf(ModelOf<V, Sched>& m, std::span<const std::string> texts, const TrainOptions& o)
-      : rows_(data::TokenRows::build(detail::documents(texts), static_cast<int>(m.config().sequence_len), m.tok_)),
-        trainer_(m.model_, rows_, o, m.tok_) {
+      : rows_(rows_of(m, texts, o)), trainer_(m.model_, rows_, o, m.tok_) {
     trainer_.schedule_options() = m.options_;
   }
 
   StepReport step() override {
-    const float lr = trainer_.options().lr_multiplier(trainer_.step());
+    check(!trainer_.done(), "step", "the run is at its horizon, ", trainer_.step(), " of ", trainer_.horizon(),
+          " steps (TrainOptions::steps): nothing is left to train");
     const StepStats s = trainer_.train_step();
-    return {s.step, s.loss, lr, s.seconds, s.optimizer_seconds};
+    return {s.step, s.loss, s.lr_multiplier, s.seconds, s.optimizer_seconds};
   }
   std::int64_t steps_done() const override { return trainer_.step(); }
   std::int64_t horizon() const override { return trainer_.horizon(); }
@@ -67,6 +67,14 @@ class TrainingOf final : public Training {
   void resume(const std::string& path) override { (void)trainer_.resume(path); }
 
  private:
+  /// The texts' rows of sequence_len + 1 tokens, after the checks that need no rows.
+  static data::TokenRows rows_of(const ModelOf<V, Sched>& m, std::span<const std::string> texts,
+                                 const TrainOptions& o) {
+    check(o.steps >= 1, "train", "TrainOptions::steps (the horizon) must be >= 1, got ", o.steps);
+    check(!texts.empty(), "train", "no text to train on");
+    return data::TokenRows::build(detail::documents(texts), static_cast<int>(m.config().sequence_len), m.tok_);
+  }
+
   data::TokenRows rows_;  // read in place by the trainer: declared first, destroyed last
   Trainer<V, Sched> trainer_;
 };
