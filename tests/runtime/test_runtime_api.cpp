@@ -17,6 +17,8 @@
 #include <lrt/runtime/decoding.hpp>
 #include <lrt/runtime/text.hpp>
 
+#include "runtime_test_util.hpp"
+
 namespace {
 
 using lrt::index_t;
@@ -25,16 +27,7 @@ const std::string baseline = data_dir + "/pre_roster/baseline_standard.safetenso
 const std::string lrt_file = data_dir + "/pre_roster/lrt_multirefine2.safetensors";
 const std::string src1 = data_dir + "/pre_roster/src1_interleaved2.safetensors";  // lrt-src1: not a LeanVariant
 
-/// The message of the lrt::Error f throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const lrt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using runtime_test::error_of;
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

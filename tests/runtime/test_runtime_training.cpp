@@ -20,6 +20,8 @@
 #include <lrt/runtime/decoding.hpp>
 #include <lrt/runtime/training.hpp>
 
+#include "runtime_test_util.hpp"
+
 namespace {
 
 using lrt::index_t;
@@ -39,15 +41,7 @@ struct TempDir {
   }
 };
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const lrt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using runtime_test::error_of;
 
 lrt::ModelConfig small_config() {
   lrt::ModelConfig c = lrt::preset("tiny");

@@ -9,7 +9,6 @@
 
 #include <limits>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <utility>
