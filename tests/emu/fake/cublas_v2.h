@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cuda_runtime.h"
 
@@ -167,20 +168,51 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
         ok = false;
         return;
       }
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) {
-          T acc = T(0);
-          if (use_ab)
+      // The operands packed with contiguous k, rounded once per element (not once per product):
+      // the sums keep their order (l = 0..k-1, one rounding per step), so C is as before.
+      std::vector<T> ap, bp;
+      if (use_ab) {
+        ap.resize(static_cast<std::size_t>(m) * k);
+        bp.resize(static_cast<std::size_t>(n) * k);
+        for (int i = 0; i < m; ++i)
+          for (int l = 0; l < k; ++l)
+            ap[static_cast<std::size_t>(i) * k + l] = round_input(
+                ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda] : Ab[l + static_cast<long long>(i) * lda],
+                rounding);
+        for (int j = 0; j < n; ++j)
+          for (int l = 0; l < k; ++l)
+            bp[static_cast<std::size_t>(j) * k + l] = round_input(
+                tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb] : Bb[j + static_cast<long long>(l) * ldb],
+                rounding);
+      }
+      auto store = [&](int i, int j, T acc) {
+        T& c = Cb[i + static_cast<long long>(j) * ldc];
+        c = be == T(0) ? al * acc : al * acc + be * c;
+      };
+      for (int j = 0; j < n; ++j) {
+        const T* x = bp.data() + static_cast<std::size_t>(j) * k;
+        int i = 0;
+        if (use_ab)  // four sums side by side (each in its own order): the adds' latency overlaps
+          for (; i + 4 <= m; i += 4) {
+            const T* a = ap.data() + static_cast<std::size_t>(i) * k;
+            T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
             for (int l = 0; l < k; ++l) {
-              const T a =
-                  ta == CUBLAS_OP_N ? Ab[i + static_cast<long long>(l) * lda] : Ab[l + static_cast<long long>(i) * lda];
-              const T x =
-                  tb == CUBLAS_OP_N ? Bb[l + static_cast<long long>(j) * ldb] : Bb[j + static_cast<long long>(l) * ldb];
-              acc += round_input(a, rounding) * round_input(x, rounding);
+              s0 += a[l] * x[l];
+              s1 += a[k + l] * x[l];
+              s2 += a[2 * k + l] * x[l];
+              s3 += a[3 * k + l] * x[l];
             }
-          T& c = Cb[i + static_cast<long long>(j) * ldc];
-          c = be == T(0) ? al * acc : al * acc + be * c;
+            store(i, j, s0), store(i + 1, j, s1), store(i + 2, j, s2), store(i + 3, j, s3);
+          }
+        for (; i < m; ++i) {
+          T acc = T(0);
+          if (use_ab) {
+            const T* a = ap.data() + static_cast<std::size_t>(i) * k;
+            for (int l = 0; l < k; ++l) acc += a[l] * x[l];
+          }
+          store(i, j, acc);
         }
+      }
     }
   };
   if (h->stream && h->stream->capture) {  // recorded into the graph: checked again at each replay
