@@ -52,17 +52,23 @@ struct Seen {
   bool ok = false;
 };
 
-/// Streams one completion from 127.0.0.1:port and times it.
-Seen stream_one(int port, const std::string& prompt, index_t n, std::uint64_t seed) {
-  Seen out;
+/// A connection to 127.0.0.1:port (TCP_NODELAY), or -1.
+int connect_to(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET, a.sin_port = htons(static_cast<std::uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return ::close(fd), -1;
+  return fd;
+}
+
+/// Streams one completion on the kept-alive connection `fd` (a chunked event stream) and times
+/// it; false in `ok` when the stream or the connection failed.
+Seen stream_one(int fd, const std::string& prompt, index_t n, std::uint64_t seed) {
+  Seen out;
   const auto t0 = Clock::now();
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return ::close(fd), out;
   lrt::json::Value body = lrt::json::Value::object();
   body["prompt"] = prompt, body["max_tokens"] = static_cast<std::int64_t>(n), body["temperature"] = 0.8;
   body["seed"] = static_cast<std::int64_t>(seed), body["stream"] = true, body["ignore_eos"] = true;
@@ -74,24 +80,31 @@ Seen stream_one(int port, const std::string& prompt, index_t n, std::uint64_t se
       "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       "Content-Length: " +
       std::to_string(b.size()) + "\r\n\r\n" + b;
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return ::close(fd), out;
-  std::string buf;
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return out;
+  std::string raw, events;  // bytes received; the event stream's bytes, unchunked
   char chunk[8192];
-  bool head = true, done = false;
+  bool head = true, done = false, end = false;
   double first = -1, last = -1;
-  for (;;) {
+  while (!end) {
     const ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
     if (got <= 0) break;
-    buf.append(chunk, static_cast<std::size_t>(got));
+    raw.append(chunk, static_cast<std::size_t>(got));
     if (head) {
-      const std::size_t e = buf.find("\r\n\r\n");
+      const std::size_t e = raw.find("\r\n\r\n");
       if (e == std::string::npos) continue;
-      if (buf.compare(0, 12, "HTTP/1.1 200") != 0) break;
-      buf.erase(0, e + 4), head = false;
+      if (raw.compare(0, 12, "HTTP/1.1 200") != 0) break;
+      raw.erase(0, e + 4), head = false;
     }
-    for (std::size_t e; (e = buf.find("\n\n")) != std::string::npos;) {
-      const std::string ev = buf.substr(6, e - 6);  // after "data: "
-      buf.erase(0, e + 2);
+    for (std::size_t nl; !end && (nl = raw.find("\r\n")) != std::string::npos;) {  // chunks: SIZE CRLF DATA CRLF
+      const std::size_t size = std::stoul(raw.substr(0, nl), nullptr, 16);
+      if (raw.size() < nl + 2 + size + 2) break;
+      events.append(raw, nl + 2, size);
+      raw.erase(0, nl + 2 + size + 2);
+      end = size == 0;
+    }
+    for (std::size_t e; (e = events.find("\n\n")) != std::string::npos;) {
+      const std::string ev = events.substr(6, e - 6);  // after "data: "
+      events.erase(0, e + 2);
       if (ev == "[DONE]") {
         done = true;
         continue;
@@ -106,8 +119,7 @@ Seen stream_one(int port, const std::string& prompt, index_t n, std::uint64_t se
       }
     }
   }
-  ::close(fd);
-  out.ok = done && out.tokens == n && first >= 0;
+  out.ok = end && done && out.tokens == n && first >= 0;
   out.ttft = first;
   out.per_token = out.tokens > 1 ? (last - first) / static_cast<double>(out.tokens - 1) : 0;
   return out;
@@ -138,29 +150,33 @@ void run_server(const std::string& file, index_t capacity, int C, int R, index_t
   server::Settings s;
   s.model_id = "bench", s.log = false;
   server::Service service(engine, s);
-  server::Listener listener;
-  lrt::check(listener.open("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
-  std::thread accept([&] {
-    listener.serve([&](server::Connection& c) { service.handle(c); }, 4096,
-                   [] {
-                     return server::ApiError{503, "busy", "server_error", "", ""};
-                   });
-  });
+  server::TransportOptions topt;
+  topt.max_requests = 4096;
+  server::Transport transport(
+      topt, [&](server::Connection& c, server::HttpRequest& r, Clock::time_point t) { service.handle(c, r, t); },
+      nullptr);
+  lrt::check(transport.open("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
+  std::thread loop([&] { transport.run(); });
   std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(C));
   const auto t0 = Clock::now();
   std::vector<std::thread> clients;
   for (int c = 0; c < C; ++c)
-    clients.emplace_back([&, c] {
-      for (int i = 0; i < R; ++i)
-        seen[static_cast<std::size_t>(c)].push_back(
-            stream_one(listener.port(), prompt_of(c, i, P), N, static_cast<std::uint64_t>(c * 1000 + i)));
+    clients.emplace_back([&, c] {  // one kept-alive connection per client, as HTTP clients do
+      int fd = -1;
+      for (int i = 0; i < R; ++i) {
+        if (fd < 0) fd = connect_to(transport.port());
+        Seen x = fd < 0 ? Seen{} : stream_one(fd, prompt_of(c, i, P), N, static_cast<std::uint64_t>(c * 1000 + i));
+        if (!x.ok && fd >= 0) ::close(fd), fd = -1;
+        seen[static_cast<std::size_t>(c)].push_back(x);
+      }
+      if (fd >= 0) ::close(fd);
     });
   for (auto& t : clients) t.join();
   const double wall = since(t0);
-  listener.stop();
-  accept.join();
+  transport.stop();
   engine.shutdown(0);
-  listener.wait_idle(5);
+  transport.wait_idle(5);
+  loop.join();
   std::int64_t tokens = 0;
   for (const auto& v : seen)
     for (const Seen& x : v) {

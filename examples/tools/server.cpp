@@ -55,9 +55,14 @@ int main(int argc, char** argv) {
       .option("chat-template", "NAME", "none, or plain: /v1/chat/completions as \"User: ...\" / \"Assistant: ...\"",
               "none")
       .option("timeout", "S", "a request's time limit, queue included (finish_reason \"timeout\")", "600")
-      .option("read-timeout", "S", "time to receive a request's line, headers and body", "10")
+      .option("read-timeout", "S", "time to receive a request's line, headers and body (a new connection's first)",
+              "10")
+      .option("keep-alive-timeout", "S", "an idle connection's time between requests", "5")
       .option("max-body", "BYTES", "the largest request body (413 past it)", "1048576")
-      .option("max-connections", "N", "connections served at once (past it: 503 at once)", "256")
+      .option("max-connections", "N",
+              "requests in progress at once (past it: 503 at once); idle connections are limited by the descriptor "
+              "limit",
+              "256")
       .option("shutdown-grace", "S", "on SIGTERM: time for requests in flight to finish before they are cancelled",
               "10");
   a.alias("-m", "checkpoint").alias("-t", "threads").alias("-np", "parallel");
@@ -69,9 +74,11 @@ int main(int argc, char** argv) {
     const auto queue = static_cast<std::size_t>(a.integer("queue", 0, 1000000));
     const auto ctx = static_cast<lrt::index_t>(a.integer("ctx", 0, 1LL << 30));
     s.timeout_s = a.number("timeout", 0.001, 1e9);
-    s.read_timeout_s = a.number("read-timeout", 0.001, 1e6);
-    s.limits.max_body = static_cast<std::size_t>(a.integer("max-body", 1, 1LL << 32));
-    const int max_conn = static_cast<int>(a.integer("max-connections", 1, 100000));
+    server::TransportOptions t;
+    t.read_timeout_s = a.number("read-timeout", 0.001, 1e6);
+    t.keep_alive_s = a.number("keep-alive-timeout", 0, 1e6);
+    t.limits.max_body = static_cast<std::size_t>(a.integer("max-body", 1, 1LL << 32));
+    t.max_requests = static_cast<int>(a.integer("max-connections", 1, 100000));
     const double grace = a.number("shutdown-grace", 0, 1e6);
     s.chat_template = a.str("chat-template");
     if (s.chat_template != "none" && s.chat_template != "plain")
@@ -96,20 +103,22 @@ int main(int argc, char** argv) {
     ::sigaction(SIGINT, &sa, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
-    server::Listener listener;
-    if (const std::string why = listener.open(a.str("host"), port); !why.empty()) throw std::runtime_error(why);
     server::Engine engine(server::EngineOptions{parallel, queue});
     server::Service service(engine, s);
-    const auto busy = [] {
-      return ApiError{503, "too many connections (--max-connections)", "server_error", "", "busy"};
-    };
-    // The listener answers from the start: /health says "loading" until the model is ready.
-    std::thread accept([&] { listener.serve([&](server::Connection& c) { service.handle(c); }, max_conn, busy); });
+    server::Transport transport(
+        t,
+        [&](server::Connection& c, server::HttpRequest& r, server::Clock::time_point t0) { service.handle(c, r, t0); },
+        [&](const std::string& peer, const server::HttpRequest& r, const ApiError& e, server::Clock::time_point t0) {
+          service.refused(peer, r, e, t0);
+        });
+    if (const std::string why = transport.open(a.str("host"), port); !why.empty()) throw std::runtime_error(why);
+    // The transport answers from the start: /health says "loading" until the model is ready.
+    std::thread loop([&] { transport.run(); });
     const auto shut = [&](int code) {
-      listener.stop();
-      accept.join();
+      transport.stop();
       engine.shutdown(grace);
-      listener.wait_idle(grace + 5);
+      transport.wait_idle(grace + 5);
+      loop.join();
       return code;
     };
     try {
@@ -120,9 +129,10 @@ int main(int argc, char** argv) {
       engine.start(std::move(loaded));
       std::fprintf(stderr,
                    "lrt-server: listening on http://%s:%d (model %s: %s; %d requests together, context %lld, "
-                   "%d threads)\n",
-                   a.str("host").c_str(), listener.port(), s.model_id.c_str(), what.c_str(), static_cast<int>(parallel),
-                   static_cast<long long>(engine.capacity()), lrt::ThreadPool::global().size());
+                   "%d threads; up to %zu idle connections)\n",
+                   a.str("host").c_str(), transport.port(), s.model_id.c_str(), what.c_str(),
+                   static_cast<int>(parallel), static_cast<long long>(engine.capacity()),
+                   lrt::ThreadPool::global().size(), transport.options().max_waiting);
       const std::string host = a.str("host");
       if (s.api_key.empty() && host != "127.0.0.1" && host != "localhost" && host != "::1")
         std::fprintf(stderr,

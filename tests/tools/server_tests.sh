@@ -8,6 +8,8 @@
 #   3. load: 200 requests from 32 clients; cancelled streams free their rows; a full queue: 503;
 #   4. bad input (malformed JSON, wrong types, huge values, a long prompt, invalid UTF-8, a 10 MB
 #      body, a byte a second, broken HTTP, a wrong API key), the server serving throughout;
+#      connections kept alive, pipelined requests answered in order, Connection: close honoured
+#      (server/keepalive.cjs);
 #   5. the page at / in headless Chromium (skipped, saying so, where no chromium is installed);
 #   6. SIGTERM: a stream in flight finishes (or is cancelled after --shutdown-grace) with [DONE],
 #      the server exits 0; command-line and checkpoint errors; kv, residual and lrt-src2
@@ -123,6 +125,11 @@ echo "== 4: bad input (--read-timeout 3, an API key)"
 start bad --checkpoint byte_lrt --parallel 2 --read-timeout 3 --api-key sekrit --ctx 48
 js bad_input.cjs "$port" sekrit
 stop_server bad
+
+echo "== 4: connections kept alive, pipelined, closed (--keep-alive-timeout 1)"
+start keep --checkpoint byte_lrt --parallel 2 --keep-alive-timeout 1
+js keepalive.cjs "$port" 1
+stop_server keep
 
 echo "== 3, 6: a full queue (--parallel 1 --queue 1); SIGTERM past --shutdown-grace cancels"
 start queue --checkpoint byte_lrt --parallel 1 --queue 1 --ctx 1000000 --shutdown-grace 0.5

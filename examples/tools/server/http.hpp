@@ -1,9 +1,11 @@
-// lrt-server's HTTP/1.1 transport on POSIX sockets (no dependency): a listener whose accept loop
-// gives each connection a thread of its own, up to a limit (past it the accept loop itself
-// answers 503, so a full server still says so), and a Connection that reads one request under a
-// deadline for its line, headers and body together (a client sending a byte a second is cut off,
-// 408), writes with a time limit per write, and notices a client that has gone. Every response
-// closes the connection (Connection: close); a stream's body ends with the connection.
+// lrt-server's HTTP/1.1 transport on POSIX sockets and epoll (no dependency): one thread runs an
+// event loop that accepts connections, reads requests under their deadlines (framing.hpp, a state
+// machine without I/O), writes responses and streams, and notices clients that have gone. A
+// connection costs a descriptor and a deadline, never a thread, until it has sent a whole request;
+// then the request runs on a thread of its own (the handler: routing, the engine's waits), which
+// hands the bytes of its answer to the loop through the connection's queue (coalesced into one
+// write per wake). Connections are kept alive (HTTP/1.1), pipelined requests are served in
+// order, one at a time. docs/serving.md says why this loop rather than Asio.
 #pragma once
 
 #include <arpa/inet.h>
@@ -11,7 +13,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,91 +23,107 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "api.hpp"
+#include "framing.hpp"
 
 namespace server {
 
-/// Milliseconds left until t (0 when past), capped for poll().
-inline int ms_until(std::chrono::steady_clock::time_point t) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - std::chrono::steady_clock::now()).count();
-  return left <= 0 ? 0 : left > 1000000 ? 1000000 : static_cast<int>(left);
+using Clock = std::chrono::steady_clock;
+
+inline Clock::duration seconds_to(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-/// One accepted connection: one request read, one response written.
+/// Raises the soft limit on open descriptors to the hard one; the limit now in force.
+inline std::uint64_t raise_descriptor_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 1024;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit want = r;
+    want.rlim_cur = r.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &want) == 0) r = want;
+  }
+  return r.rlim_cur == RLIM_INFINITY ? (1u << 20) : static_cast<std::uint64_t>(r.rlim_cur);
+}
+
+struct TransportOptions {
+  int max_requests = 256;               // requests in progress at once (--max-connections); past it, 503
+  std::size_t max_waiting = 0;          // connections without a request in progress; 0: from the descriptor limit
+  double read_timeout_s = 10;           // a request's line, headers and body, from its first byte (408)
+  double keep_alive_s = 5;              // an idle connection between requests (closed without a word)
+  int requests_per_connection = 10000;  // then the connection closes after its answer
+  double write_timeout_s = 30;          // a stalled client (no byte taken that long) is dropped
+  double linger_s = 2;                  // after the last answer: time to read what the client still sends
+  std::size_t queue_limit = std::size_t{1} << 20;  // bytes a handler may queue ahead of the client
+  HeadLimits limits;
+};
+
+/// What the transport holds now, and what it has refused.
+struct TransportStats {
+  std::int64_t open = 0, waiting = 0, in_request = 0;  // connections: all, without and with a request in progress
+  std::uint64_t accepted = 0, refused = 0;
+};
+
+namespace detail {
+
+/// One connection. The loop thread alone touches the first group; the handler thread and the
+/// loop share the second under `m`.
+struct Conn {
+  int fd = -1;
+  std::string peer;
+  // The loop's.
+  RequestFramer framer;
+  enum class Phase { reading, handling, closing } phase = Phase::reading;
+  Clock::time_point deadline{}, since{}, last_write{};
+  bool started = false;  // the deadline is a request's (408, from `since`), not an idle connection's
+  int served = 0;
+  std::uint32_t events = 0;   // registered with epoll
+  std::string pending;        // bytes taken from `out`, being written
+  bool refuse_after = false;  // close once `pending` is written (an answer the loop gave itself)
+  // Shared.
+  std::mutex m;
+  std::condition_variable cv;
+  std::string out;       // bytes the handler queued
+  bool queued = false;   // on the loop's list of connections with news
+  bool done = false;     // the handler has answered
+  bool keep = false;     // the connection stays open after the answer
+  bool chunked = false;  // the answer's body is sent in chunks (a stream)
+  bool closed = false;   // the loop has closed it
+  std::atomic<bool> gone{false};
+};
+
+}  // namespace detail
+
+class Transport;
+
+/// A handler's side of a connection with a request in progress: the answer's bytes go to the
+/// loop's queue; `gone()` says whether the client has left.
 class Connection {
  public:
-  explicit Connection(int fd) : fd_(fd) {}
+  Connection(Transport& t, std::shared_ptr<detail::Conn> c, bool keep) : t_(t), c_(std::move(c)), keep_(keep) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
-  ~Connection() { close(); }
+  ~Connection() { finish(); }
 
-  /// Reads a request (line, headers and a body of Content-Length bytes) before `deadline`.
-  /// Returns true with `req` filled; false with error.status set to the status to answer (400,
-  /// 408, 413, 431, 501, 505), or 0 when the client closed without a request.
-  bool read_request(HttpRequest& req, const HeadLimits& lim, std::chrono::steady_clock::time_point deadline,
-                    ApiError& error) {
-    std::string buf;
-    std::size_t head = 0;
-    char chunk[16384];
-    for (;;) {
-      const HeadState st = parse_head(buf, lim, req, head, error);
-      if (st == HeadState::bad) return false;
-      if (st == HeadState::complete) break;
-      const long n = read_some(chunk, sizeof chunk, deadline, error);
-      if (n <= 0) return false;
-      buf.append(chunk, static_cast<std::size_t>(n));
-    }
-    req.body = buf.substr(head);
-    if (req.body.size() > req.content_length) req.body.resize(req.content_length);  // pipelined bytes: ignored
-    while (req.body.size() < req.content_length) {
-      const long n = read_some(chunk, std::min(sizeof chunk, req.content_length - req.body.size()), deadline, error);
-      if (n <= 0) {
-        if (error.status == 0)
-          error = ApiError{400, "the body ended before Content-Length bytes", "invalid_request_error", "", ""};
-        return false;
-      }
-      req.body.append(chunk, static_cast<std::size_t>(n));
-    }
-    return true;
-  }
-
-  /// Writes all of `data`, each wait for the socket at most `timeout_s`; false when the client is
-  /// gone (or stalled that long), after which every send fails.
-  bool send(std::string_view data, double timeout_s = 30) {
-    while (ok_ && !data.empty()) {
-      pollfd p{fd_, POLLOUT, 0};
-      const int r = ::poll(&p, 1, static_cast<int>(timeout_s * 1000));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return ok_ = false;
-      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-      if (n <= 0) return ok_ = false;
-      data.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return ok_;
-  }
-
-  /// Whether the client has closed its side or the connection failed (a request's bytes past its
-  /// body are not a sign: they are read and dropped).
-  bool gone() {
-    if (!ok_) return true;
-    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL)) return !(ok_ = false);
-    char c[512];
-    const ssize_t n = ::recv(fd_, c, sizeof c, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return !(ok_ = false);
-    return false;
-  }
+  const std::string& peer() const { return c_->peer; }
+  bool keep_alive() const { return keep_; }
+  /// Queues `data`; waits while more than the queue limit is ahead of the client. False once the
+  /// client is gone (or stalled past the write timeout), after which nothing more is sent.
+  bool send(std::string_view data);
+  bool gone() const { return c_->gone.load(); }
 
   /// A whole response with a body (Content-Length) and the headers every answer carries.
   bool respond(int status, std::string_view type, std::string_view body,
@@ -113,92 +133,82 @@ class Connection {
     head += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     for (const auto& [k, v] : extra) head += k + ": " + v + "\r\n";
     head += "\r\n";
-    return send(head) && send(body);
+    head += body;
+    return send(head);
   }
   bool respond_error(const ApiError& e) {
+    return respond(e.status, "application/json", error_body(e), error_headers(e));
+  }
+  /// The head of a server-sent event stream; its body goes in chunks (finish() ends it).
+  bool start_events() {
+    const bool ok =
+        send(status_line(200) +
+             "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
+    std::lock_guard<std::mutex> lock(c_->m);
+    c_->chunked = true;
+    return ok;
+  }
+  /// Ends the answer: the loop writes what is queued, then waits for the next request (keep-alive)
+  /// or closes. Called by the destructor when the handler has not.
+  void finish();
+
+  static std::vector<std::pair<std::string, std::string>> error_headers(const ApiError& e) {
     std::vector<std::pair<std::string, std::string>> extra;
     if (e.status == 503) extra.emplace_back("Retry-After", "1");
     if (e.status == 401) extra.emplace_back("WWW-Authenticate", "Bearer");
-    return respond(e.status, "application/json", error_body(e), extra);
-  }
-  /// The head of a server-sent event stream; its body ends when the connection closes.
-  bool start_events() {
-    return send(status_line(200) + "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n");
-  }
-
-  /// Ends the response: no more writes, then up to `linger_s` to read what the client still sends
-  /// (so that closing does not reset a connection whose response it has not read), then closes.
-  void finish(double linger_s = 2) {
-    if (fd_ < 0) return;
-    ::shutdown(fd_, SHUT_WR);
-    const auto until =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(linger_s));
-    char buf[16384];
-    std::size_t drained = 0;
-    while (drained < (64u << 20)) {
-      pollfd p{fd_, POLLIN, 0};
-      const int r = ::poll(&p, 1, ms_until(until));
-      if (r <= 0) break;
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-      if (n <= 0) break;
-      drained += static_cast<std::size_t>(n);
-    }
-    close();
-  }
-  void close() {
-    if (fd_ >= 0) ::close(fd_), fd_ = -1;
+    return extra;
   }
 
  private:
-  static std::string status_line(int status) {
+  std::string status_line(int status) const {
     return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
-           "\r\nConnection: close\r\nAccess-Control-Allow-Origin: *\r\nServer: lrt-server\r\n";
-  }
-  /// Up to n bytes before the deadline: > 0 bytes read; 0 the client closed (error.status 0) or
-  /// the deadline passed (408); < 0 an error.
-  long read_some(char* buf, std::size_t n, std::chrono::steady_clock::time_point deadline, ApiError& error) {
-    for (;;) {
-      pollfd p{fd_, POLLIN, 0};
-      const int r = ::poll(&p, 1, ms_until(deadline));
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0) {
-        error = ApiError{408, "the request was not received in time (--read-timeout)", "invalid_request_error", "",
-                         "timeout"};
-        return 0;
-      }
-      const ssize_t got = ::recv(fd_, buf, n, MSG_DONTWAIT);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-      if (got <= 0) {  // closed (the client may still read the answer) or failed
-        error.status = 0;
-        if (got < 0) ok_ = false;
-        return got < 0 ? -1 : 0;
-      }
-      return static_cast<long>(got);
-    }
+           (keep_ ? "\r\nConnection: keep-alive" : "\r\nConnection: close") +
+           "\r\nAccess-Control-Allow-Origin: *\r\nServer: lrt-server\r\n";
   }
 
-  int fd_;
-  bool ok_ = true;
+  Transport& t_;
+  std::shared_ptr<detail::Conn> c_;
+  bool keep_;
+  bool finished_ = false;
 };
 
-/// A listening socket and its accept loop.
-class Listener {
+/// The listening socket, the event loop and the handlers' threads.
+class Transport {
  public:
-  Listener() {
-    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+  /// handle(connection, request, when its first byte arrived): answers one request on a thread of
+  /// its own. refused(peer, request as far as read, error, since): an answer the loop gave itself
+  /// (400, 408, 413, 431, 501, 505, 503), once each.
+  using Handler = std::function<void(Connection&, HttpRequest&, Clock::time_point)>;
+  using Refused = std::function<void(const std::string&, const HttpRequest&, const ApiError&, Clock::time_point)>;
+
+  Transport(const TransportOptions& o, Handler handle, Refused refused)
+      : o_(o), handle_(std::move(handle)), refused_(std::move(refused)) {
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_ >= 0 && wake_ >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN, ev.data.fd = wake_;
+      ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
+    }
+    if (o_.max_waiting == 0) {
+      const std::uint64_t lim = raise_descriptor_limit();
+      const std::uint64_t reserve = 64 + static_cast<std::uint64_t>(o_.max_requests);
+      o_.max_waiting = lim > reserve + 16 ? static_cast<std::size_t>(lim - reserve) : 16;
+    }
   }
-  ~Listener() {
+  ~Transport() {
     stop();
     wait_idle(5);
-    for (int fd : {listen_fd_, wake_[0], wake_[1]})
+    for (auto& [fd, c] : conns_) ::close(fd);
+    for (int fd : {listen_fd_, epoll_, wake_})
       if (fd >= 0) ::close(fd);
   }
-  Listener(const Listener&) = delete;
-  Listener& operator=(const Listener&) = delete;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
 
   /// Binds host:port (port 0: any free port, then port() says which); "" or why not.
   std::string open(const std::string& host, int port) {
+    if (epoll_ < 0 || wake_ < 0) return std::string("epoll: ") + std::strerror(errno);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     addrinfo* res = nullptr;
@@ -207,11 +217,11 @@ class Listener {
       return "cannot resolve host '" + host + "': " + ::gai_strerror(e);
     std::string why = "no address for '" + host + "'";
     for (addrinfo* a = res; a; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
       if (fd < 0) continue;
       const int one = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 512) == 0) {
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
         listen_fd_ = fd;
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
@@ -224,75 +234,503 @@ class Listener {
       ::close(fd);
     }
     ::freeaddrinfo(res);
-    return listen_fd_ >= 0 ? "" : why;
+    if (listen_fd_ < 0) return why;
+    epoll_event ev{};
+    ev.events = EPOLLIN, ev.data.fd = listen_fd_;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    return "";
   }
   int port() const { return port_; }
+  const TransportOptions& options() const { return o_; }
 
-  /// Accepts connections until stop(): each runs handle(connection) on a thread of its own, at
-  /// most max_connections at once; past that the connection is answered `busy` here and closed.
-  void serve(const std::function<void(Connection&)>& handle, int max_connections,
-             const std::function<ApiError()>& busy) {
+  /// The loop: runs until stop() and then until every request in progress has been answered
+  /// and written (or its client has gone).
+  void run() {
+    std::vector<epoll_event> events(256);
+    auto next_sweep = Clock::now();
     for (;;) {
-      pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      const int r = ::poll(p, 2, -1);
-      if (r < 0 && errno == EINTR) continue;
-      if (stopped_ || (p[1].revents & POLLIN)) break;
-      if (!(p[0].revents & POLLIN)) continue;
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      const int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      {
-        std::lock_guard<std::mutex> lock(m_);
-        if (active_ >= max_connections) {
-          Connection c(fd);
-          c.respond_error(busy());
-          c.finish(0.2);
-          continue;
+      const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 50);
+      if (n < 0 && errno != EINTR) break;
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[static_cast<std::size_t>(i)].data.fd;
+        const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
+        if (fd == wake_) {
+          std::uint64_t v;
+          [[maybe_unused]] const ssize_t r = ::read(wake_, &v, sizeof v);
+        } else if (fd == listen_fd_) {
+          accept_all();
+        } else if (auto it = conns_.find(fd); it != conns_.end()) {
+          const std::shared_ptr<detail::Conn> c = it->second;  // on_event may close it
+          on_event(c, ev);
         }
-        ++active_;
       }
-      std::thread([this, fd, &handle] {
-        {
-          Connection c(fd);
-          try {
-            handle(c);
-          } catch (...) {  // the handler answers its own errors; nothing may end the process
-          }
+      take_news();
+      const auto now = Clock::now();
+      if (now >= next_sweep) sweep(now), next_sweep = now + std::chrono::milliseconds(50);
+      if (stopped_.load()) {
+        if (listen_fd_ >= 0)
+          ::epoll_ctl(epoll_, EPOLL_CTL_DEL, listen_fd_, nullptr), ::close(listen_fd_), listen_fd_ = -1;
+        bool busy = false;
+        std::vector<std::shared_ptr<detail::Conn>> idle;
+        for (auto& [fd, c] : conns_) {
+          if (c->phase == detail::Conn::Phase::handling || !c->pending.empty())
+            busy = true;
+          else if (c->phase == detail::Conn::Phase::reading)
+            idle.push_back(c);
         }
-        std::lock_guard<std::mutex> lock(m_);
-        --active_;
-        idle_.notify_all();
-      }).detach();
+        for (auto& c : idle) close_conn(c);
+        if (!busy && in_request_.load() == 0) break;
+      }
     }
-    if (listen_fd_ >= 0) ::close(listen_fd_), listen_fd_ = -1;  // no more connections are taken
+    for (auto& [fd, c] : conns_) {
+      ::close(fd);
+      std::lock_guard<std::mutex> lock(c->m);
+      c->closed = true;
+      c->gone = true;
+      c->cv.notify_all();
+    }
+    conns_.clear();
+    publish();
   }
 
-  /// Makes serve() return (from any thread; async-signal-safe).
+  /// Stops taking connections (from any thread; async-signal-safe); run() returns once the
+  /// requests in progress have been answered.
   void stop() {
     stopped_ = true;
-    if (wake_[1] >= 0) {
-      const char c = 1;
-      [[maybe_unused]] const ssize_t n = ::write(wake_[1], &c, 1);
-    }
+    wake();
   }
-  /// Waits up to `seconds` for every connection's thread to end; whether they all did.
+  /// Waits up to `seconds` for every handler's thread to end; whether they all did.
   bool wait_idle(double seconds) {
-    std::unique_lock<std::mutex> lock(m_);
-    return idle_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return active_ == 0; });
+    std::unique_lock<std::mutex> lock(idle_m_);
+    return idle_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return handlers_ == 0; });
   }
-  int connections() const {
-    std::lock_guard<std::mutex> lock(m_);
-    return active_;
+  TransportStats stats() const {
+    TransportStats s;
+    s.open = open_.load(), s.in_request = in_request_.load(), s.waiting = s.open - s.in_request;
+    s.accepted = accepted_.load(), s.refused = refused_count_.load();
+    return s;
   }
 
  private:
-  int listen_fd_ = -1, port_ = 0;
-  int wake_[2] = {-1, -1};
+  friend class Connection;
+  using Conn = detail::Conn;
+
+  void wake() {
+    const std::uint64_t one = 1;
+    if (wake_ >= 0) [[maybe_unused]]
+      const ssize_t r = ::write(wake_, &one, sizeof one);
+  }
+  /// A handler has queued bytes or finished: the loop looks at `c` at its next turn.
+  void notify(const std::shared_ptr<Conn>& c) {
+    {
+      std::lock_guard<std::mutex> lock(news_m_);
+      news_.push_back(c);
+    }
+    wake();
+  }
+  void publish() { open_ = static_cast<std::int64_t>(conns_.size()); }
+
+  void accept_all() {
+    for (;;) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: stop listening for a moment rather than spin on the same error.
+          ::epoll_ctl(epoll_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+          resume_accept_ = Clock::now() + std::chrono::milliseconds(100);
+          if (!emfile_said_) {
+            std::fprintf(stderr, "lrt-server: accept: %s; not accepting for 0.1 s\n", std::strerror(errno));
+            emfile_said_ = true;
+          }
+        }
+        return;
+      }
+      ++accepted_;
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auto c = std::make_shared<Conn>();
+      c->fd = fd;
+      c->peer = peer_name(ss);
+      c->framer = RequestFramer(o_.limits);
+      c->since = Clock::now();
+      c->deadline = c->since + seconds_to(o_.read_timeout_s);
+      c->started = true;  // a new connection owes a request within the read timeout
+      const bool full = conns_.size() - static_cast<std::size_t>(in_request_.load()) >= o_.max_waiting;
+      conns_.emplace(fd, c);
+      watch(c, EPOLLIN | EPOLLRDHUP, true);
+      publish();
+      if (full)  // past the limit: the answer at once, then close
+        refuse(c, HttpRequest{},
+               ApiError{503, "too many open connections (the descriptor limit)", "server_error", "", "busy"}, c->since);
+    }
+  }
+
+  static std::string peer_name(const sockaddr_storage& ss) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      port = ntohs(a->sin_port);
+      return std::string(host) + ":" + std::to_string(port);
+    }
+    if (ss.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      port = ntohs(a->sin6_port);
+      return "[" + std::string(host) + "]:" + std::to_string(port);
+    }
+    return "?";
+  }
+
+  void watch(const std::shared_ptr<Conn>& c, std::uint32_t events, bool add = false) {
+    if (!add && events == c->events) return;
+    epoll_event ev{};
+    ev.events = events, ev.data.fd = c->fd;
+    ::epoll_ctl(epoll_, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &ev);
+    c->events = events;
+  }
+
+  void close_conn(const std::shared_ptr<Conn>& c) {
+    if (c->fd < 0) return;
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    conns_.erase(c->fd);
+    c->fd = -1;
+    {
+      std::lock_guard<std::mutex> lock(c->m);
+      c->closed = true;
+      c->gone = true;
+    }
+    c->cv.notify_all();
+    publish();
+  }
+
+  /// An answer the loop gives itself (a request it cannot read, a limit): written, logged, and
+  /// then the connection closes.
+  void refuse(const std::shared_ptr<Conn>& c, const HttpRequest& req, const ApiError& e, Clock::time_point since) {
+    ++refused_count_;
+    if (refused_) refused_(c->peer, req, e, since);
+    std::string head = "HTTP/1.1 " + std::to_string(e.status) + " " + reason_phrase(e.status) +
+                       "\r\nConnection: close\r\nAccess-Control-Allow-Origin: *\r\nServer: lrt-server\r\n"
+                       "Content-Type: application/json\r\n";
+    const std::string body = error_body(e);
+    for (const auto& [k, v] : Connection::error_headers(e)) head += k + ": " + v + "\r\n";
+    head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    c->refuse_after = true;
+    if (c->pending.empty()) c->last_write = Clock::now();
+    c->pending += head;
+    write_pending(c);
+  }
+
+  void on_event(const std::shared_ptr<Conn>& c, std::uint32_t ev) {
+    if (ev & EPOLLOUT) write_pending(c);
+    if (c->fd < 0) return;
+    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) read_some(c, ev);
+  }
+
+  /// Reads what is there. While a request is being received, that is the request; while one is
+  /// handled, the bytes of the next (kept for later, up to a limit) or the sign that the client left.
+  void read_some(const std::shared_ptr<Conn>& c, std::uint32_t ev) {
+    char buf[16384];
+    bool eof = (ev & (EPOLLHUP | EPOLLERR)) != 0;
+    // Bytes after an answer that closes the connection are read and dropped.
+    const bool keep_bytes = c->phase != Conn::Phase::closing && !c->refuse_after;
+    for (int rounds = 0; rounds < 8 && !eof; ++rounds) {
+      if (keep_bytes && !room(c)) break;  // a limit on pipelined bytes
+      const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        if (keep_bytes) c->framer.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+        if (static_cast<std::size_t>(n) < sizeof buf) break;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && errno == EINTR) continue;
+      eof = true;  // closed by the client, or failed
+    }
+    if ((ev & EPOLLRDHUP) && !(ev & EPOLLIN)) eof = true;
+    switch (c->phase) {
+      case Conn::Phase::closing:
+        if (eof) close_conn(c);
+        return;
+      case Conn::Phase::handling:
+        if (eof) {  // the client has gone: the handler stops; the loop closes once it has
+          {
+            std::lock_guard<std::mutex> lock(c->m);
+            c->gone = true;
+          }
+          c->cv.notify_all();
+          watch(c, 0);
+        } else if (!room(c)) {
+          watch(c, EPOLLRDHUP | (c->pending.empty() ? 0u : EPOLLOUT));
+        }
+        return;
+      case Conn::Phase::reading:
+        if (c->refuse_after) {
+          if (eof) close_conn(c);
+          return;
+        }
+        dispatch(c);
+        if (eof && c->fd >= 0 && c->phase == Conn::Phase::reading && !c->refuse_after) {
+          if (c->framer.in_body())  // it may still read the answer
+            refuse(c, HttpRequest{},
+                   ApiError{400, "the body ended before Content-Length bytes", "invalid_request_error", "", ""},
+                   c->since);
+          else
+            close_conn(c);
+        }
+        return;
+    }
+  }
+
+  /// Whether a connection may buffer more bytes (a request's, or pipelined ones).
+  bool room(const std::shared_ptr<Conn>& c) const {
+    return c->framer.buffered() < o_.limits.max_head + o_.limits.max_body + 65536;
+  }
+
+  /// The next request of a connection that is reading, if it is all there.
+  void dispatch(const std::shared_ptr<Conn>& c) {
+    HttpRequest req;
+    ApiError err;
+    if (!c->started && c->framer.started()) {  // the first byte of a request on a kept-alive connection
+      c->started = true;
+      c->since = Clock::now();
+      c->deadline = c->since + seconds_to(o_.read_timeout_s);
+    }
+    switch (c->framer.next(req, err)) {
+      case RequestFramer::Event::none:
+        if (c->framer.wants_continue()) {
+          c->pending += "HTTP/1.1 100 Continue\r\n\r\n";
+          write_pending(c);
+        }
+        return;
+      case RequestFramer::Event::error:
+        refuse(c, req, err, c->since);
+        return;
+      case RequestFramer::Event::request:
+        break;
+    }
+    const Clock::time_point since = c->since;
+    if (in_request_.load() >= o_.max_requests) {
+      refuse(c, req, ApiError{503, "too many requests in progress (--max-connections)", "server_error", "", "busy"},
+             since);
+      return;
+    }
+    ++in_request_;
+    c->phase = Conn::Phase::handling;
+    ++c->served;
+    const bool keep = wants_keep_alive(req) && !stopped_.load() && c->served < o_.requests_per_connection;
+    {
+      std::lock_guard<std::mutex> lock(c->m);
+      c->out.clear();
+      c->done = false, c->keep = keep, c->chunked = false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(idle_m_);
+      ++handlers_;
+    }
+    std::thread([this, c, keep, since, r = std::move(req)]() mutable {
+      {
+        Connection conn(*this, c, keep);
+        try {
+          handle_(conn, r, since);
+        } catch (...) {  // the handler answers its own errors; nothing may end the process
+        }
+      }  // finish(): the loop takes over
+      std::lock_guard<std::mutex> lock(idle_m_);
+      --handlers_;
+      idle_cv_.notify_all();
+    }).detach();
+  }
+
+  /// The connections whose handlers queued bytes or finished.
+  void take_news() {
+    std::vector<std::shared_ptr<Conn>> news;
+    {
+      std::lock_guard<std::mutex> lock(news_m_);
+      news.swap(news_);
+    }
+    for (const auto& c : news) {
+      {
+        std::lock_guard<std::mutex> lock(c->m);
+        c->queued = false;
+      }
+      if (c->fd >= 0) write_pending(c);
+    }
+  }
+
+  /// Writes what is queued; once an answer is all written, the next request or the close.
+  void write_pending(const std::shared_ptr<Conn>& c) {
+    if (c->fd < 0) return;
+    bool done = false, keep = false, gone = c->gone.load();
+    for (;;) {
+      if (c->pending.empty() && c->phase == Conn::Phase::handling) {
+        std::lock_guard<std::mutex> lock(c->m);
+        c->pending.swap(c->out);
+        done = c->done, keep = c->keep;
+        if (!c->pending.empty()) c->last_write = Clock::now();
+        c->cv.notify_all();  // room in the queue
+      }
+      if (c->pending.empty() || gone) break;
+      const ssize_t n = ::send(c->fd, c->pending.data(), c->pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c->pending.erase(0, static_cast<std::size_t>(n));
+        c->last_write = Clock::now();
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      gone = true;  // the client has gone
+      {
+        std::lock_guard<std::mutex> lock(c->m);
+        c->gone = true;
+      }
+      c->cv.notify_all();
+    }
+    if (gone) c->pending.clear();
+    const bool writing = !c->pending.empty();
+    if (c->refuse_after) {
+      if (!writing)
+        begin_close(c);
+      else
+        watch(c, EPOLLOUT | EPOLLRDHUP);
+      return;
+    }
+    if (c->phase == Conn::Phase::handling) {
+      if (!(done && !writing) && !(gone && done)) {
+        const std::uint32_t base = gone ? 0u : (EPOLLRDHUP | (room(c) ? EPOLLIN : 0u));
+        watch(c, base | (writing ? EPOLLOUT : 0u));
+        return;
+      }
+      // The answer is written (or its client gone): the next request, or the end.
+      --in_request_;
+      if (gone || !keep) {
+        if (gone)
+          close_conn(c);
+        else
+          begin_close(c);
+        return;
+      }
+      c->phase = Conn::Phase::reading;
+      c->started = false;
+      c->deadline = Clock::now() + seconds_to(o_.keep_alive_s);
+      watch(c, EPOLLIN | EPOLLRDHUP);
+      dispatch(c);  // a pipelined request may be here already
+      return;
+    }
+    watch(c, (c->phase == Conn::Phase::closing ? EPOLLIN : EPOLLIN | EPOLLRDHUP) | (writing ? EPOLLOUT : 0u));
+  }
+
+  /// No more writes: shut the sending side, then read and drop what the client still sends for
+  /// the linger time (so that closing does not reset a connection whose answer it has not read).
+  void begin_close(const std::shared_ptr<Conn>& c) {
+    c->refuse_after = false;
+    c->phase = Conn::Phase::closing;
+    ::shutdown(c->fd, SHUT_WR);
+    c->deadline = Clock::now() + seconds_to(o_.linger_s);
+    watch(c, EPOLLIN | EPOLLRDHUP);
+  }
+
+  /// Deadlines: a request not received in time (408), an idle kept-alive connection (closed), a
+  /// stalled client (dropped), the end of a linger; and accepting again after running out of
+  /// descriptors.
+  void sweep(Clock::time_point now) {
+    if (listen_fd_ >= 0 && resume_accept_ != Clock::time_point{} && now >= resume_accept_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN, ev.data.fd = listen_fd_;
+      ::epoll_ctl(epoll_, EPOLL_CTL_ADD, listen_fd_, &ev);
+      resume_accept_ = {};
+      emfile_said_ = false;
+    }
+    std::vector<std::shared_ptr<Conn>> expired, stalled;
+    for (auto& [fd, c] : conns_) {
+      if (!c->pending.empty() && now - c->last_write > seconds_to(o_.write_timeout_s))
+        stalled.push_back(c);
+      else if (c->phase != Conn::Phase::handling && now >= c->deadline)
+        expired.push_back(c);
+    }
+    for (auto& c : stalled) {
+      if (c->fd < 0) continue;
+      if (c->phase == Conn::Phase::handling) {
+        {
+          std::lock_guard<std::mutex> lock(c->m);
+          c->gone = true;
+        }
+        c->cv.notify_all();
+        c->pending.clear();
+        write_pending(c);
+      } else {
+        close_conn(c);
+      }
+    }
+    for (auto& c : expired) {
+      if (c->fd < 0) continue;
+      if (c->phase == Conn::Phase::closing || c->refuse_after || !c->started) {
+        close_conn(c);
+      } else {
+        refuse(c, HttpRequest{},
+               ApiError{408, "the request was not received in time (--read-timeout)", "invalid_request_error", "",
+                        "timeout"},
+               c->since);
+      }
+    }
+  }
+
+  TransportOptions o_;
+  Handler handle_;
+  Refused refused_;
+  int listen_fd_ = -1, port_ = 0, epoll_ = -1, wake_ = -1;
+  std::unordered_map<int, std::shared_ptr<Conn>> conns_;  // the loop's
+  Clock::time_point resume_accept_{};
+  bool emfile_said_ = false;
   std::atomic<bool> stopped_{false};
-  mutable std::mutex m_;
-  std::condition_variable idle_;
-  int active_ = 0;
+  std::atomic<std::int64_t> open_{0}, in_request_{0};
+  std::atomic<std::uint64_t> accepted_{0}, refused_count_{0};
+  std::mutex news_m_;
+  std::vector<std::shared_ptr<Conn>> news_;
+  std::mutex idle_m_;
+  std::condition_variable idle_cv_;
+  int handlers_ = 0;
 };
+
+inline bool Connection::send(std::string_view data) {
+  if (finished_) return false;
+  std::unique_lock<std::mutex> lock(c_->m);
+  if (c_->gone) return false;
+  if (c_->chunked && !data.empty()) {
+    char size[24];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    c_->out += size;
+    c_->out += data;
+    c_->out += "\r\n";
+  } else {
+    c_->out += data;
+  }
+  const bool first = !c_->queued;
+  c_->queued = true;
+  if (first) {
+    lock.unlock();
+    t_.notify(c_);
+    lock.lock();
+  }
+  // Ahead of the client by more than the limit: wait for the loop to take it (the loop drops a
+  // client stalled past the write timeout, which sets `gone`).
+  while (c_->out.size() > t_.o_.queue_limit && !c_->gone) c_->cv.wait_for(lock, std::chrono::milliseconds(100));
+  return !c_->gone;
+}
+
+inline void Connection::finish() {
+  if (finished_) return;
+  finished_ = true;
+  {
+    std::lock_guard<std::mutex> lock(c_->m);
+    if (c_->chunked && !c_->gone) c_->out += "0\r\n\r\n";
+    c_->done = true;
+    c_->queued = true;
+  }
+  t_.notify(c_);
+}
 
 }  // namespace server

@@ -22,8 +22,7 @@ using lrt::json::Value;
 
 struct Settings {
   std::string model_id, api_key, chat_template;
-  double timeout_s = 600, read_timeout_s = 10;
-  HeadLimits limits;
+  double timeout_s = 600;
   bool log = true;  // a line per request on stderr
 };
 
@@ -37,20 +36,8 @@ class Service {
     created_ = static_cast<std::int64_t>(std::time(nullptr));
   }
 
-  void handle(Connection& c) {
-    const auto t0 = Clock::now();
-    HttpRequest req;
-    ApiError err;
-    const auto deadline =
-        t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s_.read_timeout_s));
-    if (!c.read_request(req, s_.limits, deadline, err)) {
-      if (err.status != 0) {
-        c.respond_error(err);
-        log(req.method.empty() ? "-" : req.method, req.path.empty() ? "-" : req.path, err.status, t0, err.message);
-      }
-      c.finish();
-      return;
-    }
+  /// Answers one request (the transport has read it all, `t0` is when its first byte came).
+  void handle(Connection& c, HttpRequest& req, Clock::time_point t0) {
     int status = 200;
     std::string note;
     try {
@@ -64,6 +51,12 @@ class Service {
     }
     log(req.method, req.path, status, t0, note);
     c.finish();
+  }
+  /// An answer the transport gave itself (a request it could not read, a limit): logged with the
+  /// client's address.
+  void refused(const std::string& peer, const HttpRequest& req, const ApiError& e, Clock::time_point t0) {
+    log(req.method.empty() ? "-" : req.method, req.path.empty() ? "-" : req.path, e.status, t0,
+        "from " + peer + ": " + e.message);
   }
 
  private:

@@ -82,29 +82,42 @@ async function stream(path, body, { signal, onChunk } = {}) {
   return { status: 200, chunks, text, done };
 }
 
-/// Sends raw bytes (a string or Buffer, or a function(socket) that writes) and returns what the
-/// server answered before closing: {status, head, body, ms}. end: close this side after sending.
+/// Sends raw bytes (a string or Buffer, or a function(socket) that writes) and returns the
+/// server's first answer (whole by its Content-Length, or what came before the server closed):
+/// {status, head, body, ms, closed (the server closed the connection)}. end: close this side
+/// after sending.
 function raw(send, { timeoutMs = 20000, end = false } = {}) {
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
     const s = net.connect(port, "127.0.0.1");
     const got = [];
+    let settled = false;
     const timer = setTimeout(() => { s.destroy(); reject(new Error(`no answer in ${timeoutMs} ms`)); }, timeoutMs);
-    s.on("connect", () => {
-      if (typeof send === "function") send(s);
-      else s.write(send);
-      if (end) s.end();  // no more bytes from this side
-    });
-    s.on("data", (d) => got.push(d));
-    s.on("error", () => {});  // a reset after the answer: what was read counts
-    s.on("close", () => {
+    const finish = (closed) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       const all = Buffer.concat(got).toString("latin1");
       const m = /^HTTP\/1\.1 (\d{3})/.exec(all);
       const at = all.indexOf("\r\n\r\n");
       resolve({ status: m ? Number(m[1]) : 0, head: all.slice(0, at), body: at >= 0 ? all.slice(at + 4) : "",
-                ms: Date.now() - t0 });
+                ms: Date.now() - t0, closed });
+      s.destroy();
+    };
+    s.on("connect", () => {
+      if (typeof send === "function") send(s);
+      else s.write(send);
+      if (end) s.end();  // no more bytes from this side
     });
+    s.on("data", (d) => {
+      got.push(d);
+      const all = Buffer.concat(got).toString("latin1");
+      const at = all.indexOf("\r\n\r\n");
+      const len = at >= 0 ? /\r\ncontent-length: *(\d+)/i.exec(all.slice(0, at)) : null;
+      if (len && Buffer.byteLength(all.slice(at + 4), "latin1") >= Number(len[1])) finish(false);
+    });
+    s.on("error", () => {});  // a reset after the answer: what was read counts
+    s.on("close", () => finish(true));
   });
 }
 
