@@ -10,7 +10,8 @@
 #   --cross   also installs Debian's aarch64 cross compiler and qemu-user (g++-aarch64-linux-gnu,
 #             qemu-user-static): the cross.aarch64 test; optional
 #   --server-tests  also installs node, npm, curl and chromium, and the openai npm client (a pinned
-#             openai@4) into ${LRT_NODE_DIR:-$HOME/.cache/lrt-node}: the tools.server test (tests only)
+#             openai@4) and a Prometheus text parser into ${LRT_NODE_DIR:-$HOME/.cache/lrt-node}:
+#             the tools.server test (tests only)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -19,6 +20,7 @@ pkgs=(build-essential cmake ninja-build ccache libeigen3-dev libfmt-dev doctest-
 corpus=0
 server_tests=0
 openai_version=4.104.0
+prometheus_parser_version=1.1.1  # tools.server parses /metrics with it
 for a in "$@"; do
   case "$a" in
     --corpus) corpus=1 ;;
@@ -68,10 +70,12 @@ fi
 
 if [ "$server_tests" = 1 ]; then
   node_dir="${LRT_NODE_DIR:-${HOME:-/root}/.cache/lrt-node}"
-  have=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$node_dir/node_modules/openai/package.json" 2>/dev/null || true)
-  if [ "$have" != "$openai_version" ]; then
-    echo "setup.sh: npm install openai@$openai_version into $node_dir"
+  version_of() { sed -n 's/^  "version": "\(.*\)",$/\1/p' "$node_dir/node_modules/$1/package.json" 2>/dev/null || true; }
+  if [ "$(version_of openai)" != "$openai_version" ] || [ "$(version_of parse-prometheus-text-format)" != "$prometheus_parser_version" ]; then
+    echo "setup.sh: npm install openai@$openai_version parse-prometheus-text-format@$prometheus_parser_version into $node_dir"
     mkdir -p "$node_dir"
-    (cd "$node_dir" && npm install --no-audit --no-fund --no-save --loglevel=error "openai@$openai_version" >/dev/null)
+    # Both in one command: an install with --no-save drops packages it was not asked for.
+    (cd "$node_dir" && npm install --no-audit --no-fund --no-save --loglevel=error "openai@$openai_version" \
+      "parse-prometheus-text-format@$prometheus_parser_version" >/dev/null)
   fi
 fi

@@ -5,9 +5,9 @@
 //   lrt-server -m runs/lrt --port 8080 --parallel 4
 //   curl -s localhost:8080/v1/completions -d '{"prompt": "The jury said", "max_tokens": 32}'
 // Endpoints: POST /v1/completions (stream: server-sent events), POST /v1/chat/completions (with
-// --chat-template plain), GET /v1/models, GET /health, POST /tokenize, POST /detokenize, and a
-// page at /. Transport: server/http.hpp (POSIX sockets); protocol: server/api.hpp; batching:
-// server/engine.hpp.
+// --chat-template plain), GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize,
+// POST /detokenize, and a page at /. Transport: server/http.hpp (an epoll loop; framing in
+// server/framing.hpp); protocol: server/api.hpp; batching: server/engine.hpp.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
       .option("queue", "N", "requests waiting beyond --parallel; more get 503", "64")
       .option("ctx", "N", "positions per request, prompt (with BOS) and completion (0: the model's sequence_len)", "0")
       .option("threads", "N", tool::threads_help)
-      .option("api-key", "KEY", "require Authorization: Bearer KEY on /v1/* and /tokenize (default: $LRT_API_KEY)")
+      .option("api-key", "KEY",
+              "require Authorization: Bearer KEY on /v1/*, /tokenize, /detokenize and /metrics (default: $LRT_API_KEY)")
       .option("alias", "NAME", "the model's id in /v1/models and responses (default: the checkpoint's file name)")
       .option("chat-template", "NAME", "none, or plain: /v1/chat/completions as \"User: ...\" / \"Assistant: ...\"",
               "none")
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
         [&](const std::string& peer, const server::HttpRequest& r, const ApiError& e, server::Clock::time_point t0) {
           service.refused(peer, r, e, t0);
         });
+    service.watch(transport);
     if (const std::string why = transport.open(a.str("host"), port); !why.empty()) throw std::runtime_error(why);
     // The transport answers from the start: /health says "loading" until the model is ready.
     std::thread loop([&] { transport.run(); });
@@ -129,10 +131,11 @@ int main(int argc, char** argv) {
       engine.start(std::move(loaded));
       std::fprintf(stderr,
                    "lrt-server: listening on http://%s:%d (model %s: %s; %d requests together, context %lld, "
-                   "%d threads; up to %zu idle connections)\n",
+                   "%d threads; descriptor limit %llu, up to %zu idle connections)\n",
                    a.str("host").c_str(), transport.port(), s.model_id.c_str(), what.c_str(),
                    static_cast<int>(parallel), static_cast<long long>(engine.capacity()),
-                   lrt::ThreadPool::global().size(), transport.options().max_waiting);
+                   lrt::ThreadPool::global().size(), static_cast<unsigned long long>(transport.descriptor_limit()),
+                   transport.options().max_waiting);
       const std::string host = a.str("host");
       if (s.api_key.empty() && host != "127.0.0.1" && host != "localhost" && host != "::1")
         std::fprintf(stderr,

@@ -2,7 +2,8 @@
 # tools.server: lrt-server as its users meet it, on 127.0.0.1, each part bounded in time, with
 # tiny checkpoints trained here for two steps (bytes: lrt; BPE: baseline):
 #   1. the official openai client (npm openai@4): completions, streaming, stop strings, seeds,
-#      usage, error objects, /v1/models (server/openai_client.cjs); chat with --chat-template plain;
+#      usage, error objects, /v1/models, a load on kept-alive connections (server/openai_client.cjs);
+#      chat with --chat-template plain; GET /metrics read by a Prometheus parser (server/metrics.cjs);
 #   2. batch invariance: 16 concurrent clients, then staggered, each text byte-identical to
 #      lrt-generate --stop-at-bos with the same arguments, on the byte and the BPE checkpoint;
 #   3. load: 200 requests from 32 clients; cancelled streams free their rows; a full queue: 503;
@@ -93,6 +94,7 @@ cases() {
 echo "== 1-3, 5, 6: the byte LRT, 8 rows"
 start byte --checkpoint byte_lrt --parallel 8 --ctx 100000
 js openai_client.cjs "$port"
+js metrics.cjs "$port"
 cases byte_lrt byte_cases
 js invariance.cjs "$port" byte_cases/cases.tsv byte_cases
 js load.cjs "$port"
@@ -130,6 +132,21 @@ echo "== 4: connections kept alive, pipelined, closed (--keep-alive-timeout 1)"
 start keep --checkpoint byte_lrt --parallel 2 --keep-alive-timeout 1
 js keepalive.cjs "$port" 1
 stop_server keep
+
+echo "== 4: a flood of idle and slow connections (--read-timeout 60)"
+# 5,000 idle and 500 slow connections need about 5,600 descriptors in the server and as many in
+# the client (each raises its soft limit to the hard one); fewer where the hard limit is lower.
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=1048576
+if [ "$hard" -ge 12000 ]; then n_idle=5000 n_slow=500; else n_idle=$(((hard - 600) * 10 / 11)) n_slow=$(((hard - 600) / 11)); fi
+if [ "$n_idle" -lt 500 ]; then
+  echo "skip - the flood: the descriptor limit ($hard) is below what it needs (1,200)"
+else
+  [ "$n_idle" = 5000 ] || echo "note - the flood scaled to the descriptor limit ($hard): $n_idle idle, $n_slow slow"
+  start flood --checkpoint byte_lrt --parallel 8 --read-timeout 60
+  (ulimit -n "$hard" && js flood.cjs "$port" "$pid" "$n_idle" "$n_slow")
+  stop_server flood
+fi
 
 echo "== 3, 6: a full queue (--parallel 1 --queue 1); SIGTERM past --shutdown-grace cancels"
 start queue --checkpoint byte_lrt --parallel 1 --queue 1 --ctx 1000000 --shutdown-grace 0.5

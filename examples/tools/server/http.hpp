@@ -190,10 +190,10 @@ class Transport {
       ev.events = EPOLLIN, ev.data.fd = wake_;
       ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
     }
+    descriptors_ = raise_descriptor_limit();
     if (o_.max_waiting == 0) {
-      const std::uint64_t lim = raise_descriptor_limit();
       const std::uint64_t reserve = 64 + static_cast<std::uint64_t>(o_.max_requests);
-      o_.max_waiting = lim > reserve + 16 ? static_cast<std::size_t>(lim - reserve) : 16;
+      o_.max_waiting = descriptors_ > reserve + 16 ? static_cast<std::size_t>(descriptors_ - reserve) : 16;
     }
   }
   ~Transport() {
@@ -242,6 +242,8 @@ class Transport {
   }
   int port() const { return port_; }
   const TransportOptions& options() const { return o_; }
+  /// The limit on open descriptors (raised to the hard limit when the transport was made).
+  std::uint64_t descriptor_limit() const { return descriptors_; }
 
   /// The loop: runs until stop() and then until every request in progress has been answered
   /// and written (or its client has gone).
@@ -682,6 +684,7 @@ class Transport {
   Handler handle_;
   Refused refused_;
   int listen_fd_ = -1, port_ = 0, epoll_ = -1, wake_ = -1;
+  std::uint64_t descriptors_ = 0;
   std::unordered_map<int, std::shared_ptr<Conn>> conns_;  // the loop's
   Clock::time_point resume_accept_{};
   bool emfile_said_ = false;

@@ -14,6 +14,7 @@
 
 #include "engine.hpp"
 #include "http.hpp"
+#include "metrics.hpp"
 #include "page.hpp"
 
 namespace server {
@@ -35,6 +36,9 @@ class Service {
     id_base_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
     created_ = static_cast<std::int64_t>(std::time(nullptr));
   }
+
+  /// The transport whose connections /metrics reports.
+  void watch(const Transport& t) { transport_ = &t; }
 
   /// Answers one request (the transport has read it all, `t0` is when its first byte came).
   void handle(Connection& c, HttpRequest& req, Clock::time_point t0) {
@@ -82,11 +86,13 @@ class Service {
       method("GET");
       return health(c);
     }
-    const bool known = p == "/v1/completions" || p == "/completions" || p == "/v1/chat/completions" ||
-                       p == "/chat/completions" || p == "/v1/models" || p == "/models" || p == "/tokenize" ||
-                       p == "/detokenize";
-    if (!known) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "", "not_found"};
+    if (!known_endpoint(p)) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "", "not_found"};
     authorize(req);
+    if (p == "/metrics") {
+      method("GET");
+      c.respond(200, "text/plain; version=0.0.4; charset=utf-8", metrics());
+      return 200;
+    }
     if (!engine_.ready()) throw ApiError{503, "the model is loading", "server_error", "", "loading"};
     if (p == "/v1/models" || p == "/models") {
       method("GET");
@@ -104,6 +110,25 @@ class Service {
                      "\"User: ...\" / \"Assistant: ...\"; docs/serving.md)",
                      "invalid_request_error", "", "no_chat_template"};
     return complete(c, body, chat, note);
+  }
+
+  static bool known_endpoint(const std::string& p) {
+    return p == "/v1/completions" || p == "/completions" || p == "/v1/chat/completions" || p == "/chat/completions" ||
+           p == "/v1/models" || p == "/models" || p == "/tokenize" || p == "/detokenize" || p == "/metrics";
+  }
+
+  /// GET /metrics: the counters, and the engine's and the transport's state now.
+  std::string metrics() const {
+    const EngineStats st = engine_.stats();
+    const TransportStats t = transport_ ? transport_->stats() : TransportStats{};
+    return metrics_.text(
+        {{"lrt_queue_requests", "requests waiting for a row", static_cast<double>(st.waiting)},
+         {"lrt_busy_rows", "decoder rows with a request", static_cast<double>(st.active)},
+         {"lrt_rows", "decoder rows (--parallel)", static_cast<double>(engine_.parallel())},
+         {"lrt_open_connections", "open connections", static_cast<double>(t.open)},
+         {"lrt_connections_in_request", "connections with a request in progress", static_cast<double>(t.in_request)}},
+        {{"lrt_connections_accepted_total", "connections accepted", static_cast<double>(t.accepted)},
+         {"lrt_completions_served_total", "completions the engine finished", static_cast<double>(st.served)}});
   }
 
   void authorize(const HttpRequest& req) const {
@@ -291,8 +316,14 @@ class Service {
     // decoding for it; a finished job ignores the flag.
     struct CancelOnExit {
       Job& j;
-      ~CancelOnExit() { j.cancel = true; }
-    } cancel_on_exit{j};
+      Metrics& metrics;
+      ~CancelOnExit() {
+        j.cancel = true;
+        std::lock_guard<std::mutex> lock(j.m);
+        if (j.finished)
+          metrics.completion(static_cast<std::int64_t>(j.prompt.size()), j.completion_tokens, j.ttft_s, j.total_s);
+      }
+    } cancel_on_exit{j, metrics_};
     const auto wait = [&](auto&& ready) {  // until ready(), or the client is gone (the job is cancelled)
       std::unique_lock<std::mutex> lock(j.m);
       // Every 0.1 s without ready(), however often the engine wakes this thread, a look at the socket.
@@ -385,6 +416,8 @@ class Service {
 
   void log(const std::string& method, const std::string& path, int status, Clock::time_point t0,
            const std::string& note) {
+    const bool named = known_endpoint(path) || path == "/health" || path == "/" || path == "/index.html";
+    metrics_.request(named ? path : "other", status);
     if (!s_.log) return;
     std::lock_guard<std::mutex> lock(log_m_);
     std::fprintf(stderr, "lrt-server: %s %s %d %.3f s%s%s\n", method.c_str(), path.c_str(), status, seconds_since(t0),
@@ -393,6 +426,8 @@ class Service {
 
   Engine& engine_;
   const Settings& s_;
+  const Transport* transport_ = nullptr;
+  Metrics metrics_;
   std::uint64_t id_base_ = 0;
   std::atomic<std::uint64_t> next_id_{0};
   std::int64_t created_ = 0;

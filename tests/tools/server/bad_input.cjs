@@ -121,6 +121,9 @@ async function stillServing() {
       }
       errorObject(await get("/v1/models"), 401, "models without a key");
       errorObject(await post("/tokenize", { content: "x" }), 401, "tokenize without a key");
+      errorObject(await post("/detokenize", { tokens: [65] }), 401, "detokenize without a key");
+      errorObject(await get("/metrics"), 401, "metrics without a key");
+      equal((await get("/metrics", auth)).status, 200, "metrics with the key");
     });
   }
 })();

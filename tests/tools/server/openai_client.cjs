@@ -1,8 +1,9 @@
 // The official openai client (npm openai@4) against lrt-server: completions with and without
-// streaming, stop strings, seeds, usage, the error objects, /v1/models and chat completions.
+// streaming, stop strings, seeds, usage, the error objects, /v1/models and chat completions, and
+// a load of 64 requests on the connections the client keeps alive (counted by /metrics).
 //   node openai_client.cjs PORT
 "use strict";
-const { port, check, assert, equal, post } = require("./common.cjs");
+const { port, check, assert, equal, post, raw } = require("./common.cjs");
 const OpenAI = require("openai");
 
 const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30000 });
@@ -127,6 +128,24 @@ const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unu
       assert(/chat template/.test(e.error.message), e.error.message);
       equal(e.error.code, "no_chat_template", "code");
     }
+  });
+
+  await check("64 requests from 8 concurrent clients on kept-alive connections", async () => {
+    const accepted = async () => {
+      const r = await raw("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      const m = /^lrt_connections_accepted_total (\d+)/m.exec(r.body);
+      return Number(m[1]);
+    };
+    const a = await accepted();
+    await Promise.all([...Array(8).keys()].map(async (k) => {
+      for (let i = 0; i < 8; ++i) {
+        const r = await client.completions.create({ model, prompt: `client ${k}`, max_tokens: 3, stream: i % 2 === 1 });
+        if (i % 2 === 1) for await (const _ of r);
+      }
+    }));
+    const used = (await accepted()) - a - 1;  // less the second count's own connection
+    console.log(`  the client opened ${used} connections for 64 requests`);
+    assert(used <= 16, `${used} connections for 64 requests: not kept alive`);
   });
 
   await check("unknown parameters are ignored", async () => {
