@@ -7,7 +7,11 @@
 //   - parse_head never reads past the input and reports a body offset within it;
 //   - append_utf8's output is well-formed UTF-8, is the same when the input is fed in two pieces
 //     (the first held back at an incomplete sequence), and keeps well-formed input unchanged;
-//   - StopScan::safe never holds back more than the longest stop string.
+//   - StopScan::safe never holds back more than the longest stop string;
+//   - the framing (server/framing.hpp) finds the same requests, in the same order, and ends in the
+//     same state whether the bytes arrive at once or in pieces the input picks (as a kept-alive
+//     connection receives pipelined requests); each request's body is its Content-Length; an
+//     error stays an error.
 // tests/fuzz/corpus_server: the seeds.
 //   ./lrt_fuzz_server_request -max_len=4096 corpus_server/
 #include <cstddef>
@@ -16,7 +20,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "server/api.hpp"
+#include "server/framing.hpp"
 
 namespace {
 bool well_formed(std::string_view s) {
@@ -27,6 +34,49 @@ bool well_formed(std::string_view s) {
     i += static_cast<std::size_t>(k);
   }
   return true;
+}
+
+/// The requests the framing takes from `bytes` fed in pieces (sizes from `cuts`, cycled; empty:
+/// all at once), then how it ended (none or error) and, after an error, its status.
+struct Framed {
+  std::vector<std::string> requests;  // method, target, keep-alive and body of each
+  server::RequestFramer::Event last = server::RequestFramer::Event::none;
+  int status = 0;
+};
+Framed frame(std::string_view bytes, std::string_view cuts) {
+  const server::HeadLimits lim{512, 1024};
+  server::RequestFramer f(lim);
+  Framed out;
+  std::size_t at = 0, k = 0;
+  while (at < bytes.size() || at == 0) {
+    const std::size_t n = cuts.empty() ? bytes.size() : 1 + static_cast<unsigned char>(cuts[k++ % cuts.size()]) % 64;
+    f.feed(bytes.substr(at, n));
+    at += std::min(n, bytes.size() - at);
+    for (;;) {
+      server::HttpRequest req;
+      server::ApiError err;
+      const auto ev = f.next(req, err);
+      if (ev == server::RequestFramer::Event::request) {
+        if (req.body.size() != req.content_length || req.content_length > lim.max_body) std::abort();
+        out.requests.push_back(req.method + " " + req.target + (server::wants_keep_alive(req) ? " keep " : " close ") +
+                               req.body);
+        continue;
+      }
+      out.last = ev;
+      if (ev == server::RequestFramer::Event::error) {
+        if (err.status < 400 || err.status > 505) std::abort();
+        server::HttpRequest again;
+        server::ApiError err2;
+        if (f.next(again, err2) != server::RequestFramer::Event::error || err2.status != err.status) std::abort();
+        out.status = err.status;
+      }
+      break;
+    }
+    if (out.last == server::RequestFramer::Event::error || bytes.empty()) break;
+    (void)f.wants_continue();
+  }
+  if (f.buffered() > bytes.size()) std::abort();
+  return out;
 }
 }  // namespace
 
@@ -59,6 +109,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     } catch (const lrt::Error&) {
     }
+  }
+  // Framing: at once, and in pieces of sizes read from the input's first bytes.
+  {
+    const Framed whole = frame(bytes, {});
+    const Framed pieces = frame(bytes, bytes.substr(0, std::min<std::size_t>(size, 8)));
+    if (pieces.requests != whole.requests || pieces.last != whole.last || pieces.status != whole.status) std::abort();
   }
   // UTF-8: whole, and in two pieces at a point the input picks.
   const std::string whole = server::valid_utf8(bytes);
