@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
       .option("read-timeout", "S", "time to receive a request's line, headers and body (a new connection's first)",
               "10")
       .option("keep-alive-timeout", "S", "an idle connection's time between requests", "5")
+      .option("stream-keep-alive", "S",
+              "while a stream's prompt is prefilled, a comment line every S seconds (0: none)", "5")
       .option("max-body", "BYTES", "the largest request body (413 past it)", "1048576")
       .option("max-connections", "N",
               "requests in progress at once (past it: 503 at once); idle connections are limited by the descriptor "
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
     const auto queue = static_cast<std::size_t>(a.integer("queue", 0, 1000000));
     const auto ctx = static_cast<lrt::index_t>(a.integer("ctx", 0, 1LL << 30));
     s.timeout_s = a.number("timeout", 0.001, 1e9);
+    s.stream_keep_alive_s = a.number("stream-keep-alive", 0, 1e6);
     server::TransportOptions t;
     t.read_timeout_s = a.number("read-timeout", 0.001, 1e6);
     t.keep_alive_s = a.number("keep-alive-timeout", 0, 1e6);

@@ -92,7 +92,7 @@ cases() {
 }
 
 echo "== 1-3, 5, 6: the byte LRT, 8 rows"
-start byte --checkpoint byte_lrt --parallel 8 --ctx 100000
+start byte --checkpoint byte_lrt --parallel 8 --ctx 100000 --stream-keep-alive 0.05
 js openai_client.cjs "$port"
 js metrics.cjs "$port"
 cases byte_lrt byte_cases

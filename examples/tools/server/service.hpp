@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ using lrt::json::Value;
 struct Settings {
   std::string model_id, api_key, chat_template;
   double timeout_s = 600;
-  bool log = true;  // a line per request on stderr
+  double stream_keep_alive_s = 5;  // while a stream's prompt is prefilled: a comment this often (0: none)
+  bool log = true;                 // a line per request on stderr
 };
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -324,22 +326,22 @@ class Service {
           metrics.completion(static_cast<std::int64_t>(j.prompt.size()), j.completion_tokens, j.ttft_s, j.total_s);
       }
     } cancel_on_exit{j, metrics_};
-    const auto wait = [&](auto&& ready) {  // until ready(), or the client is gone (the job is cancelled)
+    // Until ready(), or the client is gone (false; the job is cancelled), or `until` (nullopt).
+    const auto wait = [&](auto&& ready, Clock::time_point until = Clock::time_point::max()) -> std::optional<bool> {
       std::unique_lock<std::mutex> lock(j.m);
-      // Every 0.1 s without ready(), however often the engine wakes this thread, a look at the socket.
+      // Every 0.1 s without ready(), however often the engine wakes this thread, a look at the
+      // connection (the transport marks it when the client leaves).
       while (!j.cv.wait_for(lock, std::chrono::milliseconds(100), ready)) {
-        lock.unlock();
-        const bool gone = c.gone();
-        lock.lock();
-        if (gone) {
+        if (c.gone()) {
           j.cancel = true;
           return false;
         }
+        if (Clock::now() >= until) return std::nullopt;
       }
       return true;
     };
     if (!j.req.stream) {
-      if (!wait([&] { return j.finished; })) return note = "client gone", 499;
+      if (!*wait([&] { return j.finished; })) return note = "client gone", 499;
       if (j.error) throw *j.error;
       Value v = envelope(j, id, false);
       Value choices = Value::array();
@@ -352,20 +354,33 @@ class Service {
       return 200;
     }
     // A stream: the first event once the job has text or has ended, so that an error found before
-    // any text (none is expected) is still an HTTP status.
-    if (!wait([&] { return j.finished || !j.out.empty(); })) return note = "client gone", 499;
-    {
-      std::lock_guard<std::mutex> lock(j.m);
-      if (j.finished && j.error) throw *j.error;
+    // any text (none is expected) is still an HTTP status. A prompt that takes longer to prefill
+    // starts the stream with comments (": keep-alive"), one per stream_keep_alive_s, so that
+    // clients and proxies that time out a silent connection do not.
+    bool started = false;
+    for (;;) {
+      const auto every = seconds_to(s_.stream_keep_alive_s > 0 ? s_.stream_keep_alive_s : 1e9);
+      const std::optional<bool> r = wait([&] { return j.finished || !j.out.empty(); }, Clock::now() + every);
+      if (r && !*r) return note = "client gone", 499;
+      if (r) break;
+      if (!started && !c.start_events()) return j.cancel = true, note = "client gone", 499;
+      started = true;
+      if (!c.send(": keep-alive\n\n")) return j.cancel = true, note = "client gone", 499;
     }
-    if (!c.start_events()) return j.cancel = true, note = "client gone", 499;
+    if (!started) {
+      {
+        std::lock_guard<std::mutex> lock(j.m);
+        if (j.finished && j.error) throw *j.error;
+      }
+      if (!c.start_events()) return j.cancel = true, note = "client gone", 499;
+    }
     bool first = true;
     std::size_t offset = 0;
     std::vector<TokenLogprob> lp;
     for (;;) {
       std::string text, reason;
       bool finished = false;
-      if (!wait([&] { return j.finished || !j.out.empty(); })) return note = "client gone", 499;
+      if (!*wait([&] { return j.finished || !j.out.empty(); })) return note = "client gone", 499;
       {
         std::lock_guard<std::mutex> lock(j.m);
         text.swap(j.out);

@@ -48,7 +48,8 @@ async function get(path, headers = {}) {
   return { status: r.status, headers: r.headers, json, text };
 }
 
-/// A streamed completion read to its end: {status, chunks (parsed events), text, done ([DONE] seen)}.
+/// A streamed completion read to its end: {status, chunks (parsed events), text, done ([DONE] seen),
+/// comments (": ..." lines, skipped)}.
 async function stream(path, body, { signal, onChunk } = {}) {
   const r = await fetch(base + path, {
     method: "POST",
@@ -59,7 +60,7 @@ async function stream(path, body, { signal, onChunk } = {}) {
   if (r.status !== 200) return { status: r.status, json: await r.json(), chunks: [], text: "", done: false };
   const reader = r.body.getReader();
   const dec = new TextDecoder();
-  let buf = "", text = "", done = false;
+  let buf = "", text = "", done = false, comments = 0;
   const chunks = [];
   for (;;) {
     const { value, done: end } = await reader.read();
@@ -69,6 +70,7 @@ async function stream(path, body, { signal, onChunk } = {}) {
     while ((at = buf.indexOf("\n\n")) >= 0) {
       const ev = buf.slice(0, at);
       buf = buf.slice(at + 2);
+      if (ev.startsWith(":")) { comments++; continue; }  // a comment (": keep-alive" while the prompt is prefilled)
       assert(ev.startsWith("data: "), `an event without data: ${JSON.stringify(ev)}`);
       const data = ev.slice(6);
       if (data === "[DONE]") { done = true; continue; }
@@ -79,7 +81,7 @@ async function stream(path, body, { signal, onChunk } = {}) {
     }
   }
   assert(buf === "", `bytes after the last event: ${JSON.stringify(buf)}`);
-  return { status: 200, chunks, text, done };
+  return { status: 200, chunks, text, done, comments };
 }
 
 /// Sends raw bytes (a string or Buffer, or a function(socket) that writes) and returns the

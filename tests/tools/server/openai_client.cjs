@@ -3,7 +3,7 @@
 // a load of 64 requests on the connections the client keeps alive (counted by /metrics).
 //   node openai_client.cjs PORT
 "use strict";
-const { port, check, assert, equal, post, raw } = require("./common.cjs");
+const { port, check, assert, equal, post, raw, stream } = require("./common.cjs");
 const OpenAI = require("openai");
 
 const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30000 });
@@ -146,6 +146,20 @@ const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unu
     const used = (await accepted()) - a - 1;  // less the second count's own connection
     console.log(`  the client opened ${used} connections for 64 requests`);
     assert(used <= 16, `${used} connections for 64 requests: not kept alive`);
+  });
+
+  await check("a long prompt's stream begins with keep-alive comments while it is prefilled", async () => {
+    const prompt = "abcdefghij ".repeat(400);  // 4,400 tokens
+    const t0 = Date.now();
+    const s = await stream("/v1/completions", { prompt, max_tokens: 2, temperature: 0 });
+    equal(s.status, 200, "status");
+    assert(s.done, "[DONE]");
+    console.log(`  ${s.comments} comments in ${Date.now() - t0} ms (--stream-keep-alive 0.05)`);
+    assert(s.comments >= 1, "no comment while the prompt was prefilled");
+    const r = await client.completions.create({ model, prompt, max_tokens: 2, temperature: 0, stream: true });
+    let text = "";
+    for await (const chunk of r) text += chunk.choices.length ? chunk.choices[0].text : "";
+    equal(text, s.text, "the openai client's text, past the comments");
   });
 
   await check("unknown parameters are ignored", async () => {
