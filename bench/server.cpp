@@ -28,8 +28,10 @@
 #include <lrt/runtime/text.hpp>
 #include <lrt/runtime/training.hpp>
 
+#include <lrt/io/json.hpp>
+
 #include "bench_util.hpp"
-#include "server/service.hpp"
+#include "server/server.hpp"
 
 namespace {
 
@@ -140,23 +142,12 @@ struct Row {
 /// The server with C rows of `capacity` positions and C clients, each streaming R completions, on
 /// the checkpoint `file`.
 void run_server(const std::string& file, index_t capacity, int C, int R, index_t P, index_t N, Row& row) {
-  server::Loaded loaded;
-  lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {C, capacity});
-  loaded.model = std::move(m.decoding);
-  loaded.variant = m.variant, loaded.format = m.format;
-  server::Engine engine(server::EngineOptions{static_cast<index_t>(C), 1024});
-  engine.set_capacity(capacity);
-  engine.start(std::move(loaded));
-  server::Settings s;
-  s.model_id = "bench", s.log = false;
-  server::Service service(engine, s);
-  server::TransportOptions topt;
-  topt.max_requests = 4096;
-  server::Transport transport(
-      topt, [&](server::Connection& c, server::HttpRequest& r, Clock::time_point t) { service.handle(c, r, t); },
-      nullptr);
-  lrt::check(transport.open("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
-  std::thread loop([&] { transport.run(); });
+  server::ServerOptions o;
+  o.parallel = C, o.queue = 1024, o.max_requests = 4096;
+  o.model_id = "bench", o.log = false;
+  server::Server srv(o);
+  lrt::check(srv.listen("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
+  srv.load(file, capacity);
   std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(C));
   const auto t0 = Clock::now();
   std::vector<std::thread> clients;
@@ -164,7 +155,7 @@ void run_server(const std::string& file, index_t capacity, int C, int R, index_t
     clients.emplace_back([&, c] {  // one kept-alive connection per client, as HTTP clients do
       int fd = -1;
       for (int i = 0; i < R; ++i) {
-        if (fd < 0) fd = connect_to(transport.port());
+        if (fd < 0) fd = connect_to(srv.port());
         Seen x = fd < 0 ? Seen{} : stream_one(fd, prompt_of(c, i, P), N, static_cast<std::uint64_t>(c * 1000 + i));
         if (!x.ok && fd >= 0) ::close(fd), fd = -1;
         seen[static_cast<std::size_t>(c)].push_back(x);
@@ -173,10 +164,7 @@ void run_server(const std::string& file, index_t capacity, int C, int R, index_t
     });
   for (auto& t : clients) t.join();
   const double wall = since(t0);
-  transport.stop();
-  engine.shutdown(0);
-  transport.wait_idle(5);
-  loop.join();
+  srv.shutdown(0);
   std::int64_t tokens = 0;
   for (const auto& v : seen)
     for (const Seen& x : v) {

@@ -7,23 +7,27 @@
 // Endpoints: POST /v1/completions (stream: server-sent events), POST /v1/chat/completions (with
 // --chat-template plain), GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize,
 // POST /detokenize, and a page at /. Transport: server/http.hpp (an epoll loop; framing in
-// server/framing.hpp); protocol: server/api.hpp; batching: server/engine.hpp.
+// server/framing.hpp); protocol: server/api.hpp; batching: server/engine.hpp; all of it compiled
+// once behind server/server.hpp (the library lrt_server, shared with lrt-bench-server).
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include <lrt/core/thread_pool.hpp>
+#include <lrt/runtime/decoding.hpp>
 
 #include "cli/args.hpp"
-#include "server/service.hpp"
+#include "server/server.hpp"
 
 namespace {
-
-using server::ApiError;
 
 int g_wake = -1;  // the self-pipe SIGTERM / SIGINT write to
 volatile std::sig_atomic_t g_signal = 0;
@@ -71,31 +75,30 @@ int main(int argc, char** argv) {
   a.alias("-m", "checkpoint").alias("-t", "threads").alias("-np", "parallel");
   return tool::run_main(a, [&] {
     if (!a.parse(argc, argv)) return 0;
-    server::Settings s;
+    server::ServerOptions o;
     const int port = static_cast<int>(a.integer("port", 0, 65535));
-    const auto parallel = static_cast<lrt::index_t>(a.integer("parallel", 1, 1024));
-    const auto queue = static_cast<std::size_t>(a.integer("queue", 0, 1000000));
-    const auto ctx = static_cast<lrt::index_t>(a.integer("ctx", 0, 1LL << 30));
-    s.timeout_s = a.number("timeout", 0.001, 1e9);
-    s.stream_keep_alive_s = a.number("stream-keep-alive", 0, 1e6);
-    server::TransportOptions t;
-    t.read_timeout_s = a.number("read-timeout", 0.001, 1e6);
-    t.keep_alive_s = a.number("keep-alive-timeout", 0, 1e6);
-    t.limits.max_body = static_cast<std::size_t>(a.integer("max-body", 1, 1LL << 32));
-    t.max_requests = static_cast<int>(a.integer("max-connections", 1, 100000));
+    o.parallel = a.integer("parallel", 1, 1024);
+    o.queue = static_cast<std::size_t>(a.integer("queue", 0, 1000000));
+    const std::int64_t ctx = a.integer("ctx", 0, 1LL << 30);
+    o.timeout_s = a.number("timeout", 0.001, 1e9);
+    o.stream_keep_alive_s = a.number("stream-keep-alive", 0, 1e6);
+    o.read_timeout_s = a.number("read-timeout", 0.001, 1e6);
+    o.keep_alive_s = a.number("keep-alive-timeout", 0, 1e6);
+    o.max_body = static_cast<std::size_t>(a.integer("max-body", 1, 1LL << 32));
+    o.max_requests = static_cast<int>(a.integer("max-connections", 1, 100000));
     const double grace = a.number("shutdown-grace", 0, 1e6);
-    s.chat_template = a.str("chat-template");
-    if (s.chat_template != "none" && s.chat_template != "plain")
-      throw tool::UsageError("--chat-template expects none or plain, got '" + s.chat_template + "'");
-    s.api_key = a.has("api-key") ? a.str("api-key") : (std::getenv("LRT_API_KEY") ? std::getenv("LRT_API_KEY") : "");
+    o.chat_template = a.str("chat-template");
+    if (o.chat_template != "none" && o.chat_template != "plain")
+      throw tool::UsageError("--chat-template expects none or plain, got '" + o.chat_template + "'");
+    o.api_key = a.has("api-key") ? a.str("api-key") : (std::getenv("LRT_API_KEY") ? std::getenv("LRT_API_KEY") : "");
     tool::apply_threads(a);
     tool::require_path(a.str("checkpoint"), "--checkpoint");
     std::string note;
     const std::string file = lrt::runtime::checkpoint_model_file(a.str("checkpoint"), &note);
     if (!note.empty()) std::fprintf(stderr, "warning: %s\n", note.c_str());
-    s.model_id = a.has("alias") ? a.str("alias") : std::filesystem::path(a.str("checkpoint")).filename().string();
-    if (s.model_id.empty() || s.model_id == "." || s.model_id == "..")
-      s.model_id = std::filesystem::path(file).parent_path().filename().string();
+    o.model_id = a.has("alias") ? a.str("alias") : std::filesystem::path(a.str("checkpoint")).filename().string();
+    if (o.model_id.empty() || o.model_id == "." || o.model_id == "..")
+      o.model_id = std::filesystem::path(file).parent_path().filename().string();
 
     int pipefd[2];
     lrt::check(::pipe2(pipefd, O_CLOEXEC) == 0, "lrt-server", "pipe: ", std::strerror(errno));
@@ -107,46 +110,28 @@ int main(int argc, char** argv) {
     ::sigaction(SIGINT, &sa, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
-    server::Engine engine(server::EngineOptions{parallel, queue});
-    server::Service service(engine, s);
-    server::Transport transport(
-        t,
-        [&](server::Connection& c, server::HttpRequest& r, server::Clock::time_point t0) { service.handle(c, r, t0); },
-        [&](const std::string& peer, const server::HttpRequest& r, const ApiError& e, server::Clock::time_point t0) {
-          service.refused(peer, r, e, t0);
-        });
-    service.watch(transport);
-    if (const std::string why = transport.open(a.str("host"), port); !why.empty()) throw std::runtime_error(why);
-    // The transport answers from the start: /health says "loading" until the model is ready.
-    std::thread loop([&] { transport.run(); });
-    const auto shut = [&](int code) {
-      transport.stop();
-      engine.shutdown(grace);
-      transport.wait_idle(grace + 5);
-      loop.join();
-      return code;
-    };
+    server::Server srv(o);
+    const std::string host = a.str("host");
+    // The server answers from the start: /health says "loading" until the model is ready.
+    if (const std::string why = srv.listen(host, port); !why.empty()) throw std::runtime_error(why);
     try {
-      server::Loaded loaded = server::load(file, parallel, ctx);
-      engine.set_capacity(ctx > 0 ? ctx : loaded.model->config().sequence_len);
-      const std::string what = loaded.variant + ", " + loaded.format + " weights, " +
-                               (loaded.tokenizer.is_bytes() ? "bytes" : "BPE") + " tokenizer";
-      engine.start(std::move(loaded));
+      const server::ServedModel m = srv.load(file, ctx);
+      const std::string what =
+          m.variant + ", " + m.format + " weights, " + (m.bytes_tokenizer ? "bytes" : "BPE") + " tokenizer";
+      const bool v6 = host.find(':') != std::string::npos;  // an IPv6 address goes in brackets in a URL
       std::fprintf(stderr,
-                   "lrt-server: listening on http://%s:%d (model %s: %s; %d requests together, context %lld, "
+                   "lrt-server: listening on http://%s%s%s:%d (model %s: %s; %d requests together, context %lld, "
                    "%d threads; descriptor limit %llu, up to %zu idle connections)\n",
-                   a.str("host").c_str(), transport.port(), s.model_id.c_str(), what.c_str(),
-                   static_cast<int>(parallel), static_cast<long long>(engine.capacity()),
-                   lrt::ThreadPool::global().size(), static_cast<unsigned long long>(transport.descriptor_limit()),
-                   transport.options().max_waiting);
-      const std::string host = a.str("host");
-      if (s.api_key.empty() && host != "127.0.0.1" && host != "localhost" && host != "::1")
+                   v6 ? "[" : "", host.c_str(), v6 ? "]" : "", srv.port(), o.model_id.c_str(), what.c_str(),
+                   static_cast<int>(o.parallel), static_cast<long long>(m.context), lrt::ThreadPool::global().size(),
+                   static_cast<unsigned long long>(srv.descriptor_limit()), srv.max_idle_connections());
+      if (o.api_key.empty() && host != "127.0.0.1" && host != "localhost" && host != "::1")
         std::fprintf(stderr,
                      "lrt-server: warning: listening on %s without an API key: anyone who reaches this address can "
                      "use the server (--api-key KEY)\n",
                      host.c_str());
     } catch (...) {
-      shut(1);
+      srv.shutdown(0);
       throw;
     }
     char c;
@@ -154,9 +139,8 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "lrt-server: %s: no new requests; finishing those in flight (up to %g s)\n",
                  g_signal == SIGINT ? "SIGINT" : "SIGTERM", grace);
-    const int code = shut(0);
-    std::fprintf(stderr, "lrt-server: stopped after %llu requests\n",
-                 static_cast<unsigned long long>(engine.stats().served));
-    return code;
+    srv.shutdown(grace);
+    std::fprintf(stderr, "lrt-server: stopped after %llu requests\n", static_cast<unsigned long long>(srv.served()));
+    return 0;
   });
 }
