@@ -1,7 +1,8 @@
-// lrt-server's endpoints (Service::handle, one call per connection): routing, the API key, the
-// JSON bodies of OpenAI's completion, chat and model objects, server-sent events, /health,
-// /tokenize, /detokenize and the page, over the engine (engine.hpp) and a connection (http.hpp).
-// Shared by the program (examples/tools/server.cpp) and its benchmark (bench/server.cpp).
+// lrt-server's endpoints (Service::handle, one call per request, on the request's thread):
+// routing, the API key, the JSON bodies of OpenAI's completion, chat and model objects,
+// server-sent events, /health, /tokenize, /detokenize, /metrics and the page, over the engine
+// (engine.hpp) and a connection (http.hpp). Compiled once in server/server.cpp (behind
+// server.hpp) for the program and its benchmark.
 #pragma once
 
 #include <atomic>
