@@ -77,6 +77,32 @@ struct TransportStats {
   std::uint64_t accepted = 0, refused = 0;
 };
 
+/// The status line and the headers every answer carries.
+inline std::string status_line(int status, bool keep) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
+         (keep ? "\r\nConnection: keep-alive" : "\r\nConnection: close") +
+         "\r\nAccess-Control-Allow-Origin: *\r\nServer: lrt-server\r\n";
+}
+using Headers = std::vector<std::pair<std::string, std::string>>;
+/// A whole answer with a body (Content-Length).
+inline std::string response(int status, bool keep, std::string_view type, std::string_view body,
+                            const Headers& extra = {}) {
+  std::string out = status_line(status, keep);
+  if (!type.empty()) out += "Content-Type: " + std::string(type) + "\r\n";
+  out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  for (const auto& [k, v] : extra) out += k + ": " + v + "\r\n";
+  out += "\r\n";
+  out += body;
+  return out;
+}
+/// An error's answer: OpenAI's error object, with Retry-After on a 503 and WWW-Authenticate on a 401.
+inline std::string error_response(const ApiError& e, bool keep) {
+  Headers extra;
+  if (e.status == 503) extra.emplace_back("Retry-After", "1");
+  if (e.status == 401) extra.emplace_back("WWW-Authenticate", "Bearer");
+  return response(e.status, keep, "application/json", error_body(e), extra);
+}
+
 namespace detail {
 
 /// One connection. The loop thread alone touches the first group; the handler thread and the
@@ -126,23 +152,14 @@ class Connection {
   bool gone() const { return c_->gone.load(); }
 
   /// A whole response with a body (Content-Length) and the headers every answer carries.
-  bool respond(int status, std::string_view type, std::string_view body,
-               const std::vector<std::pair<std::string, std::string>>& extra = {}) {
-    std::string head = status_line(status);
-    if (!type.empty()) head += "Content-Type: " + std::string(type) + "\r\n";
-    head += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    for (const auto& [k, v] : extra) head += k + ": " + v + "\r\n";
-    head += "\r\n";
-    head += body;
-    return send(head);
+  bool respond(int status, std::string_view type, std::string_view body, const Headers& extra = {}) {
+    return send(response(status, keep_, type, body, extra));
   }
-  bool respond_error(const ApiError& e) {
-    return respond(e.status, "application/json", error_body(e), error_headers(e));
-  }
+  bool respond_error(const ApiError& e) { return send(error_response(e, keep_)); }
   /// The head of a server-sent event stream; its body goes in chunks (finish() ends it).
   bool start_events() {
     const bool ok =
-        send(status_line(200) +
+        send(status_line(200, keep_) +
              "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
     std::lock_guard<std::mutex> lock(c_->m);
     c_->chunked = true;
@@ -152,20 +169,7 @@ class Connection {
   /// or closes. Called by the destructor when the handler has not.
   void finish();
 
-  static std::vector<std::pair<std::string, std::string>> error_headers(const ApiError& e) {
-    std::vector<std::pair<std::string, std::string>> extra;
-    if (e.status == 503) extra.emplace_back("Retry-After", "1");
-    if (e.status == 401) extra.emplace_back("WWW-Authenticate", "Bearer");
-    return extra;
-  }
-
  private:
-  std::string status_line(int status) const {
-    return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
-           (keep_ ? "\r\nConnection: keep-alive" : "\r\nConnection: close") +
-           "\r\nAccess-Control-Allow-Origin: *\r\nServer: lrt-server\r\n";
-  }
-
   Transport& t_;
   std::shared_ptr<detail::Conn> c_;
   bool keep_;
@@ -415,15 +419,9 @@ class Transport {
   void refuse(const std::shared_ptr<Conn>& c, const HttpRequest& req, const ApiError& e, Clock::time_point since) {
     ++refused_count_;
     if (refused_) refused_(c->peer, req, e, since);
-    std::string head = "HTTP/1.1 " + std::to_string(e.status) + " " + reason_phrase(e.status) +
-                       "\r\nConnection: close\r\nAccess-Control-Allow-Origin: *\r\nServer: lrt-server\r\n"
-                       "Content-Type: application/json\r\n";
-    const std::string body = error_body(e);
-    for (const auto& [k, v] : Connection::error_headers(e)) head += k + ": " + v + "\r\n";
-    head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     c->refuse_after = true;
     if (c->pending.empty()) c->last_write = Clock::now();
-    c->pending += head;
+    c->pending += error_response(e, false);
     write_pending(c);
   }
 
