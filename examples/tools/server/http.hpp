@@ -127,7 +127,6 @@ struct Conn {
   bool done = false;     // the handler has answered
   bool keep = false;     // the connection stays open after the answer
   bool chunked = false;  // the answer's body is sent in chunks (a stream)
-  bool closed = false;   // the loop has closed it
   std::atomic<bool> gone{false};
 };
 
@@ -144,8 +143,6 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
   ~Connection() { finish(); }
 
-  const std::string& peer() const { return c_->peer; }
-  bool keep_alive() const { return keep_; }
   /// Queues `data`; waits while more than the queue limit is ahead of the client. False once the
   /// client is gone (or stalled past the write timeout), after which nothing more is sent.
   bool send(std::string_view data);
@@ -291,7 +288,6 @@ class Transport {
     for (auto& [fd, c] : conns_) {
       ::close(fd);
       std::lock_guard<std::mutex> lock(c->m);
-      c->closed = true;
       c->gone = true;
       c->cv.notify_all();
     }
@@ -407,7 +403,6 @@ class Transport {
     c->fd = -1;
     {
       std::lock_guard<std::mutex> lock(c->m);
-      c->closed = true;
       c->gone = true;
     }
     c->cv.notify_all();
