@@ -5,7 +5,8 @@
 # slow down halfway (LRT_TRAIN_SLOW, +0.4 s a step from half the horizon on) shorten the plan,
 # the run still ends within its budget (+10%, or one step), the learning rate follows the schedule
 # of the shortened run to the end of its warm-down; a kill right after the change (LRT_TRAIN_FAULT=
-# revised) and --resume go on to the shortened horizon. Run alone (RUN_SERIAL): it measures time.
+# revised) and --resume go on to the shortened horizon. Run alone (RUN_SERIAL): it measures time; a
+# first run that the machine's own slowdown cut short (a deadline line) is measured once more.
 #   tests/tools/time_budget.sh BIN_DIR WORK_DIR
 set -u -o pipefail
 bin=$1 work=$2
@@ -14,9 +15,24 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail "cannot use $work"
 awk 'BEGIN { srand(3); n = split("the cat sat on a mat and dog ran far away from home", w, " ");
              for (i = 0; i < 80000; i++) printf "%s%s", w[int(rand() * n) + 1], (i % 12 == 11) ? ".\n" : " " }' \
   > corpus.txt
-start=$SECONDS
-"$bin/lrt-train" --preset tiny --data corpus.txt --time 20 --out run > run.out 2>&1 || fail "exit $?: $(tail -3 run.out)"
-wall=$((SECONDS - start))
+# budget_run: the 20 s run, into run/ and run.out.
+budget_run() {
+  rm -rf run
+  start=$SECONDS
+  "$bin/lrt-train" --preset tiny --data corpus.txt --time 20 --out run > run.out 2>&1 || fail "exit $?: $(tail -3 run.out)"
+  wall=$((SECONDS - start))
+}
+budget_run
+# A machine that slows down for a few steps (others' load: CI runners are shared) makes the deadline
+# shorten the run, which then ends early when the steps speed up again. That is the deadline doing its
+# job, not a plan that leaves time unused: such a run is said, and measured once more.
+train_s=$(grep -o '"train_seconds":[0-9.e+-]*' run/summary.json | cut -d: -f2)
+if [ -n "$train_s" ] && awk -v t="$train_s" 'BEGIN { exit !(t < 13) }' && grep -q '^time budget 20s: the deadline: after step' run.out; then
+  echo "note: the machine slowed down during the run (trained ${train_s} s):"
+  grep '^time budget 20s: the deadline' run.out
+  echo "note: measuring once more"
+  budget_run
+fi
 grep '^time budget 20s: ' run.out || fail "no plan line: $(head -8 run.out)"
 grep -q '^time budget 20s: .* s training, [0-9]* steps; .* s evaluating, [0-9]* x [0-9]* tokens' run.out ||
   fail "the plan line does not split the time"
