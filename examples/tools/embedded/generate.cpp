@@ -7,7 +7,7 @@
 // CHECKPOINT: a .safetensors file, or a run's directory (its model.safetensors).
 // --stats: the memory it used, on stderr: file bytes mapped, the arena, weights copied because they
 // were not aligned in the file, the peak resident set, and (in the allocation-counting build,
-// LRT_EMBEDDED_COUNT_ALLOCATIONS) the heap allocations made after loading (must be 0).
+// count_allocations.cpp linked in) the heap allocations made after loading (must be 0).
 // Decodes the variants of lrt::LeanVariants (baseline, lrt, lrt-release) with the tokenizer the
 // checkpoint records (bytes or its BPE); a file the one loader refuses is one error line, exit 1.
 #include <cstdio>
@@ -28,34 +28,12 @@
 
 #include "lrt_version.h"
 
-#if defined(LRT_EMBEDDED_COUNT_ALLOCATIONS)
-// Every heap allocation of the process passes through these (glibc's allocator underneath).
+// The allocation counter (count_allocations.cpp): linked into lrt_embedded_alloc_check only, the
+// same object code otherwise; weak, so that in lrt-embedded-generate these are null.
 extern "C" {
-void* __libc_malloc(std::size_t);
-void* __libc_calloc(std::size_t, std::size_t);
-void* __libc_realloc(void*, std::size_t);
-void* __libc_memalign(std::size_t, std::size_t);
+void lrt_embedded_count_allocations(int on) __attribute__((weak));
+long lrt_embedded_allocations_counted() __attribute__((weak));
 }
-namespace {
-bool g_counting = false;
-long g_allocations = 0;
-void note() {
-  if (g_counting) ++g_allocations;
-}
-}  // namespace
-extern "C" {
-void* malloc(std::size_t n) { return note(), __libc_malloc(n); }
-void* calloc(std::size_t a, std::size_t b) { return note(), __libc_calloc(a, b); }
-void* realloc(void* p, std::size_t n) { return note(), __libc_realloc(p, n); }
-void* aligned_alloc(std::size_t al, std::size_t n) { return note(), __libc_memalign(al, n); }
-void* memalign(std::size_t al, std::size_t n) { return note(), __libc_memalign(al, n); }
-int posix_memalign(void** out, std::size_t al, std::size_t n) {
-  note();
-  *out = __libc_memalign(al, n);
-  return *out ? 0 : 12;  // ENOMEM
-}
-}
-#endif
 
 namespace {
 
@@ -120,9 +98,8 @@ int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::Checkpoint
   greedy.temperature = 0;  // the first largest logit
   static char out[4096];   // stdout's buffer, so that stdio allocates none
   std::setvbuf(stdout, out, _IOFBF, sizeof out);
-#if defined(LRT_EMBEDDED_COUNT_ALLOCATIONS)
-  g_counting = true;
-#endif
+  const bool counting = lrt_embedded_count_allocations != nullptr && lrt_embedded_allocations_counted != nullptr;
+  if (counting) lrt_embedded_count_allocations(1);
   // From here on nothing allocates: the prompt is read, the state is laid out.
   std::fputs(text, stdout);
   lrt::Status s = dec->try_prefill(prompt);
@@ -142,23 +119,17 @@ int generate(const lrt::st::Reader& r, std::size_t mapped, const lrt::Checkpoint
   }
   std::putchar('\n');
   std::fflush(stdout);
-#if defined(LRT_EMBEDDED_COUNT_ALLOCATIONS)
-  g_counting = false;
-#endif
+  const long allocations = counting ? (lrt_embedded_count_allocations(0), lrt_embedded_allocations_counted()) : 0;
   if (stats) {
     std::fprintf(stderr, "mapped_bytes %zu\narena_bytes %zu\nspill_bytes %zu\npeak_rss_kib %ld\n", mapped, need,
                  spill.size(), peak_rss_kib());
-#if defined(LRT_EMBEDDED_COUNT_ALLOCATIONS)
-    std::fprintf(stderr, "allocations_after_load %ld\n", g_allocations);
-#endif
+    if (counting) std::fprintf(stderr, "allocations_after_load %ld\n", allocations);
   }
   dec.reset();
   std::free(arena);
   if (!s.ok()) return fail(s);
-#if defined(LRT_EMBEDDED_COUNT_ALLOCATIONS)
-  if (g_allocations != 0)
-    return std::fprintf(stderr, "lrt-embedded-generate: %ld allocations after load\n", g_allocations), 1;
-#endif
+  if (allocations != 0)
+    return std::fprintf(stderr, "lrt-embedded-generate: %ld allocations after load\n", allocations), 1;
   return 0;
 }
 

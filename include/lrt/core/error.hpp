@@ -35,22 +35,53 @@ class LRT_API Error : public std::runtime_error {
 };
 
 namespace detail {
-inline std::string str_cat() { return {}; }
-template <class A, class... Rest>
-std::string str_cat(const A& a, const Rest&... rest) {
-  std::string s;
-  if constexpr (std::is_convertible_v<const A&, std::string>) {
-    s = std::string(a);
+/// A message part as what it prints, in few types: text as a string_view, a character, integers
+/// as (unsigned) long long, floating point as double, anything else (Shape, ...) as it is. Every
+/// call site of check passes its own mix of literal lengths and integer types; normalised, those
+/// mixes share one fail_check and one str_cat instead of instantiating (and compiling) each.
+template <class A>
+decltype(auto) msg_part(const A& a) {
+  if constexpr (std::is_same_v<A, char>) {
+    return a;
+  } else if constexpr (std::is_convertible_v<const A&, const char*>) {  // literals, char arrays, pointers
+    const char* p = a;
+    return std::string_view(p != nullptr ? p : "(null)");
   } else if constexpr (std::is_convertible_v<const A&, std::string_view>) {
-    s = std::string(std::string_view(a));
-  } else if constexpr (std::is_same_v<A, char>) {
-    s = std::string(1, a);
-  } else if constexpr (std::is_arithmetic_v<A>) {
-    s = std::to_string(a);
+    return std::string_view(a);
+  } else if constexpr (std::is_convertible_v<const A&, std::string>) {
+    return std::string(a);
+  } else if constexpr (std::is_integral_v<A> && std::is_signed_v<A>) {
+    return static_cast<long long>(a);
+  } else if constexpr (std::is_integral_v<A>) {  // unsigned, bool ("1", "0" as std::to_string)
+    return static_cast<unsigned long long>(a);
+  } else if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
+    return static_cast<double>(a);
   } else {
-    s = to_string(a);  // ADL: Shape, ...
+    return a;  // by reference: printed by append_part's ADL to_string
   }
-  return s + str_cat(rest...);
+}
+inline void append_part(std::string& s, std::string_view v) { s.append(v); }
+inline void append_part(std::string& s, char c) { s.push_back(c); }
+inline void append_part(std::string& s, long long v) { s += std::to_string(v); }
+inline void append_part(std::string& s, unsigned long long v) { s += std::to_string(v); }
+inline void append_part(std::string& s, double v) { s += std::to_string(v); }
+inline void append_part(std::string& s, long double v) { s += std::to_string(v); }
+template <class A>
+void append_part(std::string& s, const A& a) {
+  s += to_string(a);  // ADL: Shape, ...
+}
+/// The parts (already msg_part's) one after another.
+template <class... Parts>
+std::string cat_parts(const Parts&... parts) {
+  std::string s;
+  (append_part(s, parts), ...);
+  return s;
+}
+/// The parts one after another: text as it is, numbers as std::to_string writes them, and other
+/// types through to_string (found by ADL).
+template <class... Parts>
+std::string str_cat(const Parts&... parts) {
+  return cat_parts(msg_part(parts)...);
 }
 }  // namespace detail
 
@@ -90,9 +121,10 @@ namespace detail {
 /// check's throwing half, out of line and cold: the inlined test stays one branch, and the
 /// optimizer knows that the failing path ends there (in a large translation unit GCC may
 /// otherwise leave check itself out of line and then warn about the indices it guards).
+/// Its parts are msg_part's (check normalises them), so call sites share its instantiations.
 template <class... Parts>
 [[noreturn]] LRT_COLD void fail_check(const char* op, const Parts&... parts) {
-  throw_error(op, str_cat(parts...));
+  throw_error(op, cat_parts(parts...));
 }
 }  // namespace detail
 
@@ -100,7 +132,7 @@ template <class... Parts>
 template <class... Parts>
 LRT_ALWAYS_INLINE void check(bool cond, const char* op, const Parts&... parts) {
   if (!cond) [[unlikely]]
-    detail::fail_check(op, parts...);
+    detail::fail_check(op, detail::msg_part(parts)...);
 }
 
 }  // namespace v0
