@@ -6,12 +6,14 @@ Each named file is compiled alone, one after another, with the exact command of 
 build (its compile_commands.json: the build's own flags), ccache off, the object written to a
 temporary file; the compiler's user + system seconds and its peak resident memory come from
 wait4(2). With --cold, a fresh build folder of the default preset is configured and the same
-targets are built from nothing with ccache off: the wall time, then the link time alone (the
-programs removed and linked again).
+targets are built from nothing with ccache off: the wall time, the CPU time of the whole build
+(user + system of every compiler and linker), the steps ninja ran and `ctest -N`'s count, then the
+link time alone (the programs removed and linked again).
 
   python3 bench/compile_cost.py                          # the default files, build/ as configured
   python3 bench/compile_cost.py --build build-release examples/tools/train.cpp
   python3 bench/compile_cost.py --cold lrt-train lrt-eval lrt-generate --jobs 2
+  python3 bench/compile_cost.py --cold --jobs 2 -D LRT_VARIANTS_FILE=$PWD/tests/tools/variants.cmake  # CI's
 
 Run it on a quiet machine: the numbers are the compiler's own, but a busy machine still slows a
 compile by sharing its caches. Python 3 from Debian, nothing else.
@@ -20,6 +22,7 @@ compile by sharing its caches. Python 3 from Debian, nothing else.
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -89,15 +92,24 @@ def per_file(build, files):
     return rows
 
 
-def cold_build(source, targets, jobs):
+def cold_build(source, targets, jobs, defines):
     with tempfile.TemporaryDirectory(prefix="lrt-cold-") as tmp:
         env = dict(os.environ, CCACHE_DISABLE="1")
-        subprocess.run(["cmake", "--preset", "default", "-B", tmp], cwd=source, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--preset", "default", "-B", tmp] + [f"-D{d}" for d in defines], cwd=source,
+                       env=env, check=True, stdout=subprocess.DEVNULL)
         cmd = ["cmake", "--build", tmp, "-j", str(jobs)] + (["--target"] + targets if targets else [])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         wall = time.monotonic() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        steps = 0  # ninja's log: one line per step run
+        try:
+            with open(os.path.join(tmp, ".ninja_log")) as f:
+                steps = sum(1 for line in f if not line.startswith("#"))
+        except OSError:
+            pass
         removed = 0  # the link step alone: the programs removed and linked again
         for t in targets:
             p = os.path.join(tmp, "bin", t)
@@ -107,7 +119,8 @@ def cold_build(source, targets, jobs):
         t0 = time.monotonic()
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         link = time.monotonic() - t0
-        return wall, link, removed
+        tests = subprocess.run(["ctest", "-N"], cwd=tmp, capture_output=True, text=True).stdout.strip().splitlines()
+        return wall, cpu, steps, link, removed, (tests[-1] if tests else "")
 
 
 def main():
@@ -117,6 +130,9 @@ def main():
     ap.add_argument("--cold", nargs="*", metavar="TARGET",
                     help="also time a cold default-preset build of these targets (none named: all)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="parallel jobs of the cold build")
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="VAR=VALUE",
+                    help="a cache entry for the cold build's configure (as CI: "
+                         "-D LRT_VARIANTS_FILE=$PWD/tests/tools/variants.cmake)")
     a = ap.parse_args()
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = a.build if os.path.isabs(a.build) else os.path.join(source, a.build)
@@ -139,11 +155,11 @@ def main():
     if a.cold is not None:
         if shutil.which("cmake") is None:
             raise SystemExit("compile_cost: --cold needs cmake")
-        wall, link, n = cold_build(source, a.cold, a.jobs)
+        wall, cpu, steps, link, n, tests = cold_build(source, a.cold, a.jobs, a.defines)
         what = ", ".join(a.cold) if a.cold else "all targets"
         print()
-        print(f"cold default-preset build of {what}, -j {a.jobs}: {wall:.0f} s wall; linking {n} programs again: "
-              f"{link:.1f} s")
+        print(f"cold default-preset build of {what}, -j {a.jobs}: {wall:.0f} s wall, {cpu:.0f} s CPU, {steps} steps"
+              f" ({tests}); linking {n} programs again: {link:.1f} s")
 
 
 if __name__ == "__main__":
