@@ -450,7 +450,11 @@ TEST_CASE("tokenizer file: round trip, save/load, fingerprint") {
   CHECK(Tokenizer::load(path).serialize() == text);
   CHECK(!std::filesystem::exists(path + ".tmp"));
   std::filesystem::remove(path);
-  CHECK_THROWS_AS((void)Tokenizer::load(path), lrt::Error);
+  CHECK_THROWS_WITH_AS(
+      (void)Tokenizer::load(path),
+      doctest::Contains(("[tokenizer] '" + path + "': cannot open: No such file or directory").c_str()), lrt::Error);
+  const std::string dir = std::filesystem::temp_directory_path().string();  // opens, then cannot be read
+  CHECK_THROWS_WITH_AS((void)Tokenizer::load(dir), doctest::Contains("': cannot read: Is a directory"), lrt::Error);
 }
 
 TEST_CASE("tokenizer file: every malformed field is an error naming the file and line") {

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -380,16 +382,30 @@ inline double number(const lrt::json::Value& body, const char* key, double def, 
                              ", " + lrt::json::Value(hi).dump() + "], got " + v->dump());
   return x;
 }
+/// An integer parameter in [lo, hi]: a JSON number with an integral value (3 or 3.0, as clients
+/// that hold every number as a double send it). A fraction is "must be an integer"; an integer
+/// outside the range (2^70 included) is "must be in [lo, hi]".
+inline std::int64_t integral(const lrt::json::Value& v, const char* key, std::int64_t lo, std::int64_t hi) {
+  const auto range = [&] {
+    return bad_param(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                              "], got " + v.dump());
+  };
+  if (!v.is_number()) throw bad_param(key, std::string(key) + " must be an integer, got " + kind_text(v));
+  if (!v.is_integer()) {
+    const double x = v.as_number();
+    if (!std::isfinite(x) || x != std::trunc(x))
+      throw bad_param(key, std::string(key) + " must be an integer, got " + v.dump());
+    // -2^63 <= x < 2^63: within int64 (as_int's test); beyond it, out of any range we take.
+    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) throw range();
+  }
+  const std::int64_t x = v.as_int();
+  if (x < lo || x > hi) throw range();
+  return x;
+}
 inline std::int64_t integer(const lrt::json::Value& body, const char* key, std::int64_t def, std::int64_t lo,
                             std::int64_t hi) {
   const lrt::json::Value* v = member(body, key);
-  if (!v) return def;
-  if (!v->is_integer()) throw bad_param(key, std::string(key) + " must be an integer, got " + v->dump());
-  const std::int64_t x = v->as_int();
-  if (x < lo || x > hi)
-    throw bad_param(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                             "], got " + std::to_string(x));
-  return x;
+  return v ? integral(*v, key, lo, hi) : def;
 }
 inline bool boolean(const lrt::json::Value& body, const char* key, bool def) {
   const lrt::json::Value* v = member(body, key);
@@ -441,8 +457,8 @@ inline void parse_sampling(const lrt::json::Value& body, const CompletionLimits&
   c.top_p = number(body, "top_p", 1.0, 0, 1, true);
   c.top_k = integer(body, "top_k", 0, 0, std::int64_t{1} << 30);
   if (const lrt::json::Value* s = member(body, "seed")) {
-    if (!s->is_integer()) throw bad_param("seed", "seed must be an integer, got " + s->dump());
-    c.seed = static_cast<std::uint64_t>(s->as_int());
+    c.seed = static_cast<std::uint64_t>(
+        integral(*s, "seed", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()));
   }
   if (const lrt::json::Value* s = member(body, "stop")) {
     std::vector<const lrt::json::Value*> items;

@@ -33,13 +33,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../io/file.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -76,13 +75,9 @@ inline constexpr std::size_t split_period = 20;
 
 inline std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
-inline std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  check(static_cast<bool>(in), "data", "cannot open ", quoted(p));
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  check(!in.bad(), "data", "error while reading ", quoted(p));
-  return s;
-}
+/// The file's bytes; an error names the file and the system's reason ("[data] 'x': cannot read:
+/// Input/output error"), as every reader of lrt does (io/file.hpp).
+inline std::string read_file(const fs::path& p) { return ::lrt::read_file(p.string(), "data"); }
 
 inline bool is_brown_name(const std::string& n) {
   auto digit = [](char c) { return c >= '0' && c <= '9'; };

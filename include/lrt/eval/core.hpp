@@ -219,6 +219,13 @@ class CoreBundle {
       }
       for (const auto& other : b.tasks_)
         check(other.label != task.label, "core", at, ": a second task labelled '", task.label, "'");
+      // Inside eval_data/, by its spelling: a relative path without '..' (a bundle from elsewhere
+      // must not make the scorer read, and print items of, files outside it).
+      const fs::path uri(task.dataset_uri);
+      bool inside = !task.dataset_uri.empty() && uri.is_relative() && !uri.has_root_name();
+      for (const fs::path& part : uri) inside = inside && part != "..";
+      check(inside, "core", at, " (", task.label, "): dataset_uri '", task.dataset_uri,
+            "' must be a relative path inside the bundle's eval_data/, without '..'");
       const std::string data = (fs::path(dir) / "eval_data" / task.dataset_uri).string();
       check(fs::is_regular_file(data), "core", at, " (", task.label, "): its data '", data, "' is not a file");
       b.tasks_.push_back(std::move(task));

@@ -16,30 +16,10 @@
 #include <system_error>
 
 #include "../core/error.hpp"
+#include "../core/read_file.hpp"  // read_file, here for its users
 
 namespace lrt {
 inline namespace v0 {
-
-/// The whole content of a file; lrt::Error(op, "'path': cannot open: <strerror>") and the like.
-inline std::string read_file(const std::string& path, std::string_view op) {
-  const std::string sop(op);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) ::lrt::throw_error(sop, "'" + path + "': cannot open: " + std::strerror(errno));
-  std::string out;
-  struct stat st {};
-  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    out.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
-    out.append(buf, n);
-    if (n < sizeof buf) break;
-  }
-  const int err = std::ferror(f) ? errno : 0;  // a directory opens, then fails here (EISDIR)
-  std::fclose(f);
-  if (err) ::lrt::throw_error(sop, "'" + path + "': cannot read: " + std::strerror(err));
-  return out;
-}
 
 /// Replaces `path` with `bytes` so that a crash or error never leaves a damaged file: the bytes go
 /// to "<path>.tmp.<pid>" in the same directory (rename is atomic only within a filesystem), which

@@ -30,13 +30,13 @@
 #include <cstdio>
 #include <fstream>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/read_file.hpp"
 #include "../core/thread_pool.hpp"
 #include "bpe.hpp"
 #include "patterns.hpp"
@@ -295,14 +295,7 @@ class Tokenizer {
 #endif
   }
   /// Reads lrt's tokenizer file.
-  static Tokenizer load(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    check(static_cast<bool>(f), "tokenizer", "cannot open ", path);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    check(!f.bad(), "tokenizer", "cannot read ", path);
-    return parse(ss.str(), path);
-  }
+  static Tokenizer load(const std::string& path) { return parse(read_file(path, "tokenizer"), path); }
   /// Writes lrt's tokenizer file to path (through path.tmp and a rename).
   void save(const std::string& path) const {
     const std::string tmp = path + ".tmp", text = serialize();

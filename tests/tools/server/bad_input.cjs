@@ -43,6 +43,22 @@ async function stillServing() {
     await stillServing();
   });
 
+  await check("integers written as 3.0 are taken; 2^70 is out of range, 2.5 not an integer", async () => {
+    const r = await post("/v1/completions", '{"prompt": "x", "max_tokens": 3.0, "temperature": 0, "ignore_eos": true}', auth);
+    equal(r.status, 200, `max_tokens 3.0 (${r.text})`);
+    equal(r.json.usage.completion_tokens, 3, "completion_tokens of max_tokens 3.0");
+    for (const [body, param, says] of [
+      ['{"prompt": "x", "seed": 1180591620717411303424}', "seed", "seed must be in ["],
+      ['{"prompt": "x", "max_tokens": 1e30}', "max_tokens", "max_tokens must be in [0, "],
+      ['{"prompt": "x", "max_tokens": 2.5}', "max_tokens", "max_tokens must be an integer, got 2.5"],
+      ['{"prompt": "x", "top_k": "3"}', "top_k", "top_k must be an integer, got a string"],
+    ]) {
+      const e = errorObject(await post("/v1/completions", body, auth), 400, body);
+      equal(e.param, param, `param of ${body}`);
+      assert(e.message.includes(says), `${body}: "${e.message}" does not say "${says}"`);
+    }
+  });
+
   await check("huge max_tokens within range is cut to the context (finish_reason length)", async () => {
     const r = await post("/v1/completions", { prompt: "x", max_tokens: 1 << 30, temperature: 0, ignore_eos: true }, auth);
     equal(r.status, 200, r.text);

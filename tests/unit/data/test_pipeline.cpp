@@ -335,6 +335,11 @@ TEST_CASE("load_corpus errors name the path") {
   write_file(binary, std::string(300, 'a') + '\0');
   CHECK(contains(err(binary.string()), "NUL"));
   CHECK(contains(err(binary.string()), binary.string()));
+
+  // A file that opens and then fails to read (Linux's /proc/self/mem at offset 0): the path and
+  // the system's reason, not the stream library's words.
+  if (fs::exists("/proc/self/mem"))
+    CHECK(contains(err("/proc/self/mem"), "[data] '/proc/self/mem': cannot read: Input/output error"));
 }
 
 TEST_CASE("TokenRows: exact packing of small cases") {

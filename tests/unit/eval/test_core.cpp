@@ -559,6 +559,16 @@ TEST_CASE("core: bad bundles give one clear error each, naming the file and line
       {"bad_yaml", "core.yaml",
        [](std::string s) { return replace_first(s, "- label: lrt_halves\n", "- label: &x lrt_halves\n"); },
        "core.yaml:13: a value starting with '&'"},
+      {"uri_outside", "core.yaml",  // a file that exists, outside eval_data/
+       [](std::string s) { return replace_first(s, "lrt_text/next_word.jsonl", "../core.yaml"); },
+       "core.yaml:4: task 1 (lrt_next_word): dataset_uri '../core.yaml' must be a relative path inside the "
+       "bundle's eval_data/"},
+      {"uri_nested_outside", "core.yaml",
+       [](std::string s) { return replace_first(s, "lrt_text/next_word.jsonl", "lrt_text/../../eval_meta_data.csv"); },
+       "dataset_uri 'lrt_text/../../eval_meta_data.csv' must be a relative path"},
+      {"uri_absolute", "core.yaml",
+       [](std::string s) { return replace_first(s, "lrt_text/next_word.jsonl", "/etc/passwd"); },
+       "dataset_uri '/etc/passwd' must be a relative path"},
       {"no_data", "core.yaml", [](std::string s) { return replace_first(s, "halves_1shot.jsonl", "gone.jsonl"); },
        "(lrt_halves_1shot): its data"},
   };
