@@ -12,7 +12,7 @@
 set -uo pipefail
 BIN=${1:-build/bin}
 [ $# -gt 0 ] && shift
-for p in lrt_cuda_tests lrt_cuda_model_tests lrt-bench-gpu; do
+for p in lrt_cuda_tests lrt-bench-gpu; do
   if [ ! -x "$BIN/$p" ]; then
     echo "gpu_check: $BIN/$p not found: build it with scripts/build_gpu_bins.sh $BIN" >&2
     exit 2
@@ -24,10 +24,11 @@ fi
 read -r T_TENSOR T_MODEL T_BENCH <<<"${LRT_GPU_CHECK_TIMEOUTS:-90 150 220}"
 status=0
 declare -a rows
-run_tests() {  # name, timeout, program
+run_tests() {  # name, timeout, program, its arguments
   local name=$1 limit=$2 prog=$3 out rc summary
+  shift 3
   local t0=$SECONDS
-  out=$(LRT_REQUIRE_GPU=1 timeout "$limit" "$prog" 2>&1)
+  out=$(LRT_REQUIRE_GPU=1 timeout "$limit" "$prog" "$@" 2>&1)
   rc=$?
   echo "$out" | tail -n 40
   summary=$(echo "$out" | grep -E '^\[doctest\] (test cases|assertions)' | sed 's/\[doctest\] //' | tr -s ' ' | paste -sd ';' -)
@@ -35,8 +36,10 @@ run_tests() {  # name, timeout, program
   rows+=("$(printf '%-22s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$summary")")
 }
 echo "== CUDA tests =="
-run_tests "tensor layer" "$T_TENSOR" "$BIN/lrt_cuda_tests"
-run_tests "model layer" "$T_MODEL" "$BIN/lrt_cuda_model_tests" --duration=true
+# One program holds both files' cases (tests/cuda/cuda_tests.cu); each run takes one file's.
+run_tests "tensor layer" "$T_TENSOR" "$BIN/lrt_cuda_tests" '--source-file=*/cuda/test_cuda.cu'
+run_tests "model layer" "$T_MODEL" "$BIN/lrt_cuda_tests" '--source-file=*/cuda/test_cuda_model.cu,*/cuda/optim_cases.hpp' \
+  --duration=true
 echo "== benchmark =="
 t0=$SECONDS
 bench_out=$(mktemp)

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export CUDACXX=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DLRT_USE_OPENBLAS=OFF -DLRT_ENABLE_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=${LRT_CUDA_ARCH:-90} >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target lrt_cuda_tests lrt_cuda_model_tests lrt-bench-gpu
+cmake --build build-gpu -j"$(nproc)" --target lrt_cuda_tests lrt-bench-gpu
 mkdir -p "$OUT"
-cp build-gpu/bin/lrt_cuda_tests build-gpu/bin/lrt_cuda_model_tests build-gpu/bin/lrt-bench-gpu "$OUT/"
+cp build-gpu/bin/lrt_cuda_tests build-gpu/bin/lrt-bench-gpu "$OUT/"
 echo "built: $(ls "$OUT")"

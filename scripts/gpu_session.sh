@@ -35,10 +35,10 @@ cd "$root"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLRT_USE_OPENBLAS=OFF -DLRT_ENABLE_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${LRT_CUDA_ARCH:-90}" -DLRT_TOOL_PAIRS="baseline;lrt" \
   -DLRT_TOOLS_CUDA=ON -DLRT_TOOLS_CUDA_PAIRS="baseline;lrt" -DLRT_PACKAGE_TESTS=OFF >/dev/null
-cmake --build build-gpu -j "${LRT_JOBS:-2}" --target lrt_cuda_tests lrt_cuda_model_tests lrt-bench-gpu \
+cmake --build build-gpu -j "${LRT_JOBS:-2}" --target lrt_cuda_tests lrt-bench-gpu \
   lrt-train lrt-eval lrt-generate lrt-tokenizer
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/data"
-for p in lrt_cuda_tests lrt_cuda_model_tests lrt-bench-gpu lrt-train lrt-eval lrt-generate; do
+for p in lrt_cuda_tests lrt-bench-gpu lrt-train lrt-eval lrt-generate; do
   cp build-gpu/bin/$p "$out/bin/" && strip "$out/bin/$p"
 done
 # Shared libraries outside the C runtime and the CUDA toolkit (the GPU machine has those).

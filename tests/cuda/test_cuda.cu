@@ -1,11 +1,9 @@
-// tests/cuda/test_cuda.cu: the CUDA backend's tests, one nvcc translation unit with its own main.
+// tests/cuda/test_cuda.cu: the CUDA backend's tests, compiled with test_cuda_model.cu in one unit
+// (tests/cuda/cuda_tests.cu with nvcc; tests/emu/test_cuda_emu.cpp on the CPU emulator), which
+// brings main(); its cases are those of `lrt_cuda_tests --source-file=*/cuda/test_cuda.cu`.
 // Every conformance body (tests/unit/backend/conformance.hpp, which the CPU backend's tests run
 // too) runs on lrt::cuda::Device against plain host loops, plus the CUDA-only checks below
 // (stream, cuBLAS handle, error messages, caching allocator).
-// Without a GPU (or driver) it prints "CUDA: no GPU found, N CUDA tests compiled and skipped"
-// and exits 0; set LRT_REQUIRE_GPU=1 to make that a failure (for GPU CI machines).
-// Build: nvcc -std=c++20 -arch=sm_90 -DEIGEN_NO_CUDA --extended-lambda --expt-relaxed-constexpr
-//        -Iinclude tests/cuda/test_cuda.cu -lcublas
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -25,6 +23,8 @@
 #include <lrt/cuda.hpp>
 
 #include "../unit/backend/conformance.hpp"
+
+namespace cuda_tensor_test {  // named: tests/emu/test_cuda_emu.cpp compiles this file in its unit
 
 using G = lrt::cuda::Device;
 using lrt::Shape;
@@ -441,13 +441,4 @@ TEST_CASE("cuda primitives: top_k_rows gives each row's k largest, descending, t
                        "[top_k_rows] k = 5 of 2 rows of 4 columns: needs 0 <= k <= cols", lrt::Error);
 }
 
-int main(int argc, char** argv) {
-  const std::size_t n = doctest::detail::getRegisteredTests().size();
-  if (lrt::cuda::device_count() == 0) {
-    std::printf("CUDA: no GPU found, %zu CUDA tests compiled and skipped\n", n);
-    const char* req = std::getenv("LRT_REQUIRE_GPU");
-    return (req && *req && std::strcmp(req, "0") != 0) ? 1 : 0;
-  }
-  doctest::Context ctx(argc, argv);
-  return ctx.run();
-}
+}  // namespace cuda_tensor_test

@@ -7,8 +7,9 @@
 // devices, and checkpoints that move between them) are at the end.
 // Tolerances: double runs differ only in summation order (1e-9 relative to the scale); float
 // runs get 2e-4 relative (many reductions of length <= a few hundred).
-// Without a GPU the binary reports its cases as compiled and skipped and exits 0
-// (LRT_REQUIRE_GPU=1 turns that into a failure).
+// Compiled with test_cuda.cu in one unit (tests/cuda/cuda_tests.cu with nvcc, the program
+// lrt_cuda_tests; tests/emu/test_cuda_emu.cpp on the CPU emulator), which brings main(); its cases
+// are those of `lrt_cuda_tests --source-file=*/cuda/test_cuda_model.cu,*/cuda/optim_cases.hpp`.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -961,14 +962,3 @@ TEST_CASE("cuda trainer (emulator): a step waits for the GPU once, plus what eac
   }
 }
 #endif
-
-int main(int argc, char** argv) {
-  const std::size_t n = doctest::detail::getRegisteredTests().size();
-  if (lrt::cuda::device_count() == 0) {
-    std::printf("CUDA: no GPU found, %zu CUDA model tests compiled and skipped\n", n);
-    const char* req = std::getenv("LRT_REQUIRE_GPU");
-    return (req && *req && std::strcmp(req, "0") != 0) ? 1 : 0;
-  }
-  doctest::Context ctx(argc, argv);
-  return ctx.run();
-}

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # tests/emu/gpu_check_on_emu.sh BIN_DIR: runs bench/gpu_check.sh end to end on the CPU emulator
-# (CTest tools.gpu_check_emu): the emulator builds of the two CUDA test programs and of
-# lrt-bench-gpu stand in for the nvcc ones under their names, the benchmark at toy sizes. Checks
-# the exit status and that the summary has every row.
+# (CTest tools.gpu_check_emu): the emulator builds of the CUDA test program (lrt_cuda_emu_tests)
+# and of lrt-bench-gpu stand in for the nvcc ones under their names, the benchmark at toy sizes. Checks the exit status and that
+# the summary has every row.
 set -uo pipefail
 BIN=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-ln -s "$BIN/lrt_cuda_on_emu" "$dir/lrt_cuda_tests"
-ln -s "$BIN/lrt_model_on_emu" "$dir/lrt_cuda_model_tests"
+ln -s "$BIN/lrt_cuda_emu_tests" "$dir/lrt_cuda_tests"  # both files' cases, as lrt_cuda_tests has them
 ln -s "$BIN/lrt_bench_gpu_on_emu" "$dir/lrt-bench-gpu"
 out=$(cd "$SRC" && bash bench/gpu_check.sh "$dir" --preset tiny --seq 12 --batch 1 --steps 1 --decode-tokens 5 \
   --decode-batch 2 --ref-n 32 --copy-mib 1 --quick --profile 4 2>&1)

@@ -18,7 +18,7 @@
 // from the CPU only in summation order, so elementwise |a - b| <= tol (1 + |b|) with tol 2e-5
 // (float) or 1e-12 (double) for the row kernels, ten times that for cross-entropy (exp/tanh of
 // softcapped logits up to 30) and attention (online softmax vs two-pass); embedding is exact.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cublas_v2.h>
@@ -27,6 +27,8 @@
 #if !defined(LRT_CUDA_EMULATOR)
 #error "tests/emu/fake must come first on the include path (the real CUDA headers were found)"
 #endif
+
+#include <lrt/cuda.hpp>  // first, as in the two CUDA test programs included at the end
 
 #include <lrt/cpu.hpp>  // the CPU backend: the reference
 
@@ -744,3 +746,19 @@ TEST_CASE("cuda emu: AdamW on the device is bit-identical to the CPU") {
 }
 
 }  // namespace emu_test
+
+// The CUDA test program's two files, unchanged, in this same unit (as tests/cuda/cuda_tests.cu
+// has them for nvcc): tests/cuda/test_cuda.cu (the tensor layer: every conformance body, stream,
+// cuBLAS handle, error messages, caching allocator) and tests/cuda/test_cuda_model.cu (fused ops,
+// autodiff, whole models, schedules, decoder, optimizers, trainer), so the whole CUDA path runs
+// in CI without a GPU. One unit compiles the emulated kernels, the CPU references and the headers
+// once for the three (they were three programs). CTest runs each file's cases apart with
+// doctest's --source-file, as bench/gpu_check.sh does on a GPU.
+#include "../cuda/test_cuda.cu"
+#include "../cuda/test_cuda_model.cu"
+
+// The emulator reports one device, so there is no "no GPU found" skip: every case runs.
+int main(int argc, char** argv) {
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}

@@ -2,7 +2,7 @@
 // over the device D: it builds inputs on the host, runs lrt on D, copies the results back and
 // compares them with a reference computed by plain loops on the host (never with lrt itself).
 // tests/cuda/test_cuda.cu runs them on lrt::cuda::Device (on a GPU, and on the CPU emulator
-// through tests/emu/cuda_on_emu.cpp); tests/unit/backend/test_conformance_cpu.cpp runs the same
+// through tests/emu/test_cuda_emu.cpp, which includes it); tests/unit/backend/test_conformance_cpu.cpp runs the same
 // bodies on lrt::cpu::Device. Needs doctest and a backend for D (DeviceTraits, Executor, Reducer,
 // GemmBackend) included before this header; no fmt, no Eigen.
 #pragma once
