@@ -56,6 +56,13 @@ done
 echo "installed: $(cd "$P" && find . -maxdepth 2 -not -path './include/*' | sort | tr '\n' ' ')"
 
 ck=$src/tests/data/pre_roster/baseline_standard.safetensors
+# The host project configured as docs/library.md shows (no build type) builds Release.
+cmake -S "$src/examples/host_project" -B host-doc -DCMAKE_PREFIX_PATH="$P" \
+  -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON "${extra[@]}" > host-doc-configure.log 2>&1 ||
+  { tail -20 host-doc-configure.log; fail "configure examples/host_project as docs/library.md does"; }
+grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' host-doc/CMakeCache.txt ||
+  fail "examples/host_project configured without a build type: $(grep '^CMAKE_BUILD_TYPE' host-doc/CMakeCache.txt)"
+echo "examples/host_project without a build type: Release"
 cmake -G Ninja -S "$src/tests/package/installed" -B consumer -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$P" -DLRT_EXPECTED_PREFIX="$P" -DLRT_EXAMPLES="$src/examples" \
   -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON "${extra[@]}" > consumer-configure.log 2>&1 ||
