@@ -7,8 +7,9 @@ baseline, takes per seed at each budget C:
 then fits
   delta(t) = A * t^-k           (least squares on log delta against log t; t = tokens/param),
   g(t)     = a + b * log2(t)    (least squares),
-and prints the t where delta(t) + g(t) = 0 (the gap's sign change), if the fits cross, under three
-models for g: its mean over the budgets (b = 0), the line, and a power law -B t^-m like delta's.
+and prints the t where delta(t) + g(t) = 0 (the gap's sign change), if the fits cross, under four
+models for g: its mean over the budgets (b = 0), its value at the largest budget (b = 0), the
+line, and a power law -B t^-m like delta's.
 Also prints val - train per arm.
 
   python3 docs/results/lrt-vs-data/fit.py [stage-b/results.csv]
@@ -83,7 +84,8 @@ for arm in arms:
     A, k = 2 ** c, -slope
     print(f"  delta(t) = {A:.3f} t^-{k:.3f}  (halves every {1 / k:.2f} doublings of the data)" if k > 0 else
           f"  delta(t) = {A:.3f} t^{-k:.3f}")
-    for name, (a, b) in (("g constant", (statistics.fmean(gs), 0.0)), ("g linear in log2 t", fit_line(lt, gs))):
+    for name, (a, b) in (("g constant", (statistics.fmean(gs), 0.0)), ("g at its latest value", (gs[-1], 0.0)),
+                         ("g linear in log2 t", fit_line(lt, gs))):
         t = crossing(A, k, a, b)
         where = f"changes sign at t = {t:.0f} tokens per parameter" if t else "does not change sign (t < 2^60)"
         print(f"  {name}: g(t) = {a:+.4f} {b:+.4f} log2 t -> the gap {where}")
