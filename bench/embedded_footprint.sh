@@ -5,13 +5,18 @@
 # memory of a 64-token greedy run: the checkpoint mapped, the decoder's arena, weights copied for
 # alignment, and the peak resident set, with the peak's overhead over file + arena (the program,
 # libc's and libstdc++'s pages, the stack).
-#   bench/embedded_footprint.sh [BIN_DIR] [WORK_DIR]    (defaults: build/bin, a temporary folder)
+#   bench/embedded_footprint.sh [BIN_DIR] [WORK_DIR] [--binary-only]   (defaults: build/bin, a
+#   temporary folder; --binary-only: the first line alone, which tools.doc_figures reads)
 # Prints one JSON object per line. Runs in about a minute (the medium step is most of it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${1:-$root/build/bin}"
 work="${2:-$(mktemp -d)}"
-for t in lrt-embedded-generate lrt-train lrt-quantize; do
+binary_only=0
+[ "${3:-}" = --binary-only ] && binary_only=1
+programs=(lrt-embedded-generate)
+[ $binary_only = 1 ] || programs+=(lrt-train lrt-quantize)
+for t in "${programs[@]}"; do
   [ -x "$bin/$t" ] || { echo "embedded_footprint: no $bin/$t (build the default preset first)" >&2; exit 2; }
 done
 mkdir -p "$work"
@@ -20,6 +25,7 @@ strip -o "$work/stripped" "$emb"
 needed=$(readelf -d "$emb" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | paste -sd, -)
 printf '{"name":"embedded_binary","binary_bytes":%d,"stripped_bytes":%d,"needed":"%s"}\n' \
   "$(stat -c %s "$emb")" "$(stat -c %s "$work/stripped")" "$needed"
+[ $binary_only = 1 ] && exit 0
 cat "$root/README.md" "$root"/docs/*.md > "$work/corpus.txt"
 export LRT_NUM_THREADS=1
 for preset in tiny small medium; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/emu/gpu_check_on_emu.sh BIN_DIR: runs bench/gpu_check.sh end to end on the CPU emulator
 # (CTest tools.gpu_check_emu): the emulator builds of the CUDA test program (lrt_cuda_emu_tests)
-# and of lrt-bench-gpu stand in for the nvcc ones under their names, the benchmark at toy sizes. Checks the exit status and that
-# the summary has every row.
+# and of lrt-bench-gpu stand in for the nvcc ones under their names, the benchmark at toy sizes.
+# Checks the exit status and that the summary has every row.
 set -uo pipefail
 BIN=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
