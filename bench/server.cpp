@@ -5,8 +5,11 @@
 // tokens, sampled, ignore_eos). Reported: the aggregate generated tokens/s, the p50 / p99 time
 // to first token and time per token after it (over all requests), and, side by side in the same
 // run, the same decoding done by the lean decoder's rows directly (join, step, sample, no HTTP):
-// server/direct is what the server keeps of the decoder's speed.
-//   lrt-bench-server [--presets tiny,small] [--streams 1,4,16] [--threads 2]
+// server/direct is what the server keeps of the decoder's speed. Each row is --repeat pairs of
+// runs, direct then server, one after the other (this machine's speed drifts between runs, so a
+// ratio is taken within each pair): the medians of the pairs' tokens/s and of their ratios, the
+// ratios' range, and the latency percentiles over every request of the server runs.
+//   lrt-bench-server [--presets tiny,small] [--streams 1,4,16] [--repeat 3] [--threads 2]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -134,7 +137,7 @@ std::string prompt_of(int client, int i, index_t P) {
 }
 
 struct Row {
-  double tokens_per_s = 0, direct_per_s = 0;
+  double tokens_per_s = 0;
   std::vector<double> ttft, per_token;
   int failed = 0;
 };
@@ -223,7 +226,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> presets;
   std::vector<long long> streams;
   index_t P = 32, N = 64;
-  int R = 4;
+  int R = 4, repeat = 3;
   tool::Args args("lrt-bench-server",
                   "lrt-server's tokens/s and latencies with C concurrent streams (in this process, over loopback), "
                   "beside the lean decoder's rows doing the same decoding directly.");
@@ -232,6 +235,7 @@ int main(int argc, char** argv) {
       .option("requests", "R", "completions each client streams in turn", "4")
       .option("prompt", "P", "prompt bytes per request", "32")
       .option("tokens", "N", "tokens generated per request", "64")
+      .option("repeat", "K", "pairs of runs (direct, then server) per row; medians reported", "3")
       .option("threads", "N", tool::threads_help);
   const int rc = tool::parse_args(args, argc, argv, [&] {
     presets = lrt_bench::preset_list(args);
@@ -239,6 +243,7 @@ int main(int argc, char** argv) {
     R = static_cast<int>(args.integer("requests", 1, 1 << 20));
     P = static_cast<index_t>(args.integer("prompt", 1, 1 << 16));
     N = static_cast<index_t>(args.integer("tokens", 1, 1 << 16));
+    repeat = static_cast<int>(args.integer("repeat", 1, 1000));
     tool::apply_threads(args);
   });
   if (rc >= 0) return rc;
@@ -246,12 +251,12 @@ int main(int argc, char** argv) {
   try {
     std::printf(
         "lrt-bench-server: %d thread(s), products %s, prompt %lld bytes, %lld tokens per request, %d requests per "
-        "stream\n",
+        "stream, medians of %d pairs of runs\n",
         lrt::ThreadPool::global().size(), lrt::runtime::products().c_str(), static_cast<long long>(P),
-        static_cast<long long>(N), R);
+        static_cast<long long>(N), R, repeat);
     const TempDir tmp;
-    std::printf("%-7s %7s %10s %10s %8s %9s %9s %9s %9s %6s\n", "preset", "streams", "tok/s", "direct", "srv/dir",
-                "ttft p50", "ttft p99", "tok p50", "tok p99", "failed");
+    std::printf("%-7s %7s %10s %10s %8s %11s %9s %9s %9s %9s %6s\n", "preset", "streams", "tok/s", "direct", "srv/dir",
+                "range", "ttft p50", "ttft p99", "tok p50", "tok p99", "failed");
     for (const auto& name : presets) {
       const lrt::ModelConfig c = lrt::preset(name);
       lrt::check(P + N <= c.sequence_len * 4, "lrt-bench-server", "prompt + tokens = ", P + N, " is past 4 x ", name,
@@ -262,10 +267,16 @@ int main(int argc, char** argv) {
       (void)run_direct(file, capacity, 1, 1, P, 8);  // warm-up
       for (const long long C : streams) {
         Row row;
-        row.direct_per_s = run_direct(file, capacity, static_cast<int>(C), R, P, N);
-        run_server(file, capacity, static_cast<int>(C), R, P, N, row);
-        std::printf("%-7s %7lld %10.0f %10.0f %8.2f %8.1fms %8.1fms %8.2fms %8.2fms %6d\n", name.c_str(), C,
-                    row.tokens_per_s, row.direct_per_s, row.tokens_per_s / row.direct_per_s,
+        std::vector<double> served, direct, ratio;
+        for (int k = 0; k < repeat; ++k) {
+          direct.push_back(run_direct(file, capacity, static_cast<int>(C), R, P, N));
+          run_server(file, capacity, static_cast<int>(C), R, P, N, row);
+          served.push_back(row.tokens_per_s);
+          ratio.push_back(served.back() / direct.back());
+        }
+        const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+        std::printf("%-7s %7lld %10.0f %10.0f %8.2f %5.2f-%-5.2f %8.1fms %8.1fms %8.2fms %8.2fms %6d\n", name.c_str(),
+                    C, percentile(served, 0.5), percentile(direct, 0.5), percentile(ratio, 0.5), *lo, *hi,
                     1e3 * percentile(row.ttft, 0.5), 1e3 * percentile(row.ttft, 0.99),
                     1e3 * percentile(row.per_token, 0.5), 1e3 * percentile(row.per_token, 0.99), row.failed);
         std::fflush(stdout);

@@ -3,8 +3,9 @@
 // machine without I/O), writes responses and streams, and notices clients that have gone. A
 // connection costs a descriptor and a deadline, never a thread, until it has sent a whole request;
 // then the request runs on a thread of its own (the handler: routing, the engine's waits), which
-// hands the bytes of its answer to the loop through the connection's queue (coalesced into one
-// write per wake). Connections are kept alive (HTTP/1.1), pipelined requests are served in
+// writes the bytes of its answer to the socket itself while the socket takes them all and nothing
+// is queued, and otherwise hands them to the loop through the connection's queue (coalesced into
+// one write per wake). Connections are kept alive (HTTP/1.1), pipelined requests are served in
 // order, one at a time. docs/serving.md says why this loop rather than Asio.
 #pragma once
 
@@ -123,6 +124,7 @@ struct Conn {
   std::mutex m;
   std::condition_variable cv;
   std::string out;       // bytes the handler queued
+  bool unsent = false;   // the loop holds bytes of this answer not yet written (`pending`)
   bool queued = false;   // on the loop's list of connections with news
   bool done = false;     // the handler has answered
   bool keep = false;     // the connection stays open after the answer
@@ -138,13 +140,17 @@ class Transport;
 /// loop's queue; `gone()` says whether the client has left.
 class Connection {
  public:
-  Connection(Transport& t, std::shared_ptr<detail::Conn> c, bool keep) : t_(t), c_(std::move(c)), keep_(keep) {}
+  Connection(Transport& t, std::shared_ptr<detail::Conn> c, int fd, bool keep)
+      : t_(t), c_(std::move(c)), fd_(fd), keep_(keep) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   ~Connection() { finish(); }
 
-  /// Queues `data`; waits while more than the queue limit is ahead of the client. False once the
-  /// client is gone (or stalled past the write timeout), after which nothing more is sent.
+  /// Sends `data`: straight to the socket when nothing of the answer is waiting ahead of it and
+  /// the socket takes it all (no wake of the loop: a streamed token costs one thread switch, not
+  /// two), else what is left goes to the loop's queue; waits while more than the queue limit is
+  /// ahead of the client. False once the client is gone (or stalled past the write timeout), after
+  /// which nothing more is sent.
   bool send(std::string_view data);
   bool gone() const { return c_->gone.load(); }
 
@@ -168,7 +174,12 @@ class Connection {
 
  private:
   Transport& t_;
+  /// Under c_->m: sends what of `data` the socket takes now, if nothing is waiting ahead of it;
+  /// leaves the rest in `data`.
+  void write_through(std::string_view& data);
+
   std::shared_ptr<detail::Conn> c_;
+  int fd_;  // the socket: the loop closes it only after finish()
   bool keep_;
   bool finished_ = false;
 };
@@ -521,14 +532,15 @@ class Transport {
       std::lock_guard<std::mutex> lock(c->m);
       c->out.clear();
       c->done = false, c->keep = keep, c->chunked = false;
+      c->unsent = !c->pending.empty();  // a "100 Continue" still being written
     }
     {
       std::lock_guard<std::mutex> lock(idle_m_);
       ++handlers_;
     }
-    std::thread([this, c, keep, since, r = std::move(req)]() mutable {
+    std::thread([this, c, fd = c->fd, keep, since, r = std::move(req)]() mutable {
       {
-        Connection conn(*this, c, keep);
+        Connection conn(*this, c, fd, keep);
         try {
           handle_(conn, r, since);
         } catch (...) {  // the handler answers its own errors; nothing may end the process
@@ -564,6 +576,7 @@ class Transport {
       if (c->pending.empty() && c->phase == Conn::Phase::handling) {
         std::lock_guard<std::mutex> lock(c->m);
         c->pending.swap(c->out);
+        c->unsent = !c->pending.empty();  // cleared here once what was taken is written
         done = c->done, keep = c->keep;
         if (!c->pending.empty()) c->last_write = Clock::now();
         c->cv.notify_all();  // room in the queue
@@ -695,15 +708,19 @@ inline bool Connection::send(std::string_view data) {
   if (finished_) return false;
   std::unique_lock<std::mutex> lock(c_->m);
   if (c_->gone) return false;
+  std::string framed;  // a chunk of a stream: SIZE CRLF DATA CRLF
   if (c_->chunked && !data.empty()) {
     char size[24];
     std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-    c_->out += size;
-    c_->out += data;
-    c_->out += "\r\n";
-  } else {
-    c_->out += data;
+    framed.reserve(data.size() + 32);
+    framed += size;
+    framed += data;
+    framed += "\r\n";
+    data = framed;
   }
+  write_through(data);
+  if (data.empty()) return true;
+  c_->out += data;
   const bool first = !c_->queued;
   c_->queued = true;
   if (first) {
@@ -717,12 +734,29 @@ inline bool Connection::send(std::string_view data) {
   return !c_->gone;
 }
 
+inline void Connection::write_through(std::string_view& data) {
+  if (!c_->out.empty() || c_->unsent) return;  // bytes ahead of these: the loop's
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0)
+      data.remove_prefix(static_cast<std::size_t>(n));
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      return;  // full, or failed: the loop writes the rest, or finds that the client has gone
+  }
+}
+
 inline void Connection::finish() {
   if (finished_) return;
   finished_ = true;
   {
     std::lock_guard<std::mutex> lock(c_->m);
-    if (c_->chunked && !c_->gone) c_->out += "0\r\n\r\n";
+    if (c_->chunked && !c_->gone) {  // the stream's last chunk, at once if the socket takes it
+      std::string_view end = "0\r\n\r\n";
+      write_through(end);
+      c_->out += end;
+    }
     c_->done = true;
     c_->queued = true;
   }
