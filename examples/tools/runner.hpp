@@ -487,6 +487,7 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
   int& modes = st.modes;
   double &time_arg = st.time_arg, &tpp = st.tpp, &budget_forwards = st.budget_forwards;
   DeviceChoice& device = st.device;
+  if (st.out.empty()) throw UsageError("--out needs a folder, got ''");
   tool::require_path(st.data_path, "--data");
   // The checkpoint to continue from: what DIR/latest names (trainer.hpp), a step directory, or a
   // run directory of the one-level layout.
@@ -576,6 +577,8 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
   // the largest micro-batch below it that does.
   if (!a.has("micro-rows") && o.micro_rows > 0)
     for (o.micro_rows = std::min(o.micro_rows, o.batch_rows); o.batch_rows % o.micro_rows != 0;) --o.micro_rows;
+  if (!resume && a.has("micro-rows") && o.batch_rows % o.micro_rows != 0)
+    throw UsageError(fmt::format("--micro-rows {} must divide --batch-rows {}", o.micro_rows, o.batch_rows));
   o.matrix_lr = static_cast<float>(a.number("matrix-lr", 0, 10));
   o.embedding_lr = static_cast<float>(a.number("embedding-lr", 0, 100));
   o.unembedding_lr = static_cast<float>(a.number("unembedding-lr", 0, 10));
@@ -680,6 +683,10 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
       if (a.has(f)) throw UsageError(fmt::format("--{} goes with --core DIR", f));
   }
   eval_tokens = a.integer("eval-tokens", 1, 1LL << 40);
+  if (a.integer("eval-bytes", 0, 1LL << 40) == 0 && eval_tokens < cfg.sequence_len)
+    throw UsageError(
+        fmt::format("--eval-tokens {} is less than one row of the model (sequence length {}): give at least {}",
+                    eval_tokens, cfg.sequence_len, cfg.sequence_len));
   eval_every_arg = a.integer("eval-every", 0, 1LL << 40);
   seq_every = a.integer("seq-eval-every", 0, 1LL << 40);
   steps_arg = a.has("steps") ? a.integer("steps", 1, 1LL << 40) : 0;

@@ -299,18 +299,20 @@ int main(int argc, char** argv) {
   if (cmd == "convert") return convert(argc - 1, argv + 1);
   if (cmd == "ranks") return ranks(argc - 1, argv + 1);
   if (cmd == "--version") return lrt_print_version("lrt-tokenizer"), 0;
-  const bool help = cmd == "--help" || cmd == "-h";
-  std::fprintf(help ? stdout : stderr,
-               "%susage: lrt-tokenizer COMMAND [options]   (COMMAND --help for its options)\n"
-               "  train    train a byte-level BPE on a corpus, write lrt's tokenizer file\n"
-               "  encode   print the ids of a text\n"
-               "  decode   write the bytes of ids\n"
-               "  stats    bytes per token on a corpus, encoding speed\n"
-               "  convert  lrt's tokenizer file from a tiktoken rank file + pattern + specials\n"
-               "  ranks    a tiktoken rank file from lrt's tokenizer file\n"
-               "  --version  the program's name and the git description it was built from\n",
-               help ? ""
-                    : (cmd.empty() ? "error: no command\n\n"
-                                   : ("error: unknown command '" + cmd + "' (known: " + commands + ")\n\n").c_str()));
-  return help ? 0 : 2;
+  if (cmd != "--help" && cmd != "-h") {  // a usage error: one line, as every program says it
+    std::fprintf(stderr, "lrt-tokenizer: %s (known: %s); see --help\n",
+                 cmd.empty() ? "no command" : ("unknown command '" + cmd + "'").c_str(), commands);
+    return 2;
+  }
+  std::fputs(
+      "usage: lrt-tokenizer COMMAND [options]   (COMMAND --help for its options)\n"
+      "  train    train a byte-level BPE on a corpus, write lrt's tokenizer file\n"
+      "  encode   print the ids of a text\n"
+      "  decode   write the bytes of ids\n"
+      "  stats    bytes per token on a corpus, encoding speed\n"
+      "  convert  lrt's tokenizer file from a tiktoken rank file + pattern + specials\n"
+      "  ranks    a tiktoken rank file from lrt's tokenizer file\n"
+      "  --version  the program's name and the git description it was built from\n",
+      stdout);
+  return 0;
 }

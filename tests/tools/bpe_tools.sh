@@ -43,7 +43,7 @@ expect 0 "wrote conv.lrt: 511 ranks \+ 1 specials" "$tok" convert --ranks tok512
 [ "$("$tok" encode --ranks tok512.tiktoken --pattern nanochat --file mixed.txt)" = "$(cat mixed.ids)" ] \
   || fail "--ranks FILE --pattern nanochat encodes otherwise than the tokenizer file"
 expect 2 "unknown command 'tran'" "$tok" tran
-expect 2 "usage: lrt-tokenizer" "$tok"
+expect 2 "lrt-tokenizer: no command \\(known: train, .*\\); see --help" "$tok"
 expect 1 "unknown pattern 'nanochatt'" "$tok" train --data corpus.txt --vocab-size 512 --pattern nanochatt --out x.lrt
 expect 1 "vocab" "$tok" train --data corpus.txt --vocab-size 200 --out x.lrt
 : > empty.txt

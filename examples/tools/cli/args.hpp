@@ -23,7 +23,8 @@
 
 namespace tool {
 
-/// A bad command line: main prints the message and the usage, and exits with status 2.
+/// A bad command line (an unknown option, a bad value, an unusable input path): main prints one
+/// line, "PROGRAM: MESSAGE; see --help", and exits with status 2.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -101,6 +102,20 @@ class Args {
   Args& alias(std::string spelling, const std::string& name) {
     aliases_[std::move(spelling)] = name;
     return *this;
+  }
+
+  /// The program's name and command, without the usage's placeholders: "lrt-train",
+  /// "lrt-tokenizer encode", "lrt-ablate" (of "lrt-ablate GRID").
+  std::string program() const {
+    std::string out;
+    for (std::size_t at = 0; at < prog_.size();) {
+      const std::size_t end = std::min(prog_.find(' ', at), prog_.size());
+      const std::string word = prog_.substr(at, end - at);
+      if (std::any_of(word.begin(), word.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
+        out += (out.empty() ? "" : " ") + word;
+      at = end + 1;
+    }
+    return out;
   }
 
   /// Parses argv; throws UsageError for unknown options, missing values or required options.
@@ -238,14 +253,20 @@ inline void apply_threads(const Args& a) {
   ::setenv("LRT_NUM_THREADS", std::to_string(n).c_str(), 1);
 }
 
-/// Runs body(); maps usage errors to status 2 (with the usage) and lrt/other errors to status 1.
+/// The one way every program refuses its command line: one line on stderr naming the program
+/// (and its command), what was wrong (the option and the value), and where to look; status 2.
+inline int refuse_usage(const Args& args, const UsageError& e) {
+  std::fprintf(stderr, "%s: %s; see --help\n", args.program().c_str(), e.what());
+  return 2;
+}
+
+/// Runs body(); maps usage errors to status 2 (refuse_usage) and lrt/other errors to status 1.
 template <class F>
 int run_main(const Args& args, F&& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n\n%s", e.what(), args.usage().c_str());
-    return 2;
+    return refuse_usage(args, e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
@@ -254,8 +275,8 @@ int run_main(const Args& args, F&& body) {
 
 /// For a main that reads its options once, up front (the benchmarks): parses argv, then runs
 /// read(), which reads the options (a bad value throws UsageError). Returns -1 to go on, or the
-/// status to exit with: 0 after --help or --version, 2 after a usage error (printed with the
-/// usage, as run_main does).
+/// status to exit with: 0 after --help or --version, 2 after a usage error (refuse_usage, as
+/// run_main does).
 template <class F>
 int parse_args(Args& args, int argc, char** argv, F&& read) {
   try {
@@ -263,8 +284,7 @@ int parse_args(Args& args, int argc, char** argv, F&& read) {
     read();
     return -1;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n\n%s", e.what(), args.usage().c_str());
-    return 2;
+    return refuse_usage(args, e);
   }
 }
 
