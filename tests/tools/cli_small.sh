@@ -72,19 +72,19 @@ printf 'The quick brown fox jumps over the lazy dog.\n%.0s' {1..50} > text.txt
 train=("$bin/lrt-train" --data text.txt --out run)
 for s in 1e3 1000.0 2.5e3 +12 1E2; do
   run 2 "${train[@]}" --steps "$s" --tokens-per-param 0
-  has err "^error: --tokens-per-param must be in"
+  has err "^lrt-train: --tokens-per-param must be in"
 done
 for s in 1.5 1e3x 0x10 1e-3 abc ""; do
   run 2 "${train[@]}" --steps "$s"
-  has err "^error: --steps expects an integer, got '$s'"
+  has err "^lrt-train: --steps expects an integer, got '$s'; see --help$"
 done
 run 2 "${train[@]}" --steps 1e30
-has err "^error: --steps must be in \[1, [0-9]+\], got 1e30"
+has err "^lrt-train: --steps must be in \[1, [0-9]+\], got 1e30; see --help$"
 [ ! -e run ] || fail "a refused command line created --out"
 run 1 "$bin/lrt-generate" -m missing.safetensors -n 1e2 -t 1e0 --sinks 0.0
 has err "missing.safetensors"
 run 2 "$bin/lrt-generate" -m missing.safetensors -n 1.5
-has err "^error: --max-new-tokens expects an integer, got '1.5'"
+has err "^lrt-generate: --max-new-tokens expects an integer, got '1.5'"
 pass "integers: 1e3, 1000.0, 2.5e3 accepted; 1.5, 1e3x, 0x10 refused (exit 2); the range check holds"
 
 # 4. What lrt-train --help lists
@@ -105,11 +105,11 @@ done < <(grep -E '^--variant ' out | cut -d' ' -f2 | sort -u)
 has train.help "^  --threads N +threads of lrt's thread pool"
 has train.help "^  --force +"
 run 2 "${train[@]}" --threads 0
-has err "^error: --threads must be in \[1, 1024\], got 0"
+has err "^lrt-train: --threads must be in \[1, 1024\], got 0"
 run 0 "$bin/lrt-eval" --help
 has out "^  --threads N +threads of lrt's thread pool"
 run 2 "$bin/lrt-eval" --checkpoint missing.safetensors --data text.txt --threads 0
-has err "^error: --threads must be in \[1, 1024\], got 0"
+has err "^lrt-eval: --threads must be in \[1, 1024\], got 0"
 run 0 "$bin/lrt-generate" --help
 has out "--threads N +threads of lrt's thread pool"
 pass "lrt-train --help: presets (${preset#*model preset: }), $n variants of --list-variants; --threads and --force"

@@ -45,7 +45,7 @@ killed_run dbl
 "${cmd[@]}" --resume dbl --out dbl > r.out 2>&1
 rc=$?
 [ $rc = 2 ] || fail "--resume of a run with no checkpoint exited $rc, not 2: $(tail -3 r.out)"
-grep -q "^error: --resume 'dbl': nothing to resume: that run stopped before its first complete checkpoint" r.out ||
+grep -q "^lrt-train: --resume 'dbl': nothing to resume: that run stopped before its first complete checkpoint" r.out ||
   fail "--resume of a run with no checkpoint: $(head -3 r.out)"
 grep -q "Start it again: the same command without --resume dbl" r.out || fail "no command suggested: $(head -3 r.out)"
 "${cmd[@]}" --out dbl > s.out 2>&1 || fail "the suggested command failed: $(tail -3 s.out)"
@@ -104,7 +104,7 @@ head -c 300000 corpus.txt | tr 'a-m' 'n-z' > other.txt
 "$train" --data other.txt --eval-tokens 256 --resume grow --out grow --steps 10 > o.out 2>&1
 rc=$?
 [ $rc = 2 ] || fail "--resume with other --data exited $rc, not 2: $(tail -3 o.out)"
-grep -q "^error: on --resume the run is the checkpoint's: --data 'other.txt' is not the text it was trained on (its training rows: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*; the checkpoint's: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*)" o.out ||
+grep -q "^lrt-train: on --resume the run is the checkpoint's: --data 'other.txt' is not the text it was trained on (its training rows: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*; the checkpoint's: [0-9]* rows of 33 tokens, FNV-1a 0x[0-9a-f]*)" o.out ||
   fail "--resume with other --data: $(head -2 o.out)"
 pass "--resume with other --data is refused, naming both"
 
@@ -119,7 +119,7 @@ grep -q '^step ' busy1.out || { kill -9 $first; fail "the first run did not star
 "${cmd[@]}" --out busy > busy2.out 2>&1
 rc=$?
 [ $rc = 2 ] || { kill -9 $first; fail "a second run on a busy --out exited $rc, not 2: $(tail -3 busy2.out)"; }
-grep -q "^error: --out 'busy' is in use: another lrt-train is writing to it" busy2.out ||
+grep -q "^lrt-train: --out 'busy' is in use: another lrt-train is writing to it" busy2.out ||
   { kill -9 $first; fail "the second run: $(head -2 busy2.out)"; }
 [ -f busy/log.csv ] || { kill -9 $first; fail "the first run's log.csv is gone"; }
 kill -9 $first; wait $first 2>/dev/null

@@ -33,14 +33,14 @@ before=$(digest old)
 "$train" --variant baseline "${small[@]}" --steps 4 --out old > r.out 2>&1
 rc=$?
 [ $rc = 2 ] || fail "--out over another run exited $rc, not 2: $(head -3 r.out)"
-grep -q "^error: --out 'old' holds another run of lrt-train (its checkpoint 'old/checkpoints/step-000006' at step 6" r.out ||
+grep -q "^lrt-train: --out 'old' holds another run of lrt-train (its checkpoint 'old/checkpoints/step-000006' at step 6" r.out ||
   fail "the refusal does not describe the run: $(head -2 r.out)"
 grep -q -- "--resume old --out old" r.out && grep -q -- "--force" r.out || fail "no --resume / --force offered: $(head -2 r.out)"
 [ "$(digest old)" = "$before" ] || fail "the refused run changed the other run's files"
 mkdir notes && echo "my notes" > notes/a.txt
 "$train" "${small[@]}" --steps 4 --out notes > r.out 2>&1
 rc=$?
-[ $rc = 2 ] && grep -q "^error: --out 'notes' holds 1 other entry (a.txt)" r.out || fail "a folder of notes: exit $rc, $(head -2 r.out)"
+[ $rc = 2 ] && grep -q "^lrt-train: --out 'notes' holds 1 other entry (a.txt)" r.out || fail "a folder of notes: exit $rc, $(head -2 r.out)"
 [ "$(cat notes/a.txt)" = "my notes" ] && [ "$(ls notes)" = a.txt ] || fail "the notes folder changed"
 pass "--out over another run or other files is refused (exit 2) and nothing there changes"
 

@@ -87,12 +87,12 @@ if "$train" --list-variants | grep -q -- '--variant kv '; then
 fi
 refuse "--mem-offset is an LRT option: variant baseline has no memory" $common --steps 1 --out r --variant baseline --mem-offset 2
 refuse "exceed the run" $common --steps 1 --out r --warmup-frac 0.6
-refuse "on --resume the run is the checkpoint's: drop this flag (to change it, start a new run in another --out): --n-embd 64 (the checkpoint has 32)$" --data corpus.txt --resume a --out r --n-embd 64
+refuse "on --resume the run is the checkpoint's: drop this flag (to change it, start a new run in another --out): --n-embd 64 (the checkpoint has 32); see --help$" --data corpus.txt --resume a --out r --n-embd 64
 # What contradicts the checkpoint is refused in one line naming each flag (issue 62: a resume that
 # silently changed the batch and ignored --preset).
-refuse "drop these flags (to change them, start a new run in another --out): --preset small (the checkpoint's model is 2 layers of width 32, 2 heads, sequence length 32); --batch-rows 8 (the checkpoint has 4); --seed 5 (the checkpoint has 0)$" \
+refuse "drop these flags (to change them, start a new run in another --out): --preset small (the checkpoint's model is 2 layers of width 32, 2 heads, sequence length 32); --batch-rows 8 (the checkpoint has 4); --seed 5 (the checkpoint has 0); see --help$" \
   --data corpus.txt --resume a --out r --preset small --batch-rows 8 --seed 5
-refuse "--sequence-len 64 (the checkpoint has 32); --n-layer 3 (the checkpoint has 2)$" --data corpus.txt --resume a --out r --sequence-len 64 --n-layer 3
+refuse "--sequence-len 64 (the checkpoint has 32); --n-layer 3 (the checkpoint has 2); see --help$" --data corpus.txt --resume a --out r --sequence-len 64 --n-layer 3
 refuse "--lr-scale on --resume" --data corpus.txt --resume a --out r --lr-scale 2
 refuse "the horizon N = 4 (--steps) is below the checkpoint's step 8" --data corpus.txt --resume a --out r --steps 4
 pass "bad flags are refused with exit 2"
