@@ -144,10 +144,11 @@ class Service {
 
   static Value parse_body(const HttpRequest& req) {
     try {
-      return lrt::json::parse(req.body, "request body");
-    } catch (const lrt::Error& e) {
-      throw ApiError{400, std::string("the body is not valid JSON: ") + e.what(), "invalid_request_error", "",
-                     "invalid_json"};
+      return lrt::json::parse(req.body, "the request body is not valid JSON");
+    } catch (const lrt::Error& e) {  // "[json] the request body is not valid JSON: <reason> at byte N"
+      std::string_view what = e.what();
+      if (what.starts_with("[json] ")) what.remove_prefix(7);
+      throw ApiError{400, std::string(what), "invalid_request_error", "", "invalid_json"};
     }
   }
 

@@ -40,6 +40,10 @@ async function stillServing() {
       const e = errorObject(r, 400, JSON.stringify(body));
       equal(e.param, param, `param of ${JSON.stringify(body)}`);
     }
+    // Malformed JSON says where, in the words of the request (no parser's tag).
+    const e = errorObject(await post("/v1/completions", '{"prompt": "x"} trailing', auth), 400, "trailing bytes");
+    equal(e.message, "the request body is not valid JSON: unexpected trailing characters at byte 16", "its message");
+    equal(e.code, "invalid_json", "its code");
     await stillServing();
   });
 
