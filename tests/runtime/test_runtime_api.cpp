@@ -85,6 +85,87 @@ TEST_CASE("rows of a checkpoint: the same tokens give the same bits, beside othe
   }
 }
 
+TEST_CASE("a row joined from saved position states continues with the bits of the row they came from") {
+#if defined(LRT_TEST_ALL_PAIRS)
+  const std::vector<std::string> files{baseline, lrt_file, src1};
+#else
+  const std::vector<std::string> files{baseline, lrt_file};
+#endif
+  for (const std::string& file : files) {
+    CAPTURE(file);
+    lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {.rows = 3, .capacity = 0});
+    lrt::runtime::Decoding& d = *m.decoding;
+    const index_t S = d.position_state_size(), L = m.config.n_layer, D = m.config.kv_dim();
+    const bool memory = m.structure.recurrent();
+    CHECK(S == 2 * L * D + (memory ? m.config.n_embd : 0));
+    // 40 tokens, past the window of T = 16: the caches slide, the ring turns. A BOS in the middle
+    // (position 20) cuts the memory there.
+    std::vector<index_t> tokens{m.config.bos()};
+    const std::string text = "The quick brown fox j\x01umps over the lazy dog again";
+    for (std::size_t i = 0; tokens.size() < 40; ++i)
+      tokens.push_back(tokens.size() == 20 ? m.config.bos() : static_cast<unsigned char>(text[i % text.size()]));
+    // The reference row: every position's state and the logits after it.
+    std::vector<std::vector<float>> state, logits;
+    const index_t a = d.join({tokens.data(), 1});
+    for (std::size_t p = 0; p < tokens.size(); ++p) {
+      if (p > 0) d.step({&a, 1}, {&tokens[p], 1});
+      state.emplace_back(static_cast<std::size_t>(S));
+      lrt::throw_if_error(d.try_save_position(a, state.back()));
+      logits.emplace_back(d.logits(a).begin(), d.logits(a).end());
+    }
+    const auto pointers = [&](const std::vector<std::vector<float>>& from, std::size_t n) {
+      std::vector<const float*> out;
+      for (std::size_t p = 0; p < n; ++p) out.push_back(from[p].data());
+      return out;
+    };
+    // Joined at q from the first q states, then fed the rest (beside another row): the same bits.
+    const index_t b = d.join({tokens.data(), 2});
+    for (const std::size_t q : {std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{17}, std::size_t{21},
+                                std::size_t{33}, std::size_t{39}}) {
+      CAPTURE(q);
+      index_t c = -1;
+      const auto ptr = pointers(state, q);
+      lrt::throw_if_error(d.try_join_state({tokens.data(), q}, ptr, c));
+      CHECK(d.position(c) == static_cast<index_t>(q));
+      bool same = true;
+      for (std::size_t p = q; p < tokens.size(); ++p) {
+        const index_t rows[] = {c, b}, toks[] = {tokens[p], 'x'};
+        d.step(rows, toks);
+        same = same && same_bits(d.logits(c), logits[p]);
+      }
+      CHECK(same);
+      d.leave(c);
+    }
+    // The deliberate break: the keys and values without the memory (the source states zeroed).
+    if (memory) {
+      std::vector<std::vector<float>> broken = state;
+      for (auto& s : broken) std::fill(s.begin() + 2 * L * D, s.end(), 0.0f);
+      index_t c = -1;
+      const std::size_t q = 33;
+      lrt::throw_if_error(d.try_join_state({tokens.data(), q}, pointers(broken, q), c));
+      bool same = true;
+      for (std::size_t p = q; p < tokens.size(); ++p) {
+        d.step({&c, 1}, {&tokens[p], 1});
+        same = same && same_bits(d.logits(c), logits[p]);
+      }
+      CHECK_FALSE(same);
+      d.leave(c);
+    }
+    // Bad use: each an error that names it, nothing changed.
+    const auto msg = [](const lrt::Status& st) { return std::string(st.message()); };
+    index_t c = -1;
+    std::vector<float> small(static_cast<std::size_t>(S - 1));
+    CHECK(msg(d.try_save_position(a, small)).find("a position's state has " + std::to_string(S)) !=
+          std::string::npos);
+    CHECK(msg(d.try_save_position(2, state[0])).find("row 2 holds no position") != std::string::npos);
+    const auto two = pointers(state, 2);
+    CHECK(msg(d.try_join_state({tokens.data(), 3}, two, c)).find("got 2 states for 3 tokens") !=
+          std::string::npos);
+    CHECK(msg(d.try_join_state({}, {}, c)).find("the prompt is empty") != std::string::npos);
+    CHECK(c == -1);
+  }
+}
+
 TEST_CASE("the text side: a byte checkpoint's tokenizer and the draws") {
   lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(baseline);
   REQUIRE(m.bpe == nullptr);

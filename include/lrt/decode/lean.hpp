@@ -351,6 +351,72 @@ class LeanDecoder {
     return s;
   }
 
+  // A row's state, position by position (lrt-server's prompt cache): a position's state is its key
+  // and value in every layer and, with memory, its source state s_p, position_state_size() values
+  // laid out as [layer 0 key, layer 0 value, layer 1 key, ..., s_p]. The state of positions 0..n-1
+  // and their tokens are all a row at position n holds (its cache windows and memory ring are cut
+  // from them), so a row joined from them at n continues with the bits of the row they were read
+  // from: exact prefill is one step per token, and the steps are batch-invariant.
+
+  /// The values one position's state takes: 2 L D, plus d with memory.
+  index_t position_state_size() const noexcept {
+    return 2 * c_.n_layer * c_.kv_dim() + (V::recurrent ? c_.n_embd : 0);
+  }
+  /// Copies the state of row r's newest position (position(r) - 1) into `out` (position_state_size()
+  /// values). The row must read memory where its variant has any (not a zero-mode prefill).
+  Status try_save_position(index_t r, std::span<T> out) const {
+    Status s;
+    if (fails(s, r >= 0 && r < R_, "row ", r, " outside [0, ", R_, ")") ||
+        fails(s, ract_[r] != 0 && rpos_[r] > 0, "row ", r, " holds no position (join() it first)") ||
+        fails(s, !rzero_[r], "row ", r, " decodes without memory (zero prefill): its state is not the exact one") ||
+        fails(s, static_cast<index_t>(out.size()) == position_state_size(), "a position's state has ",
+              position_state_size(), " values, got room for ", out.size()))
+      return s;
+    const index_t t = rpos_[r] - 1, D = c_.kv_dim(), d = c_.n_embd;
+    T* o = out.data();
+    for (index_t l = 0; l < c_.n_layer; ++l, o += 2 * D) {
+      const std::size_t ls = static_cast<std::size_t>(l);
+      const index_t slot = t - base(l, t);
+      std::memcpy(o, kcache(ls, r) + slot * D, static_cast<std::size_t>(D) * sizeof(T));
+      std::memcpy(o + D, vcache(ls, r) + slot * D, static_cast<std::size_t>(D) * sizeof(T));
+    }
+    if constexpr (V::recurrent)
+      std::memcpy(o, ring(r) + ring_write_slot(c_.mem_offset, t) * d, static_cast<std::size_t>(d) * sizeof(T));
+    return s;
+  }
+  /// Takes a free row at position n = tokens.size() (>= 1) from the states of positions 0..n-1,
+  /// `state(p)` pointing at position p's (as try_save_position wrote it); `row` is set on success.
+  /// The row's logits are unset until its first step. On an error nothing has changed.
+  template <class StateAt>
+  Status try_join_state(std::span<const index_t> tokens, StateAt&& state, index_t& row) {
+    const index_t n = static_cast<index_t>(tokens.size());
+    Status s = prompt_status(tokens, PrefillMode{});
+    if (!s.ok()) return s;
+    const std::uint8_t* free = std::find(ract_, ract_ + R_, std::uint8_t{0});
+    if (free == ract_ + R_)
+      return Status::error(StatusCode::state, "lean decoder", "every row is in use (", R_,
+                           " rows, Options::rows): leave() one first");
+    const index_t r = static_cast<index_t>(free - ract_), D = c_.kv_dim(), d = c_.n_embd, k = c_.mem_offset;
+    for (index_t l = 0; l < c_.n_layer; ++l) {  // the window of each layer, as after a step at n - 1
+      const std::size_t ls = static_cast<std::size_t>(l);
+      const index_t lo = base(l, n - 1);
+      for (index_t p = lo; p < n; ++p) {
+        const T* at = static_cast<const T*>(state(p)) + 2 * l * D;
+        std::memcpy(kcache(ls, r) + (p - lo) * D, at, static_cast<std::size_t>(D) * sizeof(T));
+        std::memcpy(vcache(ls, r) + (p - lo) * D, at + D, static_cast<std::size_t>(D) * sizeof(T));
+      }
+    }
+    if constexpr (V::recurrent)
+      for (index_t p = std::max<index_t>(0, n - k); p < n; ++p) {
+        std::memcpy(ring(r) + ring_write_slot(k, p) * d, static_cast<const T*>(state(p)) + 2 * c_.n_layer * D,
+                    static_cast<std::size_t>(d) * sizeof(T));
+        ring_tokens(r)[static_cast<std::size_t>(ring_write_slot(k, p))] = tokens[static_cast<std::size_t>(p)];
+      }
+    ract_[r] = 1, rpos_[r] = n, rzero_[r] = 0;
+    row = r;
+    return s;
+  }
+
  private:
   using Mat = TensorView<T, 2>;
   using CMat = TensorView<const T, 2>;

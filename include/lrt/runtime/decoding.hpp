@@ -73,6 +73,20 @@ class LRT_API Decoding {
   /// The positions a row has been fed (its prompt and steps).
   virtual index_t position(index_t row) const = 0;
 
+  // A row's state position by position (LeanDecoder::try_save_position, try_join_state): what a
+  // prompt cache keeps. A row joined from the states of positions 0..n-1 and their tokens continues
+  // with the bits of the row they were read from.
+  /// The floats one position's state takes: its key and value in every layer, and its source state
+  /// where the variant has memory.
+  virtual index_t position_state_size() const = 0;
+  /// Copies the state of a row's newest position (position(row) - 1) into `out`.
+  virtual Status try_save_position(index_t row, std::span<float> out) const = 0;
+  /// Takes a free row at position tokens.size() (>= 1) from `states`, one pointer per position to
+  /// its position_state_size() floats; `row` is set on success. The row's logits are unset until
+  /// its first step.
+  virtual Status try_join_state(std::span<const index_t> tokens, std::span<const float* const> states,
+                                index_t& row) = 0;
+
   /// try_join, try_step and try_leave with their errors thrown (lrt::Error).
   index_t join(std::span<const index_t> prompt) {
     index_t row = -1;
