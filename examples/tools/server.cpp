@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
       .option("port", "N", "port to listen on (0: any free port, printed at start)", "8080")
       .option("parallel", "N", "requests decoded together (rows of the decoder)", "4")
       .option("queue", "N", "requests waiting beyond --parallel; more get 503", "64")
+      .option("cache-mb", "N",
+              "the prompt cache's budget in MiB: requests that begin with an earlier sequence start from its cached "
+              "state, with the same bits (0: off)",
+              "1024")
       .option("ctx", "N", "positions per request, prompt (with BOS) and completion (0: the model's sequence_len)", "0")
       .option("threads", "N", tool::threads_help)
       .option("api-key", "KEY",
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
     o.parallel = a.integer("parallel", 1, 1024);
     o.queue = static_cast<std::size_t>(a.integer("queue", 0, 1000000));
     const std::int64_t ctx = a.integer("ctx", 0, 1LL << 30);
+    o.cache_bytes = static_cast<std::size_t>(a.integer("cache-mb", 0, 1LL << 24)) << 20;
     o.timeout_s = a.number("timeout", 0.001, 1e9);
     o.stream_keep_alive_s = a.number("stream-keep-alive", 0, 1e6);
     o.read_timeout_s = a.number("read-timeout", 0.001, 1e6);
@@ -125,6 +130,14 @@ int main(int argc, char** argv) {
                    v6 ? "[" : "", host.c_str(), v6 ? "]" : "", srv.port(), o.model_id.c_str(), what.c_str(),
                    static_cast<int>(o.parallel), static_cast<long long>(m.context), lrt::ThreadPool::global().size(),
                    static_cast<unsigned long long>(srv.descriptor_limit()), srv.max_idle_connections());
+      if (m.cache_bytes > 0)
+        std::fprintf(stderr,
+                     "lrt-server: prompt cache %zu MiB; a position's state takes %lld bytes (keys and values %lld, "
+                     "memory %lld)\n",
+                     m.cache_bytes >> 20, static_cast<long long>(m.state_bytes), static_cast<long long>(m.kv_bytes),
+                     static_cast<long long>(m.state_bytes - m.kv_bytes));
+      else
+        std::fprintf(stderr, "lrt-server: prompt cache off (--cache-mb 0)\n");
       if (o.api_key.empty() && host != "127.0.0.1" && host != "localhost" && host != "::1")
         std::fprintf(stderr,
                      "lrt-server: warning: listening on %s without an API key: anyone who reaches this address can "

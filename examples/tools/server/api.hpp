@@ -336,6 +336,7 @@ struct Completion {
   bool stream = false, include_usage = false;
   bool ignore_eos = false;  // a BOS (a new document) is "\n\n" in the text instead of the end
   int logprobs = -1;        // >= 0: each token's log-probability and the `logprobs` most likely
+  bool cache_prompt = true; // start from the longest cached prefix of the prompt (the same bits either way)
   std::string model;
 };
 
@@ -480,6 +481,7 @@ inline void parse_sampling(const lrt::json::Value& body, const CompletionLimits&
   }
   c.stream = boolean(body, "stream", false);
   c.ignore_eos = boolean(body, "ignore_eos", false);
+  c.cache_prompt = boolean(body, "cache_prompt", true);
   if (const lrt::json::Value* so = member(body, "stream_options")) {
     if (!so->is_object())
       throw bad_param("stream_options", std::string("stream_options must be an object, got ") + kind_text(*so));

@@ -13,6 +13,12 @@
 // next step's products. A wake-up costs its caller a system call (~7 us on the 2-vCPU machines of
 // docs/performance.md: with a tiny model and 4 rows, a tenth of the engine's time when it woke each
 // request); now the engine pays one per step however many rows it has.
+//
+// The prompt cache (prompt_cache.hpp): a request whose prompt begins with a sequence some row was
+// fed before joins a row from that sequence's cached states (runtime::Decoding::try_join_state)
+// and feeds only the rest of its prompt; every row records the states of the positions it is fed,
+// and keeps them in the cache when it leaves. The text and logprobs are the same bits as without
+// the cache.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +39,7 @@
 #include <lrt/runtime/text.hpp>
 
 #include "api.hpp"
+#include "prompt_cache.hpp"
 
 namespace server {
 
@@ -82,6 +89,9 @@ struct Job : std::enable_shared_from_this<Job> {
   index_t row = -1;
   std::size_t fed = 0;         // prompt tokens fed
   std::int64_t generated = 0;  // tokens sampled
+  History hist;                // the prompt cache's: the states of the positions fed (their bytes reserved)
+  bool recording = false;      // hist grows with each token fed
+  index_t cached = 0;          // prompt tokens taken from the cache (read by the connection once finished)
   std::string raw;             // the bytes of the generated tokens (stop strings cut off)
   std::size_t done_bytes = 0;  // bytes of raw turned into text
   StopScan stops;
@@ -101,8 +111,9 @@ struct Job : std::enable_shared_from_this<Job> {
 };
 
 struct EngineOptions {
-  index_t parallel = 4;    // rows
-  std::size_t queue = 64;  // requests waiting beyond the rows
+  index_t parallel = 4;         // rows
+  std::size_t queue = 64;       // requests waiting beyond the rows
+  std::size_t cache_bytes = 0;  // the prompt cache's budget (0: no cache)
 };
 
 /// Counts for /health and the log.
@@ -120,6 +131,7 @@ class Engine {
   void start(Loaded loaded) {
     std::lock_guard<std::mutex> lock(m_);
     loaded_ = std::move(loaded);
+    cache_.configure(o_.cache_bytes, loaded_.model->position_state_size());
     ready_ = true;
     waker_ = std::thread([this] { wake_loop(); });
     thread_ = std::thread([this] { run(); });
@@ -134,6 +146,7 @@ class Engine {
   const Loaded& loaded() const { return loaded_; }
   index_t capacity() const { return capacity_; }
   index_t parallel() const { return o_.parallel; }
+  std::size_t cache_bytes() const { return o_.cache_bytes; }
   void set_capacity(index_t c) { capacity_ = c; }
 
   /// Queues a job; nullopt, or why it is refused (503: loading, shutting down, the queue full).
@@ -150,6 +163,8 @@ class Engine {
     cv_.notify_all();
     return std::nullopt;
   }
+
+  CacheStats cache_stats() const { return cache_.stats(); }
 
   EngineStats stats() const {
     std::lock_guard<std::mutex> lock(m_);
@@ -272,6 +287,7 @@ class Engine {
             if (j->row >= 0) loaded_.model->leave(j->row);
           } catch (...) {
           }
+          drop_history(*j);
         }
         active_.clear();
       }
@@ -284,6 +300,7 @@ class Engine {
   void loop() {
     lrt::runtime::Decoding& model = *loaded_.model;
     std::vector<index_t> rows, toks;
+    std::vector<Job*> stepped;  // the jobs of rows[i]
     std::vector<std::shared_ptr<Job>> admit;
     for (;;) {
       admit.clear();
@@ -312,17 +329,16 @@ class Engine {
           continue;
         }
         j->stops.stops = j->req.stop;
-        const lrt::Status s = model.try_join(std::span<const index_t>(j->prompt.data(), 1), j->row);
+        const lrt::Status s = join(*j);
         if (!s.ok()) {
           finish(*j, "", ApiError{500, std::string("decoder: ") + s.message(), "server_error", "", ""});
           continue;
         }
-        j->fed = 1;
         std::lock_guard<std::mutex> lock(m_);
         active_.push_back(std::move(j));
       }
       // One step: the next prompt token of rows still reading theirs, a sampled token of the rest.
-      rows.clear(), toks.clear();
+      rows.clear(), toks.clear(), stepped.clear();
       bool ended = false;
       for (const auto& jp : active_) {
         Job& j = *jp;
@@ -332,7 +348,7 @@ class Engine {
         } else if (Clock::now() >= j.deadline) {
           publish(j, j.raw.size(), true), finish(j, "timeout"), goes_on = false;
         } else if (j.fed < j.prompt.size()) {
-          rows.push_back(j.row), toks.push_back(j.prompt[j.fed++]);
+          rows.push_back(j.row), toks.push_back(j.prompt[j.fed++]), stepped.push_back(&j);
         } else {
           if (j.generated == 0) {
             std::lock_guard<std::mutex> lock(j.m);
@@ -342,11 +358,13 @@ class Engine {
           ++j.generated;
           if (j.req.logprobs >= 0) record_logprobs(j, model.logits(j.row), tok);
           goes_on = take(j, tok);
-          if (goes_on) rows.push_back(j.row), toks.push_back(tok);
+          if (goes_on) rows.push_back(j.row), toks.push_back(tok), stepped.push_back(&j);
         }
         if (!goes_on) {
           model.leave(j.row);
           j.row = -1;
+          cache_.insert(std::move(j.hist));
+          j.hist = History(), j.recording = false;
           count_served(j);
           ended = true;
         }
@@ -363,10 +381,65 @@ class Engine {
         for (auto& j : active_) {
           finish(*j, "", ApiError{500, std::string("decoder: ") + s.message(), "server_error", "", ""});
           model.leave(j->row);
+          drop_history(*j);
         }
         active_.clear();
+        continue;
       }
+      for (std::size_t i = 0; i < stepped.size(); ++i) record(*stepped[i], toks[i]);
     }
+  }
+
+  /// Takes a row for j: joined from the longest cached prefix of its prompt (at most all but its
+  /// last token, whose step gives the first logits), else fed its first token; starts its
+  /// recording (unless the cache is off, for the server or the request).
+  lrt::Status join(Job& j) {
+    lrt::runtime::Decoding& model = *loaded_.model;
+    const auto P = static_cast<index_t>(j.prompt.size());
+    const bool use = cache_.enabled() && j.req.cache_prompt;
+    index_t q = 0;
+    const History* hit = use ? cache_.lookup(j.prompt, P - 1, q) : nullptr;
+    if (hit != nullptr) {
+      hit->pointers(q, pointers_);
+      lrt::Status s = model.try_join_state(std::span<const index_t>(j.prompt.data(), static_cast<std::size_t>(q)),
+                                           pointers_, j.row);
+      if (!s.ok()) return s;
+      j.fed = static_cast<std::size_t>(q), j.cached = q;
+      if (q == hit->size()) {  // the prompt extends the entry: the entry becomes this row's history
+        j.hist = cache_.take(hit), j.recording = true;
+      } else if (cache_.reserve(static_cast<std::size_t>((q + History::chunk - 1) / History::chunk) *
+                                    hit->chunk_bytes(),
+                                hit)) {  // a prefix shared with the entry: copied
+        j.hist = hit->prefix(q), j.recording = true;
+      }
+      return s;
+    }
+    lrt::Status s = model.try_join(std::span<const index_t>(j.prompt.data(), 1), j.row);
+    if (!s.ok()) return s;
+    j.fed = 1;
+    if (use) {
+      j.hist = History(cache_.state_size()), j.recording = true;
+      record(j, j.prompt[0]);
+    }
+    return s;
+  }
+
+  /// The state of the position j's row was just fed `tok` at, into its history (while there is room).
+  void record(Job& j, index_t tok) {
+    if (!j.recording) return;
+    if (j.hist.full() && !cache_.reserve(j.hist.chunk_bytes())) {  // no room: the history stops here
+      j.recording = false;
+      return;
+    }
+    float* at = j.hist.append(tok);
+    if (!loaded_.model->try_save_position(j.row, std::span<float>(at, static_cast<std::size_t>(cache_.state_size())))
+             .ok())
+      j.hist.pop_back(), j.recording = false;  // not expected: the row is in use
+  }
+
+  void drop_history(Job& j) {
+    cache_.release(j.hist.bytes());
+    j.hist = History(), j.recording = false;
   }
 
   /// log p(tok) and the req.logprobs most likely tokens' (ties: the lower id first), in double.
@@ -412,6 +485,8 @@ class Engine {
   std::uint64_t served_ = 0, tokens_ = 0;
   std::thread thread_;
   std::vector<index_t> order_;  // record_logprobs' scratch
+  PromptCache cache_;
+  std::vector<const float*> pointers_;  // join's scratch
   // The waker: the engine thread fills woken_ (its own) and moves it to to_wake_ (under wake_m_).
   std::vector<std::shared_ptr<Job>> woken_, to_wake_;
   std::mutex wake_m_;

@@ -10,7 +10,7 @@ namespace server {
 
 struct Server::Impl {
   explicit Impl(const ServerOptions& o)
-      : engine(EngineOptions{static_cast<index_t>(o.parallel), o.queue}),
+      : engine(EngineOptions{static_cast<index_t>(o.parallel), o.queue, o.cache_bytes}),
         settings(settings_of(o)),
         service(engine, settings),
         transport(
@@ -57,6 +57,10 @@ ServedModel Server::load(const std::string& file, std::int64_t ctx) {
   ServedModel m;
   m.variant = loaded.variant, m.format = loaded.format, m.bytes_tokenizer = loaded.tokenizer.is_bytes();
   m.context = impl_->engine.capacity();
+  const lrt::ModelConfig& c = loaded.model->config();
+  m.state_bytes = static_cast<std::int64_t>(loaded.model->position_state_size() * sizeof(float));
+  m.kv_bytes = static_cast<std::int64_t>(2 * c.n_layer * c.kv_dim() * sizeof(float));
+  m.cache_bytes = impl_->engine.cache_bytes();
   impl_->engine.start(std::move(loaded));
   return m;
 }

@@ -15,6 +15,7 @@ struct ServerOptions {
   // The engine.
   std::int64_t parallel = 4;  // rows decoded together
   std::size_t queue = 64;     // requests waiting beyond the rows
+  std::size_t cache_bytes = std::size_t{1024} << 20;  // the prompt cache's budget (0: off)
   // The endpoints.
   std::string model_id, api_key, chat_template = "none";
   double timeout_s = 600;          // a request's time limit, queue included
@@ -31,6 +32,10 @@ struct ServedModel {
   std::string variant, format;  // lrt, f32 / int8 / bf16
   bool bytes_tokenizer = true;
   std::int64_t context = 0;  // positions per request
+  // The prompt cache: the bytes a position's state takes (its keys and values in every layer, plus
+  // its source state for a variant with memory), the keys and values alone, the budget.
+  std::int64_t state_bytes = 0, kv_bytes = 0;
+  std::size_t cache_bytes = 0;
 };
 
 class Server {

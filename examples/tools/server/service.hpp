@@ -124,14 +124,25 @@ class Service {
   std::string metrics() const {
     const EngineStats st = engine_.stats();
     const TransportStats t = transport_ ? transport_->stats() : TransportStats{};
+    const CacheStats cs = engine_.cache_stats();
     return metrics_.text(
         {{"lrt_queue_requests", "requests waiting for a row", static_cast<double>(st.waiting)},
+         {"lrt_prompt_cache_bytes", "bytes of the prompt cache's entries and of the histories being recorded",
+          static_cast<double>(cs.bytes)},
+         {"lrt_prompt_cache_budget_bytes", "the prompt cache's budget (--cache-mb)", static_cast<double>(cs.budget)},
+         {"lrt_prompt_cache_entries", "sequences in the prompt cache", static_cast<double>(cs.entries)},
          {"lrt_busy_rows", "decoder rows with a request", static_cast<double>(st.active)},
          {"lrt_rows", "decoder rows (--parallel)", static_cast<double>(engine_.parallel())},
          {"lrt_open_connections", "open connections", static_cast<double>(t.open)},
          {"lrt_connections_in_request", "connections with a request in progress", static_cast<double>(t.in_request)}},
         {{"lrt_connections_accepted_total", "connections accepted", static_cast<double>(t.accepted)},
-         {"lrt_completions_served_total", "completions the engine finished", static_cast<double>(st.served)}});
+         {"lrt_completions_served_total", "completions the engine finished", static_cast<double>(st.served)},
+         {"lrt_prompt_cache_hits_total", "requests that started from a cached prefix", static_cast<double>(cs.hits)},
+         {"lrt_prompt_cache_misses_total", "requests that looked in the prompt cache and found no prefix",
+          static_cast<double>(cs.misses)},
+         {"lrt_prompt_cache_evictions_total", "entries dropped to make room", static_cast<double>(cs.evictions)},
+         {"lrt_prompt_cache_tokens_total", "prompt tokens taken from the cache instead of computed",
+          static_cast<double>(cs.cached_tokens)}});
   }
 
   void authorize(const HttpRequest& req) const {
@@ -271,6 +282,9 @@ class Service {
     u["prompt_tokens"] = static_cast<std::int64_t>(j.prompt.size());
     u["completion_tokens"] = j.completion_tokens;
     u["total_tokens"] = static_cast<std::int64_t>(j.prompt.size()) + j.completion_tokens;
+    Value details = Value::object();
+    details["cached_tokens"] = static_cast<std::int64_t>(j.cached);
+    u["prompt_tokens_details"] = std::move(details);
     return u;
   }
   /// OpenAI's completion logprobs object of tokens lp (text_offset: byte offsets from `offset`).
