@@ -10,6 +10,14 @@
 // ratio is taken within each pair): the medians of the pairs' tokens/s and of their ratios, the
 // ratios' range, and the latency percentiles over every request of the server runs.
 //   lrt-bench-server [--presets tiny,small] [--streams 1,4,16] [--repeat 3] [--threads 2]
+//
+// --chat: the prompt cache instead (examples/tools/server/prompt_cache.hpp). 8 conversations
+// (--conversations) of 10 turns (--turns) at once, each turn's prompt the whole conversation so
+// far (a shared system prompt of 1,000 bytes, --system; then each turn's question and answer), as
+// chat clients send them; a server with the default cache, then one with --cache-mb 0, on the
+// same model (--ctx 4096: past the training context). Reported per turn: the median time to first
+// token of each, their ratio, and the prompt tokens the cache supplied; the texts must be the same.
+//   lrt-bench-server --chat [--presets small] [--conversations 8] [--turns 10] [--system 1000]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -53,7 +61,8 @@ double percentile(std::vector<double> v, double p) {
 /// One streamed completion's timings, as its client saw them.
 struct Seen {
   double ttft = 0, per_token = 0;
-  std::int64_t tokens = 0;
+  std::int64_t tokens = 0, cached = 0;  // generated; prompt tokens from the cache
+  std::string text;
   bool ok = false;
 };
 
@@ -108,16 +117,21 @@ Seen stream_one(int fd, const std::string& prompt, index_t n, std::uint64_t seed
       end = size == 0;
     }
     for (std::size_t e; (e = events.find("\n\n")) != std::string::npos;) {
+      const bool comment = events[0] == ':';           // ": keep-alive" while the prompt is fed
       const std::string ev = events.substr(6, e - 6);  // after "data: "
       events.erase(0, e + 2);
+      if (comment) continue;
       if (ev == "[DONE]") {
         done = true;
         continue;
       }
       const lrt::json::Value v = lrt::json::parse(ev, "event");
-      if (const lrt::json::Value* u = v.find("usage"); u && u->is_object())
+      if (const lrt::json::Value* u = v.find("usage"); u && u->is_object()) {
         out.tokens = u->at("completion_tokens").as_int();
+        out.cached = u->at("prompt_tokens_details").at("cached_tokens").as_int();
+      }
       const auto& ch = v.at("choices").items();
+      if (!ch.empty()) out.text += ch[0].at("text").as_string();
       if (!ch.empty() && !ch[0].at("text").as_string().empty()) {
         last = since(t0);
         if (first < 0) first = last;
@@ -209,6 +223,77 @@ double run_direct(const std::string& file, index_t capacity, int C, int R, index
   return static_cast<double>(C) * R * N / since(t0);
 }
 
+/// One chat run: `conv` conversations of `turns` turns at once on a server with `cache_bytes` of
+/// prompt cache; per conversation and turn, what its client saw.
+std::vector<std::vector<Seen>> run_chat(const std::string& file, index_t capacity, int conv, int turns, index_t system,
+                                        index_t N, std::size_t cache_bytes) {
+  server::ServerOptions o;
+  o.parallel = conv, o.queue = 1024, o.max_requests = 4096, o.cache_bytes = cache_bytes;
+  o.model_id = "bench", o.log = false;
+  server::Server srv(o);
+  lrt::check(srv.listen("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
+  srv.load(file, capacity);
+  std::string sys = "System: ";
+  for (index_t k = 0; static_cast<index_t>(sys.size()) < system; ++k) sys += "answer briefly and kindly. ";
+  sys.resize(static_cast<std::size_t>(system));
+  std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(conv));
+  std::vector<std::thread> clients;
+  for (int c = 0; c < conv; ++c)
+    clients.emplace_back([&, c] {
+      int fd = connect_to(srv.port());
+      std::string history = sys;
+      for (int t = 0; t < turns && fd >= 0; ++t) {
+        history += "\nUser: question " + std::to_string(t) + " of conversation " + std::to_string(c) + "?\nAssistant:";
+        Seen x = stream_one(fd, history, N, static_cast<std::uint64_t>(c * 100 + t));
+        history += x.text;
+        seen[static_cast<std::size_t>(c)].push_back(std::move(x));
+        if (!seen[static_cast<std::size_t>(c)].back().ok) ::close(fd), fd = -1;
+      }
+      if (fd >= 0) ::close(fd);
+    });
+  for (auto& t : clients) t.join();
+  srv.shutdown(0);
+  return seen;
+}
+
+/// --chat: the per-turn table of run_chat with the cache and without; 1 when a text differs or
+/// a request failed.
+int chat_table(const std::string& file, const lrt::ModelConfig& c, const std::string& name, index_t capacity, int conv,
+               int turns, index_t system, index_t N) {
+  std::printf(
+      "%s: %d conversations of %d turns at once, system prompt %lld bytes, %lld tokens per answer, context "
+      "%lld (trained at %lld)\n",
+      name.c_str(), conv, turns, static_cast<long long>(system), static_cast<long long>(N),
+      static_cast<long long>(capacity), static_cast<long long>(c.sequence_len));
+  const auto t0 = Clock::now();
+  const auto with = run_chat(file, capacity, conv, turns, system, N, std::size_t{1024} << 20);
+  const double with_s = since(t0);
+  const auto t1 = Clock::now();
+  const auto without = run_chat(file, capacity, conv, turns, system, N, 0);
+  const double without_s = since(t1);
+  std::printf("%5s %14s %14s %9s %14s\n", "turn", "ttft cached", "ttft no cache", "ratio", "cached tokens");
+  int bad = 0;
+  for (int t = 0; t < turns; ++t) {
+    std::vector<double> a, b, cached;
+    for (int k = 0; k < conv; ++k) {
+      const auto ks = static_cast<std::size_t>(k), ts = static_cast<std::size_t>(t);
+      if (ts >= with[ks].size() || ts >= without[ks].size() || !with[ks][ts].ok || !without[ks][ts].ok) {
+        ++bad;
+        continue;
+      }
+      const Seen &x = with[ks][ts], &y = without[ks][ts];
+      if (x.text != y.text) ++bad;
+      a.push_back(x.ttft), b.push_back(y.ttft), cached.push_back(static_cast<double>(x.cached));
+    }
+    std::printf("%5d %12.1fms %12.1fms %8.1fx %14.0f\n", t + 1, 1e3 * percentile(a, 0.5), 1e3 * percentile(b, 0.5),
+                percentile(b, 0.5) / percentile(a, 0.5), percentile(cached, 0.5));
+  }
+  std::printf("whole run: %.1f s with the cache, %.1f s without; %s\n", with_s, without_s,
+              bad ? "TEXTS DIFFER OR REQUESTS FAILED" : "every text the same");
+  std::fflush(stdout);
+  return bad ? 1 : 0;
+}
+
 /// A folder of the system's temporary folder for this process, removed at the end of its scope.
 struct TempDir {
   std::filesystem::path path =
@@ -226,7 +311,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> presets;
   std::vector<long long> streams;
   index_t P = 32, N = 64;
-  int R = 4, repeat = 3;
+  int R = 4, repeat = 3, conversations = 8, turns = 10;
+  index_t system = 1000, ctx = 4096;
+  bool chat = false;
   tool::Args args("lrt-bench-server",
                   "lrt-server's tokens/s and latencies with C concurrent streams (in this process, over loopback), "
                   "beside the lean decoder's rows doing the same decoding directly.");
@@ -236,9 +323,22 @@ int main(int argc, char** argv) {
       .option("prompt", "P", "prompt bytes per request", "32")
       .option("tokens", "N", "tokens generated per request", "64")
       .option("repeat", "K", "pairs of runs (direct, then server) per row; medians reported", "3")
+      .flag("chat",
+            "the prompt cache's benchmark instead: conversations resent whole each turn, with and without "
+            "the cache (presets default to small)")
+      .option("conversations", "N", "--chat: conversations at once (the server's --parallel)", "8")
+      .option("turns", "N", "--chat: turns per conversation", "10")
+      .option("system", "BYTES", "--chat: the shared system prompt's bytes", "1000")
+      .option("ctx", "N", "--chat: positions per request (the server's --ctx)", "4096")
       .option("threads", "N", tool::threads_help);
   const int rc = tool::parse_args(args, argc, argv, [&] {
     presets = lrt_bench::preset_list(args);
+    chat = args.has("chat");
+    if (chat && !args.has("presets")) presets = {"small"};
+    conversations = static_cast<int>(args.integer("conversations", 1, 256));
+    turns = static_cast<int>(args.integer("turns", 1, 1000));
+    system = static_cast<index_t>(args.integer("system", 1, 1 << 20));
+    ctx = static_cast<index_t>(args.integer("ctx", 16, 1 << 24));
     streams = args.integers("streams", 1, 256);
     R = static_cast<int>(args.integer("requests", 1, 1 << 20));
     P = static_cast<index_t>(args.integer("prompt", 1, 1 << 16));
@@ -249,12 +349,24 @@ int main(int argc, char** argv) {
   if (rc >= 0) return rc;
   std::signal(SIGPIPE, SIG_IGN);
   try {
+    const TempDir tmp;
+    if (chat) {
+      std::printf("lrt-bench-server --chat: %d thread(s), products %s\n", lrt::ThreadPool::global().size(),
+                  lrt::runtime::products().c_str());
+      int rc = 0;
+      for (const auto& name : presets) {
+        const lrt::ModelConfig c = lrt::preset(name);
+        const std::string file = (tmp.path / (name + ".safetensors")).string();
+        lrt::runtime::make_model("lrt", c, 1)->save(file);  // random weights of variant lrt
+        rc |= chat_table(file, c, name, ctx, conversations, turns, system, N);
+      }
+      return rc;
+    }
     std::printf(
         "lrt-bench-server: %d thread(s), products %s, prompt %lld bytes, %lld tokens per request, %d requests per "
         "stream, medians of %d pairs of runs\n",
         lrt::ThreadPool::global().size(), lrt::runtime::products().c_str(), static_cast<long long>(P),
         static_cast<long long>(N), R, repeat);
-    const TempDir tmp;
     std::printf("%-7s %7s %10s %10s %8s %11s %9s %9s %9s %9s %6s\n", "preset", "streams", "tok/s", "direct", "srv/dir",
                 "range", "ttft p50", "ttft p99", "tok p50", "tok p99", "failed");
     for (const auto& name : presets) {

@@ -155,12 +155,10 @@ TEST_CASE("a row joined from saved position states continues with the bits of th
     const auto msg = [](const lrt::Status& st) { return std::string(st.message()); };
     index_t c = -1;
     std::vector<float> small(static_cast<std::size_t>(S - 1));
-    CHECK(msg(d.try_save_position(a, small)).find("a position's state has " + std::to_string(S)) !=
-          std::string::npos);
+    CHECK(msg(d.try_save_position(a, small)).find("a position's state has " + std::to_string(S)) != std::string::npos);
     CHECK(msg(d.try_save_position(2, state[0])).find("row 2 holds no position") != std::string::npos);
     const auto two = pointers(state, 2);
-    CHECK(msg(d.try_join_state({tokens.data(), 3}, two, c)).find("got 2 states for 3 tokens") !=
-          std::string::npos);
+    CHECK(msg(d.try_join_state({tokens.data(), 3}, two, c)).find("got 2 states for 3 tokens") != std::string::npos);
     CHECK(msg(d.try_join_state({}, {}, c)).find("the prompt is empty") != std::string::npos);
     CHECK(c == -1);
   }

@@ -334,9 +334,9 @@ struct Completion {
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
-  bool ignore_eos = false;  // a BOS (a new document) is "\n\n" in the text instead of the end
-  int logprobs = -1;        // >= 0: each token's log-probability and the `logprobs` most likely
-  bool cache_prompt = true; // start from the longest cached prefix of the prompt (the same bits either way)
+  bool ignore_eos = false;   // a BOS (a new document) is "\n\n" in the text instead of the end
+  int logprobs = -1;         // >= 0: each token's log-probability and the `logprobs` most likely
+  bool cache_prompt = true;  // start from the longest cached prefix of the prompt (the same bits either way)
   std::string model;
 };
 

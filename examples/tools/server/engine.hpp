@@ -407,9 +407,9 @@ class Engine {
       j.fed = static_cast<std::size_t>(q), j.cached = q;
       if (q == hit->size()) {  // the prompt extends the entry: the entry becomes this row's history
         j.hist = cache_.take(hit), j.recording = true;
-      } else if (cache_.reserve(static_cast<std::size_t>((q + History::chunk - 1) / History::chunk) *
-                                    hit->chunk_bytes(),
-                                hit)) {  // a prefix shared with the entry: copied
+      } else if (cache_.reserve(
+                     static_cast<std::size_t>((q + History::chunk - 1) / History::chunk) * hit->chunk_bytes(),
+                     hit)) {  // a prefix shared with the entry: copied
         j.hist = hit->prefix(q), j.recording = true;
       }
       return s;

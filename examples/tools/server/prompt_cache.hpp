@@ -70,8 +70,9 @@ class History {
   /// A copy of the first n positions.
   History prefix(index_t n) const {
     History h(S_);
-    for (index_t p = 0; p < n; ++p) std::memcpy(h.append(tokens_[static_cast<std::size_t>(p)]), state(p),
-                                                static_cast<std::size_t>(S_) * sizeof(float));
+    for (index_t p = 0; p < n; ++p)
+      std::memcpy(h.append(tokens_[static_cast<std::size_t>(p)]), state(p),
+                  static_cast<std::size_t>(S_) * sizeof(float));
     return h;
   }
   /// Pointers to the states of the first n positions (what Decoding::try_join_state reads).
@@ -82,10 +83,9 @@ class History {
   /// The positions tokens[0..n) have in common with this history's.
   index_t common(std::span<const index_t> tokens) const noexcept {
     const std::size_t n = std::min(tokens.size(), tokens_.size());
-    return static_cast<index_t>(std::mismatch(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n),
-                                              tokens_.begin())
-                                    .first -
-                                tokens.begin());
+    return static_cast<index_t>(
+        std::mismatch(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n), tokens_.begin()).first -
+        tokens.begin());
   }
 
  private:

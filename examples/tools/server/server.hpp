@@ -13,8 +13,8 @@ namespace server {
 
 struct ServerOptions {
   // The engine.
-  std::int64_t parallel = 4;  // rows decoded together
-  std::size_t queue = 64;     // requests waiting beyond the rows
+  std::int64_t parallel = 4;                          // rows decoded together
+  std::size_t queue = 64;                             // requests waiting beyond the rows
   std::size_t cache_bytes = std::size_t{1024} << 20;  // the prompt cache's budget (0: off)
   // The endpoints.
   std::string model_id, api_key, chat_template = "none";

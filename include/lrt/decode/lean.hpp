@@ -359,9 +359,7 @@ class LeanDecoder {
   // from: exact prefill is one step per token, and the steps are batch-invariant.
 
   /// The values one position's state takes: 2 L D, plus d with memory.
-  index_t position_state_size() const noexcept {
-    return 2 * c_.n_layer * c_.kv_dim() + (V::recurrent ? c_.n_embd : 0);
-  }
+  index_t position_state_size() const noexcept { return 2 * c_.n_layer * c_.kv_dim() + (V::recurrent ? c_.n_embd : 0); }
   /// Copies the state of row r's newest position (position(r) - 1) into `out` (position_state_size()
   /// values). The row must read memory where its variant has any (not a zero-mode prefill).
   Status try_save_position(index_t r, std::span<T> out) const {

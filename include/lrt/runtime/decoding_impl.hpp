@@ -49,12 +49,12 @@ class DecodingOf final : public Decoding {
   Status try_save_position(index_t row, std::span<float> out) const override {
     return dec_->try_save_position(row, out);
   }
-  Status try_join_state(std::span<const index_t> tokens, std::span<const float* const> states,
-                        index_t& row) override {
+  Status try_join_state(std::span<const index_t> tokens, std::span<const float* const> states, index_t& row) override {
     if (states.size() != tokens.size())
       return Status::error(StatusCode::invalid_argument, "lean decoder", "got ", states.size(), " states for ",
                            tokens.size(), " tokens");
-    return dec_->try_join_state(tokens, [&](index_t p) { return states[static_cast<std::size_t>(p)]; }, row);
+    return dec_->try_join_state(
+        tokens, [&](index_t p) { return states[static_cast<std::size_t>(p)]; }, row);
   }
 
   /// The decoding of the checkpoint `file` (read_checkpoint's config), or why there is none.
