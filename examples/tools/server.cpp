@@ -56,10 +56,13 @@ int main(int argc, char** argv) {
               "the prompt cache's budget in MiB: requests that begin with an earlier sequence start from its cached "
               "state, with the same bits (0: off)",
               "1024")
+      .option("slot-save-path", "DIR",
+              "a folder where POST /slots/{id}?action=save|restore writes and reads sessions (default: off)")
       .option("ctx", "N", "positions per request, prompt (with BOS) and completion (0: the model's sequence_len)", "0")
       .option("threads", "N", tool::threads_help)
       .option("api-key", "KEY",
-              "require Authorization: Bearer KEY on /v1/*, /tokenize, /detokenize and /metrics (default: $LRT_API_KEY)")
+              "require Authorization: Bearer KEY on /v1/*, /tokenize, /detokenize, /metrics and /slots/* (default: "
+              "$LRT_API_KEY)")
       .option("alias", "NAME", "the model's id in /v1/models and responses (default: the checkpoint's file name)")
       .option("chat-template", "NAME", "none, or plain: /v1/chat/completions as \"User: ...\" / \"Assistant: ...\"",
               "none")
@@ -98,6 +101,13 @@ int main(int argc, char** argv) {
     o.api_key = a.has("api-key") ? a.str("api-key") : (std::getenv("LRT_API_KEY") ? std::getenv("LRT_API_KEY") : "");
     tool::apply_threads(a);
     tool::require_path(a.str("checkpoint"), "--checkpoint");
+    if (a.has("slot-save-path")) {
+      o.slot_save_path = a.str("slot-save-path");
+      std::error_code ec;
+      if (o.slot_save_path.empty() || !std::filesystem::is_directory(o.slot_save_path, ec))
+        throw tool::UsageError("--slot-save-path: not a folder: '" + o.slot_save_path + "'");
+      if (o.cache_bytes == 0) throw tool::UsageError("--slot-save-path needs the prompt cache (--cache-mb above 0)");
+    }
     std::string note;
     const std::string file = lrt::runtime::checkpoint_model_file(a.str("checkpoint"), &note);
     if (!note.empty()) std::fprintf(stderr, "warning: %s\n", note.c_str());

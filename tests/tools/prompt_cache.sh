@@ -3,7 +3,8 @@
 # (tests/tools/server/prompt_cache.cjs), for byte and BPE checkpoints of baseline, lrt and
 # lrt-release (tiny, trained here for two steps at sequence_len 64, served with --ctx 2048: past
 # the training context). Per checkpoint: a server with the default cache, one with --cache-mb 0,
-# and one with a budget of 1 MiB (a few hundred positions) that must evict.
+# and one with a budget of 1 MiB (a few hundred positions) that must evict; then saved sessions
+# (/slots: server/slots.cjs) on a server of one row, restored by a fresh one.
 # Needs node (scripts/setup.sh --server-tests); skipped (exit 77) without it.
 # Usage: prompt_cache.sh SOURCE_DIR BIN_DIR WORK_DIR
 set -euo pipefail
@@ -35,6 +36,18 @@ for tok in byte bpe; do
     js prompt_cache.cjs "$port" "$off_port" "$small_port" $((1 << 20))
     stop_server "${name}_cached"
     pid=$small_pid && stop_server "${name}_small"
+    # Saved sessions: saved, erased and restored on one server; restored by a fresh one; bad files
+    # (and the previous checkpoint's session: another model's) refused.
+    mkdir -p "${name}_slots"
+    [ -n "${prev_session:-}" ] && cp "$prev_session" "${name}_slots/foreign.bin"
+    start "${name}_slot1" --checkpoint "$name" --parallel 1 --ctx 2048 --slot-save-path "${name}_slots"
+    js slots.cjs "$port" "$off_port" "${name}_slots" first
+    stop_server "${name}_slot1"
+    start "${name}_slot2" --checkpoint "$name" --parallel 1 --ctx 2048 --slot-save-path "${name}_slots"
+    js slots.cjs "$port" "$off_port" "${name}_slots" again
+    stop_server "${name}_slot2"
+    [ -e escape.bin ] && fail "a session was written outside --slot-save-path"
+    prev_session="$PWD/${name}_slots/s1.bin"
     pid=$off_pid && stop_server "${name}_off"
   done
 done

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -50,8 +51,9 @@ using Clock = std::chrono::steady_clock;
 struct Loaded {
   std::unique_ptr<lrt::runtime::Decoding> model;
   lrt::runtime::Text tokenizer;
-  std::string variant;  // the variant's name (lrt, baseline, kv, both/shared/block2, ...)
-  std::string format;   // f32, int8, bf16
+  std::string variant;   // the variant's name (lrt, baseline, kv, both/shared/block2, ...)
+  std::string format;    // f32, int8, bf16
+  std::string identity;  // a hash of the checkpoint file (slots.hpp: model_identity), for saved sessions
 };
 
 /// Maps the checkpoint `file` (read by the one loader, read_checkpoint) and lays out a decoder of
@@ -132,6 +134,7 @@ class Engine {
     std::lock_guard<std::mutex> lock(m_);
     loaded_ = std::move(loaded);
     cache_.configure(o_.cache_bytes, loaded_.model->position_state_size());
+    slot_tokens_.assign(static_cast<std::size_t>(o_.parallel), {});
     ready_ = true;
     waker_ = std::thread([this] { wake_loop(); });
     thread_ = std::thread([this] { run(); });
@@ -165,6 +168,57 @@ class Engine {
   }
 
   CacheStats cache_stats() const { return cache_.stats(); }
+
+  // The slots (POST /slots/{id}): the sequence each row's last request fed, in the prompt cache.
+  // Errors are ApiErrors (400: a bad id, an empty slot; 409: evicted; 507: no room).
+
+  /// A copy of slot `id`'s tokens and states.
+  void slot_copy(index_t id, std::vector<std::int64_t>& tokens, std::vector<float>& states) const {
+    std::lock_guard<std::mutex> lock(cache_m_);
+    const std::vector<index_t>& seq = slot(id);
+    const History* h = cache_.holder(seq);
+    if (h == nullptr)
+      throw ApiError{409,
+                     "slot " + std::to_string(id) +
+                         "'s state is no longer in the prompt cache (dropped to make room: "
+                         "--cache-mb)",
+                     "invalid_request_error", "", "evicted"};
+    const auto n = static_cast<index_t>(seq.size()), S = cache_.state_size();
+    tokens.assign(seq.begin(), seq.end());
+    states.resize(static_cast<std::size_t>(n * S));
+    for (index_t p = 0; p < n; ++p)
+      std::memcpy(states.data() + p * S, h->state(p), static_cast<std::size_t>(S) * sizeof(float));
+  }
+  /// Puts a saved sequence in the cache as slot `id`'s (checked by read_slot).
+  void slot_restore(index_t id, const std::vector<std::int64_t>& tokens, const std::vector<float>& states) {
+    std::lock_guard<std::mutex> lock(cache_m_);
+    (void)slot(id, false);
+    History h(cache_.state_size());
+    const auto n = static_cast<index_t>(tokens.size()), S = cache_.state_size();
+    const std::size_t need = static_cast<std::size_t>((n + History::chunk - 1) / History::chunk) * h.chunk_bytes();
+    if (!cache_.reserve(need))
+      throw ApiError{507,
+                     "the prompt cache (--cache-mb " + std::to_string(o_.cache_bytes >> 20) + ") cannot hold " +
+                         std::to_string(n) + " positions (" + std::to_string(need) + " bytes)",
+                     "server_error", "", "cache_full"};
+    for (index_t p = 0; p < n; ++p)
+      std::memcpy(h.append(static_cast<index_t>(tokens[static_cast<std::size_t>(p)])), states.data() + p * S,
+                  static_cast<std::size_t>(S) * sizeof(float));
+    slot_tokens_[static_cast<std::size_t>(id)] = h.tokens();
+    cache_.insert(std::move(h));
+  }
+  /// Drops slot `id`'s sequence from the cache (and every entry that extends it); its length.
+  index_t slot_erase(index_t id) {
+    std::lock_guard<std::mutex> lock(cache_m_);
+    (void)slot(id, false);
+    std::vector<index_t>& seq = slot_tokens_[static_cast<std::size_t>(id)];
+    const auto n = static_cast<index_t>(seq.size());
+    if (n > 0) cache_.erase(seq);
+    seq.clear();
+    return n;
+  }
+  /// Whether the cache is on (the slots need it).
+  bool caching() const { return cache_.enabled(); }
 
   EngineStats stats() const {
     std::lock_guard<std::mutex> lock(m_);
@@ -362,9 +416,8 @@ class Engine {
         }
         if (!goes_on) {
           model.leave(j.row);
+          retire(j);
           j.row = -1;
-          cache_.insert(std::move(j.hist));
-          j.hist = History(), j.recording = false;
           count_served(j);
           ended = true;
         }
@@ -398,7 +451,9 @@ class Engine {
     const auto P = static_cast<index_t>(j.prompt.size());
     const bool use = cache_.enabled() && j.req.cache_prompt;
     index_t q = 0;
+    std::unique_lock<std::mutex> lock(cache_m_);
     const History* hit = use ? cache_.lookup(j.prompt, P - 1, q) : nullptr;
+    if (hit == nullptr) lock.unlock();
     if (hit != nullptr) {
       hit->pointers(q, pointers_);
       lrt::Status s = model.try_join_state(std::span<const index_t>(j.prompt.data(), static_cast<std::size_t>(q)),
@@ -427,9 +482,12 @@ class Engine {
   /// The state of the position j's row was just fed `tok` at, into its history (while there is room).
   void record(Job& j, index_t tok) {
     if (!j.recording) return;
-    if (j.hist.full() && !cache_.reserve(j.hist.chunk_bytes())) {  // no room: the history stops here
-      j.recording = false;
-      return;
+    if (j.hist.full()) {
+      std::lock_guard<std::mutex> lock(cache_m_);
+      if (!cache_.reserve(j.hist.chunk_bytes())) {  // no room: the history stops here
+        j.recording = false;
+        return;
+      }
     }
     float* at = j.hist.append(tok);
     if (!loaded_.model->try_save_position(j.row, std::span<float>(at, static_cast<std::size_t>(cache_.state_size())))
@@ -438,7 +496,17 @@ class Engine {
   }
 
   void drop_history(Job& j) {
+    std::lock_guard<std::mutex> lock(cache_m_);
     cache_.release(j.hist.bytes());
+    j.hist = History(), j.recording = false;
+  }
+
+  /// A row's request leaves: its history goes into the cache, and is what the row (the slot)
+  /// holds for /slots.
+  void retire(Job& j) {
+    std::lock_guard<std::mutex> lock(cache_m_);
+    slot_tokens_[static_cast<std::size_t>(j.row)] = j.hist.tokens();
+    cache_.insert(std::move(j.hist));
     j.hist = History(), j.recording = false;
   }
 
@@ -485,8 +553,29 @@ class Engine {
   std::uint64_t served_ = 0, tokens_ = 0;
   std::thread thread_;
   std::vector<index_t> order_;  // record_logprobs' scratch
+  // The prompt cache and the slots' sequences: the engine thread, and /slots' request threads,
+  // under cache_m_ (the engine holds it for a lookup, a reservation, a row's retirement).
   PromptCache cache_;
+  std::vector<std::vector<index_t>> slot_tokens_;
+  mutable std::mutex cache_m_;
   std::vector<const float*> pointers_;  // join's scratch
+
+  /// Slot id's sequence (under cache_m_); a 400 for an id outside the rows, or (`filled`) an
+  /// empty slot.
+  const std::vector<index_t>& slot(index_t id, bool filled = true) const {
+    if (id < 0 || id >= o_.parallel)
+      throw ApiError{400,
+                     "slot id " + std::to_string(id) + " outside [0, " + std::to_string(o_.parallel) + ") (--parallel)",
+                     "invalid_request_error", "id_slot", "invalid_value"};
+    const std::vector<index_t>& seq = slot_tokens_[static_cast<std::size_t>(id)];
+    if (filled && seq.empty())
+      throw ApiError{400,
+                     "slot " + std::to_string(id) +
+                         " holds no state: no request has finished on it since the server started (or it was "
+                         "erased)",
+                     "invalid_request_error", "", "empty_slot"};
+    return seq;
+  }
   // The waker: the engine thread fills woken_ (its own) and moves it to to_wake_ (under wake_m_).
   std::vector<std::shared_ptr<Job>> woken_, to_wake_;
   std::mutex wake_m_;

@@ -135,6 +135,24 @@ class PromptCache {
     return &best->h;
   }
 
+  /// An entry that holds all of `tokens` (they are a prefix of its own), or nullptr.
+  const History* holder(std::span<const index_t> tokens) const {
+    for (const Entry& e : entries_)
+      if (e.h.common(tokens) == static_cast<index_t>(tokens.size())) return &e.h;
+    return nullptr;
+  }
+  /// Drops every entry that holds all of `tokens`.
+  void erase(std::span<const index_t> tokens) {
+    std::size_t freed = 0;
+    for (auto it = entries_.begin(); it != entries_.end();)
+      if (it->h.common(tokens) == static_cast<index_t>(tokens.size()))
+        freed += it->h.bytes(), it = entries_.erase(it);
+      else
+        ++it;
+    std::lock_guard<std::mutex> lock(m_);
+    stats_.bytes -= freed, stats_.entries = entries_.size();
+  }
+
   /// Takes the entry `h` out of the cache (its bytes stay taken: they become the caller's, to
   /// give back with insert or release).
   History take(const History* h) {

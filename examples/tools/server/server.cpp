@@ -24,6 +24,7 @@ struct Server::Impl {
     Settings s;
     s.model_id = o.model_id, s.api_key = o.api_key, s.chat_template = o.chat_template;
     s.timeout_s = o.timeout_s, s.stream_keep_alive_s = o.stream_keep_alive_s, s.log = o.log;
+    s.slot_save_path = o.slot_save_path;
     return s;
   }
   static TransportOptions transport_of(const ServerOptions& o) {
@@ -53,6 +54,7 @@ int Server::port() const { return impl_->transport.port(); }
 
 ServedModel Server::load(const std::string& file, std::int64_t ctx) {
   Loaded loaded = server::load(file, static_cast<index_t>(impl_->engine.parallel()), static_cast<index_t>(ctx));
+  if (!impl_->settings.slot_save_path.empty()) loaded.identity = model_identity(file);
   impl_->engine.set_capacity(ctx > 0 ? static_cast<index_t>(ctx) : loaded.model->config().sequence_len);
   ServedModel m;
   m.variant = loaded.variant, m.format = loaded.format, m.bytes_tokenizer = loaded.tokenizer.is_bytes();

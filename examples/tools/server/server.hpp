@@ -18,6 +18,7 @@ struct ServerOptions {
   std::size_t cache_bytes = std::size_t{1024} << 20;  // the prompt cache's budget (0: off)
   // The endpoints.
   std::string model_id, api_key, chat_template = "none";
+  std::string slot_save_path;      // where POST /slots/{id} saves and restores sessions ("": off)
   double timeout_s = 600;          // a request's time limit, queue included
   double stream_keep_alive_s = 5;  // while a stream's prompt is prefilled: a comment this often (0: none)
   bool log = true;                 // a line per request on stderr

@@ -17,6 +17,7 @@
 #include "engine.hpp"
 #include "http.hpp"
 #include "metrics.hpp"
+#include "slots.hpp"
 #include "page.hpp"
 
 namespace server {
@@ -28,6 +29,7 @@ struct Settings {
   double timeout_s = 600;
   double stream_keep_alive_s = 5;  // while a stream's prompt is prefilled: a comment this often (0: none)
   bool log = true;                 // a line per request on stderr
+  std::string slot_save_path;      // where /slots saves and restores sessions ("": /slots is off)
 };
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -88,6 +90,12 @@ class Service {
     if (p == "/health") {
       method("GET");
       return health(c);
+    }
+    if (p.starts_with("/slots/")) {
+      authorize(req);
+      if (!engine_.ready()) throw ApiError{503, "the model is loading", "server_error", "", "loading"};
+      method("POST");
+      return slots(c, req);
     }
     if (!known_endpoint(p)) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "", "not_found"};
     authorize(req);
@@ -195,6 +203,75 @@ class Service {
     data.push_back(std::move(m));
     Value v = Value::object();
     v["object"] = "list", v["data"] = std::move(data);
+    c.respond(200, "application/json", v.dump());
+    return 200;
+  }
+
+  /// POST /slots/{id}?action=save|restore|erase, {"filename": NAME} (llama-server's slot API):
+  /// the slot's sequence in the prompt cache to a file of --slot-save-path, or back (slots.hpp).
+  int slots(Connection& c, const HttpRequest& req) {
+    const std::string digits = req.path.substr(7);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw ApiError{400, "the slot id in " + req.path + " is not a number", "invalid_request_error", "id_slot",
+                     "invalid_value"};
+    const auto id = static_cast<index_t>(std::stol(digits));
+    std::string action;
+    for (std::size_t at = 0; at <= req.query.size();) {
+      const std::size_t end = std::min(req.query.find('&', at), req.query.size());
+      const std::string_view kv = std::string_view(req.query).substr(at, end - at);
+      if (kv.starts_with("action=")) action = std::string(kv.substr(7));
+      at = end + 1;
+    }
+    if (action != "save" && action != "restore" && action != "erase")
+      throw ApiError{400, "/slots/" + digits + " takes ?action=save, restore or erase, got '" + action + "'",
+                     "invalid_request_error", "action", "invalid_value"};
+    if (!engine_.caching())
+      throw ApiError{501, "the slots need the prompt cache, which is off (--cache-mb 0)", "invalid_request_error", "",
+                     "cache_off"};
+    Value v = Value::object();
+    v["id_slot"] = static_cast<std::int64_t>(id);
+    const auto t0 = Clock::now();
+    if (action == "erase") {
+      v["n_erased"] = static_cast<std::int64_t>(engine_.slot_erase(id));
+      c.respond(200, "application/json", v.dump());
+      return 200;
+    }
+    if (s_.slot_save_path.empty())
+      throw ApiError{501, "saving and restoring slots is off: start lrt-server with --slot-save-path DIR",
+                     "invalid_request_error", "", "slots_off"};
+    const Value body = parse_body(req);
+    const Value* f = body.is_object() ? body.find("filename") : nullptr;
+    if (!f || !f->is_string())
+      throw ApiError{400, "/slots " + action + " takes {\"filename\": NAME}", "invalid_request_error", "filename",
+                     "invalid_value"};
+    const std::string name = f->as_string(), path = slot_path(s_.slot_save_path, name);
+    const lrt::ModelConfig& cfg = engine_.config();
+    const auto S = static_cast<std::int64_t>(engine_.loaded().model->position_state_size());
+    SlotFile file;
+    v["filename"] = name;
+    if (action == "save") {
+      engine_.slot_copy(id, file.tokens, file.states);
+      std::size_t bytes = 0;
+      try {
+        bytes = write_slot(path, file, engine_.loaded().identity, S);
+      } catch (const std::exception& e) {
+        throw ApiError{500, std::string("cannot save the slot: ") + e.what(), "server_error", "", "write_failed"};
+      }
+      v["n_saved"] = static_cast<std::int64_t>(file.tokens.size());
+      v["n_written"] = static_cast<std::int64_t>(bytes);
+      Value t = Value::object();
+      t["save_ms"] = 1e3 * seconds_since(t0);
+      v["timings"] = std::move(t);
+    } else {
+      file = read_slot(path, name, engine_.loaded().identity, S, cfg.vocab_size, cfg.bos(), engine_.capacity());
+      engine_.slot_restore(id, file.tokens, file.states);
+      v["n_restored"] = static_cast<std::int64_t>(file.tokens.size());
+      v["n_read"] =
+          static_cast<std::int64_t>(file.tokens.size() * sizeof(std::int64_t) + file.states.size() * sizeof(float));
+      Value t = Value::object();
+      t["restore_ms"] = 1e3 * seconds_since(t0);
+      v["timings"] = std::move(t);
+    }
     c.respond(200, "application/json", v.dump());
     return 200;
   }
