@@ -94,6 +94,7 @@ struct Job : std::enable_shared_from_this<Job> {
   History hist;                // the prompt cache's: the states of the positions fed (their bytes reserved)
   bool recording = false;      // hist grows with each token fed
   index_t cached = 0;          // prompt tokens taken from the cache (read by the connection once finished)
+  index_t slot = -1;           // the row it decoded on (read once finished: the answer's id_slot)
   std::string raw;             // the bytes of the generated tokens (stop strings cut off)
   std::size_t done_bytes = 0;  // bytes of raw turned into text
   StopScan stops;
@@ -384,6 +385,7 @@ class Engine {
         }
         j->stops.stops = j->req.stop;
         const lrt::Status s = join(*j);
+        j->slot = j->row;
         if (!s.ok()) {
           finish(*j, "", ApiError{500, std::string("decoder: ") + s.message(), "server_error", "", ""});
           continue;

@@ -442,6 +442,7 @@ class Service {
       choices.push_back(choice(j, j.text, j.finish_reason, false, true, &j.lp_all, &offset));
       v["choices"] = std::move(choices);
       v["usage"] = usage(j);
+      if (j.slot >= 0) v["id_slot"] = static_cast<std::int64_t>(j.slot);  // llama-server's: for /slots
       c.respond(200, "application/json", v.dump());
       note = stats_note(j);
       return 200;
@@ -500,6 +501,7 @@ class Service {
         Value choices = Value::array();
         choices.push_back(choice(j, "", reason, true, false, &lp, &offset));
         v["choices"] = std::move(choices);
+        if (j.slot >= 0) v["id_slot"] = static_cast<std::int64_t>(j.slot);
         std::string out = "data: " + v.dump() + "\n\n";
         if (j.req.include_usage) {
           Value u = envelope(j, id, true);

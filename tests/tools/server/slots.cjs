@@ -19,7 +19,7 @@ async function complete(port, body) {
   equal(r.status, 200, `status on port ${port}: ${text.slice(0, 300)}`);
   const j = JSON.parse(text);
   return { text: j.choices[0].text, logprobs: JSON.stringify(j.choices[0].logprobs),
-           cached: j.usage.prompt_tokens_details.cached_tokens };
+           cached: j.usage.prompt_tokens_details.cached_tokens, slot: j.id_slot };
 }
 async function slot(action, body, id = 0) {
   return post(`/slots/${id}?action=${action}`, body);
@@ -38,6 +38,7 @@ const body = (prompt, seed) => ({ prompt, max_tokens: 10, temperature: 0.9, seed
     let saved = 0;
     await check("a slot saved, erased and restored: the conversation continues with the same bits", async () => {
       const a = await complete(process.argv[2], body(first, 1));
+      equal(a.slot, 0, "the answer's id_slot (one row)");
       const s = await slot("save", { filename: "s1.bin" });
       equal(s.status, 200, s.text);
       saved = s.json.n_saved;
