@@ -158,9 +158,10 @@ struct Row {
 
 /// The server with C rows of `capacity` positions and C clients, each streaming R completions, on
 /// the checkpoint `file`.
-void run_server(const std::string& file, index_t capacity, int C, int R, index_t P, index_t N, Row& row) {
+void run_server(const std::string& file, index_t capacity, int C, int R, index_t P, index_t N, std::size_t cache_bytes,
+                Row& row) {
   server::ServerOptions o;
-  o.parallel = C, o.queue = 1024, o.max_requests = 4096;
+  o.parallel = C, o.queue = 1024, o.max_requests = 4096, o.cache_bytes = cache_bytes;
   o.model_id = "bench", o.log = false;
   server::Server srv(o);
   lrt::check(srv.listen("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
@@ -314,6 +315,7 @@ int main(int argc, char** argv) {
   int R = 4, repeat = 3, conversations = 8, turns = 10;
   index_t system = 1000, ctx = 4096;
   bool chat = false;
+  std::size_t cache_mb = 1024;
   tool::Args args("lrt-bench-server",
                   "lrt-server's tokens/s and latencies with C concurrent streams (in this process, over loopback), "
                   "beside the lean decoder's rows doing the same decoding directly.");
@@ -323,6 +325,7 @@ int main(int argc, char** argv) {
       .option("prompt", "P", "prompt bytes per request", "32")
       .option("tokens", "N", "tokens generated per request", "64")
       .option("repeat", "K", "pairs of runs (direct, then server) per row; medians reported", "3")
+      .option("cache-mb", "N", "the server's prompt cache (--cache-mb; 0: off)", "1024")
       .flag("chat",
             "the prompt cache's benchmark instead: conversations resent whole each turn, with and without "
             "the cache (presets default to small)")
@@ -334,6 +337,7 @@ int main(int argc, char** argv) {
   const int rc = tool::parse_args(args, argc, argv, [&] {
     presets = lrt_bench::preset_list(args);
     chat = args.has("chat");
+    cache_mb = static_cast<std::size_t>(args.integer("cache-mb", 0, 1 << 24));
     if (chat && !args.has("presets")) presets = {"small"};
     conversations = static_cast<int>(args.integer("conversations", 1, 256));
     turns = static_cast<int>(args.integer("turns", 1, 1000));
@@ -364,9 +368,9 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "lrt-bench-server: %d thread(s), products %s, prompt %lld bytes, %lld tokens per request, %d requests per "
-        "stream, medians of %d pairs of runs\n",
+        "stream, medians of %d pairs of runs, prompt cache %zu MiB\n",
         lrt::ThreadPool::global().size(), lrt::runtime::products().c_str(), static_cast<long long>(P),
-        static_cast<long long>(N), R, repeat);
+        static_cast<long long>(N), R, repeat, cache_mb);
     std::printf("%-7s %7s %10s %10s %8s %11s %9s %9s %9s %9s %6s\n", "preset", "streams", "tok/s", "direct", "srv/dir",
                 "range", "ttft p50", "ttft p99", "tok p50", "tok p99", "failed");
     for (const auto& name : presets) {
@@ -382,7 +386,7 @@ int main(int argc, char** argv) {
         std::vector<double> served, direct, ratio;
         for (int k = 0; k < repeat; ++k) {
           direct.push_back(run_direct(file, capacity, static_cast<int>(C), R, P, N));
-          run_server(file, capacity, static_cast<int>(C), R, P, N, row);
+          run_server(file, capacity, static_cast<int>(C), R, P, N, cache_mb << 20, row);
           served.push_back(row.tokens_per_s);
           ratio.push_back(served.back() / direct.back());
         }
