@@ -144,9 +144,13 @@ Seen stream_one(int fd, const std::string& prompt, index_t n, std::uint64_t seed
   return out;
 }
 
+/// Request i of client `client`: P bytes, no two alike (they begin with "client-i:"), so that the
+/// prompt cache finds no more than a digit or two of one in another.
 std::string prompt_of(int client, int i, index_t P) {
-  std::string s;
-  for (index_t k = 0; k < P; ++k) s += static_cast<char>('a' + (client * 7 + i * 3 + k * 5) % 26);
+  std::string s = std::to_string(client) + "-" + std::to_string(i) + ":";
+  for (index_t k = 0; static_cast<index_t>(s.size()) < P; ++k)
+    s += static_cast<char>('a' + (client * 7 + i * 3 + k * 5) % 26);
+  s.resize(static_cast<std::size_t>(P));
   return s;
 }
 
