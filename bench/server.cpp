@@ -160,16 +160,25 @@ struct Row {
   int failed = 0;
 };
 
+/// The server in this process on 127.0.0.1 (any free port), decoding `file` with `rows` rows of
+/// `capacity` positions and `cache_bytes` of prompt cache.
+std::unique_ptr<server::Server> start_server(const std::string& file, index_t capacity, int rows,
+                                             std::size_t cache_bytes) {
+  server::ServerOptions o;
+  o.parallel = rows, o.queue = 1024, o.max_requests = 4096, o.cache_bytes = cache_bytes;
+  o.model_id = "bench", o.log = false;
+  auto srv = std::make_unique<server::Server>(o);
+  lrt::check(srv->listen("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
+  srv->load(file, capacity);
+  return srv;
+}
+
 /// The server with C rows of `capacity` positions and C clients, each streaming R completions, on
 /// the checkpoint `file`.
 void run_server(const std::string& file, index_t capacity, int C, int R, index_t P, index_t N, std::size_t cache_bytes,
                 Row& row) {
-  server::ServerOptions o;
-  o.parallel = C, o.queue = 1024, o.max_requests = 4096, o.cache_bytes = cache_bytes;
-  o.model_id = "bench", o.log = false;
-  server::Server srv(o);
-  lrt::check(srv.listen("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
-  srv.load(file, capacity);
+  const auto server = start_server(file, capacity, C, cache_bytes);
+  server::Server& srv = *server;
   std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(C));
   const auto t0 = Clock::now();
   std::vector<std::thread> clients;
@@ -232,12 +241,8 @@ double run_direct(const std::string& file, index_t capacity, int C, int R, index
 /// prompt cache; per conversation and turn, what its client saw.
 std::vector<std::vector<Seen>> run_chat(const std::string& file, index_t capacity, int conv, int turns, index_t system,
                                         index_t N, std::size_t cache_bytes) {
-  server::ServerOptions o;
-  o.parallel = conv, o.queue = 1024, o.max_requests = 4096, o.cache_bytes = cache_bytes;
-  o.model_id = "bench", o.log = false;
-  server::Server srv(o);
-  lrt::check(srv.listen("127.0.0.1", 0).empty(), "lrt-bench-server", "cannot listen on 127.0.0.1");
-  srv.load(file, capacity);
+  const auto server = start_server(file, capacity, conv, cache_bytes);
+  server::Server& srv = *server;
   std::string sys = "System: ";
   for (index_t k = 0; static_cast<index_t>(sys.size()) < system; ++k) sys += "answer briefly and kindly. ";
   sys.resize(static_cast<std::size_t>(system));

@@ -29,6 +29,15 @@ const std::string src1 = data_dir + "/pre_roster/src1_interleaved2.safetensors";
 
 using runtime_test::error_of;
 
+/// The checkpoints the rows' cases decode: baseline and lrt, and lrt-src1 where the build has it.
+std::vector<std::string> decoded_files() {
+#if defined(LRT_TEST_ALL_PAIRS)
+  return {baseline, lrt_file, src1};
+#else
+  return {baseline, lrt_file};
+#endif
+}
+
 bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -51,12 +60,7 @@ TEST_CASE("the table holds lrt::LeanVariants and the variants of the build's pai
 }
 
 TEST_CASE("rows of a checkpoint: the same tokens give the same bits, beside other rows or alone") {
-#if defined(LRT_TEST_ALL_PAIRS)
-  const std::vector<std::string> files{baseline, lrt_file, src1};
-#else
-  const std::vector<std::string> files{baseline, lrt_file};
-#endif
-  for (const std::string& file : files) {
+  for (const std::string& file : decoded_files()) {
     CAPTURE(file);
     lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {.rows = 3, .capacity = 0});
     REQUIRE(m.decoding != nullptr);
@@ -86,12 +90,7 @@ TEST_CASE("rows of a checkpoint: the same tokens give the same bits, beside othe
 }
 
 TEST_CASE("a row joined from saved position states continues with the bits of the row they came from") {
-#if defined(LRT_TEST_ALL_PAIRS)
-  const std::vector<std::string> files{baseline, lrt_file, src1};
-#else
-  const std::vector<std::string> files{baseline, lrt_file};
-#endif
-  for (const std::string& file : files) {
+  for (const std::string& file : decoded_files()) {
     CAPTURE(file);
     lrt::runtime::DecodingModel m = lrt::runtime::open_decoding(file, {.rows = 3, .capacity = 0});
     lrt::runtime::Decoding& d = *m.decoding;

@@ -196,7 +196,7 @@ class Engine {
     (void)slot(id, false);
     History h(cache_.state_size());
     const auto n = static_cast<index_t>(tokens.size()), S = cache_.state_size();
-    const std::size_t need = static_cast<std::size_t>((n + History::chunk - 1) / History::chunk) * h.chunk_bytes();
+    const std::size_t need = h.bytes_for(n);
     if (!cache_.reserve(need))
       throw ApiError{507,
                      "the prompt cache (--cache-mb " + std::to_string(o_.cache_bytes >> 20) + ") cannot hold " +
@@ -464,9 +464,7 @@ class Engine {
       j.fed = static_cast<std::size_t>(q), j.cached = q;
       if (q == hit->size()) {  // the prompt extends the entry: the entry becomes this row's history
         j.hist = cache_.take(hit), j.recording = true;
-      } else if (cache_.reserve(
-                     static_cast<std::size_t>((q + History::chunk - 1) / History::chunk) * hit->chunk_bytes(),
-                     hit)) {  // a prefix shared with the entry: copied
+      } else if (cache_.reserve(hit->bytes_for(q), hit)) {  // a prefix shared with the entry: copied
         j.hist = hit->prefix(q), j.recording = true;
       }
       return s;

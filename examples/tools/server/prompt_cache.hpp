@@ -54,8 +54,11 @@ class History {
   const float* state(index_t p) const noexcept {
     return chunks_[static_cast<std::size_t>(p / chunk)].get() + (p % chunk) * S_;
   }
-  /// Bytes a chunk takes, and those the history holds.
+  /// Bytes a chunk takes, those n positions take (whole chunks), and those the history holds.
   std::size_t chunk_bytes() const noexcept { return static_cast<std::size_t>(chunk * S_) * sizeof(float); }
+  std::size_t bytes_for(index_t n) const noexcept {
+    return static_cast<std::size_t>((n + chunk - 1) / chunk) * chunk_bytes();
+  }
   std::size_t bytes() const noexcept { return chunks_.size() * chunk_bytes(); }
   /// Whether the next position needs a new chunk.
   bool full() const noexcept { return size() % chunk == 0; }
