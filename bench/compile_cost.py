@@ -40,7 +40,8 @@ DEFAULT_FILES = [
     "examples/tools/programs.cpp",
     "examples/tools/capi/lrt_c.cpp",
     "include/lrt/runtime/runtime.cpp",
-    "examples/CMakeFiles/lrt_registry.dir/Unity/unity_0_cxx.cxx",
+    "examples/CMakeFiles/lrt_runtime.dir/Unity/unity_0_cxx.cxx",
+    "examples/runtime_quickstart.cpp",
 ]
 
 

@@ -25,7 +25,9 @@ endif()
 option(LRT_RUNTIME_LOCAL "Keep the runtime library's inline code local (hidden visibility, ld -r, objcopy)"
        ${_lrt_local_default})
 
-function(lrt_runtime_library target)
+# lrt_runtime_objects(TARGET): the compile settings of a runtime library's units, for an OBJECT
+# library whose objects a runtime library takes in (lrt_runtime_library(... OBJECTS TARGET)).
+function(lrt_runtime_objects target)
   if(NOT LRT_RUNTIME_LOCAL)
     return()
   endif()
@@ -35,10 +37,25 @@ function(lrt_runtime_library target)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     target_compile_options(${target} PRIVATE -fno-gnu-unique)
   endif()
+endfunction()
+
+# lrt_runtime_library(TARGET [OBJECTS OBJLIB...]): TARGET's archive becomes one object of its own
+# units and those of the OBJECT libraries OBJLIB (added to its sources by the caller), its inline
+# code local.
+function(lrt_runtime_library target)
+  cmake_parse_arguments(PARSE_ARGV 1 _arg "" "" "OBJECTS")
+  if(NOT LRT_RUNTIME_LOCAL)
+    return()
+  endif()
+  lrt_runtime_objects(${target})
+  set(_extra)
+  foreach(_lib IN LISTS _arg_OBJECTS)
+    list(APPEND _extra "$<TARGET_OBJECTS:${_lib}>")
+  endforeach()
   set(_dir "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.local")
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND "${CMAKE_COMMAND}" -E make_directory "${_dir}"
-    COMMAND "${CMAKE_LINKER}" -r -o "${_dir}/all.o" $<TARGET_OBJECTS:${target}>
+    COMMAND "${CMAKE_LINKER}" -r -o "${_dir}/all.o" $<TARGET_OBJECTS:${target}> ${_extra}
     COMMAND "${CMAKE_OBJCOPY}" --localize-hidden --remove-section=.group "${_dir}/all.o" "${_dir}/${target}.o"
     COMMAND "${CMAKE_COMMAND}" -E rm -f $<TARGET_FILE:${target}>
     COMMAND "${CMAKE_AR}" qc $<TARGET_FILE:${target}> "${_dir}/${target}.o"

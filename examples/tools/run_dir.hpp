@@ -33,8 +33,9 @@ namespace tool {
 // Stop signals
 
 /// The signal that asked lrt-train to stop (0: none): set by the handler, read by the Trainer at
-/// each step (set_stop_source) and by the program between its phases.
-inline volatile std::sig_atomic_t& stop_signal() {
+/// each step (set_stop_source) and by the program between its phases. LRT_API: one per process,
+/// where the runtime library (which holds the pairs' sessions) keeps its own inline code local.
+LRT_API inline volatile std::sig_atomic_t& stop_signal() {
   static volatile std::sig_atomic_t s = 0;
   return s;
 }

@@ -44,13 +44,15 @@
 namespace tool {
 
 /// The data-parallel group lrt-train runs in (set by its main under mpirun; nullptr: one process),
-/// and the program's arguments, which every rank must share.
-inline lrt::dist::Group*& dist_group_slot() {
+/// and the program's arguments, which every rank must share. These and registry() are LRT_API: one
+/// per process, where the runtime library (which holds the pairs' sessions) keeps its own inline
+/// code local (cmake/runtime_library.cmake).
+LRT_API inline lrt::dist::Group*& dist_group_slot() {
   static lrt::dist::Group* g = nullptr;
   return g;
 }
 inline lrt::dist::Group* dist_group() { return dist_group_slot(); }
-inline std::string& program_arguments_slot() {
+LRT_API inline std::string& program_arguments_slot() {
   static std::string a;
   return a;
 }
@@ -74,7 +76,7 @@ struct Entry {
   bool kv() const { return structure.injection == lrt::Injection::KV || structure.injection == lrt::Injection::Both; }
 };
 
-inline std::vector<Entry>& registry() {
+LRT_API inline std::vector<Entry>& registry() {
   static std::vector<Entry> r;
   return r;
 }

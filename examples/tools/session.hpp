@@ -245,8 +245,9 @@ struct DeviceEntry {
   std::string (*unavailable)();  // why the device cannot be used here ("" when it can)
 };
 
-/// The device sessions linked into this program (empty in a CPU-only build).
-inline std::vector<DeviceEntry>& device_registry() {
+/// The device sessions linked into this program (empty in a CPU-only build). LRT_API: one per
+/// process (the CPU sessions are in the runtime library, whose inline code is local).
+LRT_API inline std::vector<DeviceEntry>& device_registry() {
   static std::vector<DeviceEntry> r;
   return r;
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # package.installed: the package as a user installs it. A fresh build tree configured as
 # scripts/run.sh configures its own (preset release: Release, LRT_NATIVE=ON) builds only part of
-# what install lists (lrt-quantize, lrt-embedded-generate and the C API library lrt_c; not
-# lrt-train, lrt-eval, lrt-generate or lrt-c-generate, to keep the test short); `cmake --install`
-# to a prefix must succeed and install what was built. Then, against that prefix only: a CMake
-# project (tests/package/installed) builds the host project of examples/ (examples/host_project:
-# the README's C++ quickstart on lrt::lrt, the decode-only examples/embedded_decode.cpp on
+# what install lists (lrt-quantize, lrt-embedded-generate, the C API library lrt_c and the runtime
+# library lrt_runtime of the one pair baseline; not lrt-train, lrt-eval, lrt-generate or
+# lrt-c-generate, to keep the test short); `cmake --install` to a prefix must succeed and install
+# what was built. Then, against that prefix only: a CMake project (tests/package/installed) builds
+# the host project of examples/ (examples/host_project: the README's C++ quickstart on lrt::lrt,
+# examples/runtime_quickstart.cpp on lrt::runtime, the decode-only examples/embedded_decode.cpp on
 # lrt::embedded) and a C program on lrt::c; the same C program is built with pkg-config
-# (lrt-c.pc), and a C++ program with lrt.pc. All run, and the decoders print the same greedy text.
+# (lrt-c.pc), a C++ program with lrt.pc and the runtime quick start with lrt-runtime.pc. All run,
+# the decoders print the same greedy text, and the runtime quick start's two builds the same lines.
 # The installed C API library must be compiled without -march (its compile command) and hold AVX
 # instructions (objdump: ymm/zmm registers) only in the kernels chosen at run time for a CPU that
 # has them (backend/cpu/simd_level.hpp: names with avx2 or avx512, and their helpers), so that it
@@ -19,10 +21,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail "cannot use $work"
 extra=()
 [ -n "$launcher" ] && extra=(-DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
-cmake -G Ninja -S "$src" -B lrt-build -DCMAKE_BUILD_TYPE=Release -DLRT_NATIVE=ON -DLRT_TOOL_PAIRS=baseline \
+cmake -G Ninja -S "$src" -B lrt-build -DCMAKE_BUILD_TYPE=Release -DLRT_NATIVE=ON -DLRT_TOOL_PAIRS="baseline;lrt" \
   -DLRT_BUILD_TESTS=OFF -DLRT_BUILD_BENCH=OFF -DLRT_ENABLE_CUDA=OFF "${extra[@]}" > configure.log 2>&1 ||
   { tail -20 configure.log; fail "configure"; }
-cmake --build lrt-build --target lrt-quantize lrt-embedded-generate lrt_c -j 2 > build.log 2>&1 ||
+cmake --build lrt-build --target lrt-quantize lrt-embedded-generate lrt_c lrt_runtime -j 2 > build.log 2>&1 ||
   { tail -30 build.log; fail "build"; }
 # Portable: the C API library's compile command carries no -march, and its code no AVX.
 cmd=$(ninja -C lrt-build -t commands lrt_c | grep -E 'lrt_c\.cpp\.o' | tail -1)
@@ -47,7 +49,8 @@ cmake --install lrt-build --prefix "$work/prefix" > install.log 2>&1 || { cat in
 P=$work/prefix
 for f in bin/lrt-quantize bin/lrt-embedded-generate lib/liblrt_c.a include/lrt.h include/lrt/lrt.hpp \
   include/lrt/runtime/c_api.hpp lib/cmake/lrt/lrtConfig.cmake lib/cmake/lrt/lrtTargets.cmake \
-  lib/pkgconfig/lrt.pc lib/pkgconfig/lrt-c.pc; do
+  lib/liblrt_runtime.a lib/cmake/lrt/lrtRuntimeTargets.cmake include/lrt/runtime/training.hpp \
+  lib/pkgconfig/lrt.pc lib/pkgconfig/lrt-c.pc lib/pkgconfig/lrt-runtime.pc; do
   [ -e "$P/$f" ] || fail "the install tree lacks $f: $(cd "$P" && find . -maxdepth 3 | sort | tr '\n' ' ')"
 done
 for f in bin/lrt-train bin/lrt-c-generate; do
@@ -71,6 +74,10 @@ cmake --build consumer -j 2 > consumer-build.log 2>&1 || { tail -30 consumer-bui
 consumer/host_project/quickstart > quickstart.out 2>&1 || fail "quickstart: $(tail -5 quickstart.out)"
 grep -Eq 'step 30 loss [0-9.]+' quickstart.out || fail "quickstart printed: $(cat quickstart.out)"
 echo "quickstart (lrt::lrt): $(grep -E 'step 30 loss' quickstart.out)"
+consumer/host_project/runtime_quickstart rq-cmake > rq-cmake.out 2>&1 ||
+  fail "runtime_quickstart (lrt::runtime): $(tail -5 rq-cmake.out)"
+grep -Eq '^sequential bits per byte [0-9.]+$' rq-cmake.out || fail "runtime_quickstart printed: $(cat rq-cmake.out)"
+echo "runtime_quickstart (lrt::runtime): $(grep -E '^sequential bits per byte' rq-cmake.out)"
 consumer/host_project/embedded_decode "$ck" "The q" 40 > embedded.out 2>&1 || fail "embedded_decode: $(cat embedded.out)"
 consumer/c_decode "$ck" "The q" 40 > c.out 2>&1 || fail "c_decode: $(cat c.out)"
 cmp -s embedded.out c.out || fail "lrt::embedded printed '$(cat embedded.out)', lrt::c '$(cat c.out)'"
@@ -89,4 +96,11 @@ c++ "$src/tests/package/find_package/main.cpp" $cxxflags -o tensor_pc > pc-cxx-b
   { cat pc-cxx-build.log; fail "c++ main.cpp $cxxflags"; }
 ./tensor_pc || fail "the C++ program built with pkg-config's lrt flags"
 echo "pkg-config: c++ main.cpp $cxxflags"
+rtflags=$(pkg-config --static --cflags --libs lrt-runtime) || fail "pkg-config lrt-runtime"
+c++ -O2 "$src/examples/runtime_quickstart.cpp" $rtflags -o rq_pc > pc-rt-build.log 2>&1 ||
+  { cat pc-rt-build.log; fail "c++ runtime_quickstart.cpp $rtflags"; }
+./rq_pc rq-pc > rq-pc.out 2>&1 || fail "runtime_quickstart (pkg-config): $(tail -5 rq-pc.out)"
+diff <(grep -v '^saved ' rq-cmake.out) <(grep -v '^saved ' rq-pc.out) > /dev/null ||
+  fail "runtime_quickstart printed other lines built with pkg-config: $(diff rq-cmake.out rq-pc.out | head -6)"
+echo "pkg-config: c++ runtime_quickstart.cpp $rtflags (the same lines as the CMake build)"
 echo "PASS"

@@ -2,7 +2,7 @@
 # package.add_subdirectory). Usage:
 #   cmake -DKIND=find_package|add_subdirectory -DLRT_SOURCE_DIR=<repo> -DLRT_BINARY_DIR=<lrt build>
 #         -DWORK_DIR=<scratch dir> [-DGENERATOR=Ninja] [-DCXX_COMPILER=g++] [-DLAUNCHER=ccache]
-#         [-DBUILD_TYPE=Release] -P run.cmake
+#         [-DBUILD_TYPE=Release] [-DEXPECT_RUNTIME=ON] -P run.cmake
 #
 # find_package:     `cmake --install LRT_BINARY_DIR --prefix WORK_DIR/find_package/prefix`, then
 #                   configure tests/package/find_package with CMAKE_PREFIX_PATH=<that prefix>.
@@ -61,6 +61,10 @@ if(KIND STREQUAL "find_package")
   endforeach()
   list(APPEND _configure "-DCMAKE_PREFIX_PATH=${_prefix}" "-DLRT_EXPECTED_PREFIX=${_prefix}"
        "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
+  # The build has the runtime library (examples built): the package must give lrt::runtime.
+  if(EXPECT_RUNTIME)
+    list(APPEND _configure "-DLRT_EXPECT_RUNTIME=ON")
+  endif()
 elseif(KIND STREQUAL "add_subdirectory")
   # No nvcc probing in the consumer: it is slow and covered by the main build.
   list(APPEND _configure "-DLRT_SOURCE_DIR=${LRT_SOURCE_DIR}" "-DLRT_ENABLE_CUDA=OFF")
@@ -77,3 +81,26 @@ if(NOT EXISTS "${_exe}")
 endif()
 run_step("run" ${_exe})
 message(STATUS "[${KIND}] OK: ${LAST_OUTPUT}")
+
+# find_package: the runtime library under a portable host and a native one (runtime_host.cpp) prints
+# the same lines.
+if(EXISTS "${_build}/runtime_host")
+  run_step("run runtime_host" "${_build}/runtime_host")
+  set(_portable "${LAST_OUTPUT}")
+  string(REGEX MATCHALL "runtime: [^\n]*" _portable_lines "${_portable}")
+  list(LENGTH _portable_lines _n)
+  if(_n LESS 7)
+    message(FATAL_ERROR "[${KIND}] runtime_host printed ${_n} runtime lines, expected 7:\n${_portable}")
+  endif()
+  if(EXISTS "${_build}/runtime_host_native")
+    run_step("run runtime_host_native" "${_build}/runtime_host_native")
+    string(REGEX MATCHALL "runtime: [^\n]*" _native_lines "${LAST_OUTPUT}")
+    if(NOT _native_lines STREQUAL _portable_lines)
+      message(FATAL_ERROR "[${KIND}] the runtime library printed other figures under a -march=native host:\n"
+                          "portable:\n${_portable}\nnative:\n${LAST_OUTPUT}")
+    endif()
+    message(STATUS "[${KIND}] the runtime library under a portable and a -march=native host: the same ${_n} lines")
+  endif()
+elseif(EXPECT_RUNTIME AND KIND STREQUAL "find_package")
+  message(FATAL_ERROR "[${KIND}] runtime_host was not built")
+endif()
