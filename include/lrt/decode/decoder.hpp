@@ -666,5 +666,11 @@ class Decoder {
 template <class V, class T, Device D>
 Decoder(const Model<V, T, D>&, index_t = 1, index_t = 0, index_t = 0) -> Decoder<V, T, D>;
 
+#if defined(LRT_COMPILED_PAIRS)  // compiled in the runtime library (variant.hpp, LRT_COMPILED_VARIANTS)
+#define LRT_DETAIL_EXTERN_DECODER(V) extern template class LRT_API Decoder<V>;
+LRT_COMPILED_VARIANTS(LRT_DETAIL_EXTERN_DECODER)
+#undef LRT_DETAIL_EXTERN_DECODER
+#endif
+
 }  // namespace v0
 }  // namespace lrt

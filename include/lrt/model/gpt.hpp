@@ -414,5 +414,11 @@ class Model {
 template <class T = float, Device D = cpu::Device>
 using GPT = Model<variants::Baseline, T, D>;
 
+#if defined(LRT_COMPILED_PAIRS)  // compiled in the runtime library (variant.hpp, LRT_COMPILED_VARIANTS)
+#define LRT_DETAIL_EXTERN_MODEL(V) extern template class LRT_API Model<V>;
+LRT_COMPILED_VARIANTS(LRT_DETAIL_EXTERN_MODEL)
+#undef LRT_DETAIL_EXTERN_MODEL
+#endif
+
 }  // namespace v0
 }  // namespace lrt

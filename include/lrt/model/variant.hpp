@@ -46,6 +46,13 @@ using ResidualOnly = Variant<Injection::Residual>;                   // `residua
 using KVOnly = Variant<Injection::KV, Projection::Shared>;           // `kv`
 }  // namespace variants
 
+/// The variants whose Model<V>, Trainer<V> (the natural schedule) and Decoder<V>, float on the CPU,
+/// the runtime library compiles (include/lrt/runtime/compiled_pairs.cpp): a program that links
+/// lrt::runtime gets LRT_COMPILED_PAIRS defined, and the headers then declare these instantiations
+/// extern (gpt.hpp, trainer.hpp, decoder.hpp), so that it compiles none of their code itself.
+/// X(V) for each.
+#define LRT_COMPILED_VARIANTS(X) X(::lrt::variants::Baseline) X(::lrt::variants::Lrt)
+
 inline std::string_view to_string(Injection i) {
   switch (i) {
     case Injection::None:

@@ -443,5 +443,11 @@ template <class V, class T, Device D>
 Trainer(Model<V, T, D>&, const data::TokenRows&, TrainOptions, data::TextTokenizer)
     -> Trainer<V, default_schedule<V>, T, D>;
 
+#if defined(LRT_COMPILED_PAIRS)  // compiled in the runtime library (variant.hpp, LRT_COMPILED_VARIANTS)
+#define LRT_DETAIL_EXTERN_TRAINER(V) extern template class LRT_API Trainer<V, default_schedule<V>>;
+LRT_COMPILED_VARIANTS(LRT_DETAIL_EXTERN_TRAINER)
+#undef LRT_DETAIL_EXTERN_TRAINER
+#endif
+
 }  // namespace v0
 }  // namespace lrt
