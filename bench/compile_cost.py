@@ -12,6 +12,7 @@ link time alone (the programs removed and linked again).
 
   python3 bench/compile_cost.py                          # the default files, build/ as configured
   python3 bench/compile_cost.py --build build-release examples/tools/train.cpp
+  python3 bench/compile_cost.py --opt 2 examples/quickstart.cpp   # at -O2 instead of the build's -O3
   python3 bench/compile_cost.py --cold lrt-train lrt-eval lrt-generate --jobs 2
   python3 bench/compile_cost.py --cold --jobs 2 -D LRT_VARIANTS_FILE=$PWD/tests/tools/variants.cmake  # CI's
 
@@ -45,9 +46,12 @@ DEFAULT_FILES = [
 ]
 
 
-def compile_one(entry, obj):
-    """Runs one compile command with its output sent to `obj`: (CPU seconds, peak bytes)."""
+def compile_one(entry, obj, opt=None):
+    """Runs one compile command with its output sent to `obj`: (CPU seconds, peak bytes). `opt`
+    (e.g. "2") replaces the command's optimisation level."""
     args = entry.get("arguments") or shlex.split(entry["command"])
+    if opt is not None:
+        args = [f"-O{opt}" if (a.startswith("-O") and len(a) <= 3) else a for a in args]
     out = []
     skip = False
     for a in args:  # the object goes to the temporary file; dependency files are left out
@@ -75,7 +79,7 @@ def compile_one(entry, obj):
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
 
 
-def per_file(build, files):
+def per_file(build, files, opt=None):
     db_path = os.path.join(build, "compile_commands.json")
     if not os.path.exists(db_path):
         raise SystemExit(f"compile_cost: no {db_path}: configure the build first (cmake --preset default)")
@@ -87,7 +91,7 @@ def per_file(build, files):
             matches = [e for e in db if os.path.normpath(e["file"]).endswith(os.path.normpath(name))]
             if not matches:
                 raise SystemExit(f"compile_cost: {name} is not a file of {db_path}")
-            cpu, peak = compile_one(matches[0], os.path.join(tmp, "unit.o"))
+            cpu, peak = compile_one(matches[0], os.path.join(tmp, "unit.o"), opt)
             rows.append((name, cpu, peak))
             print(f"  {name}: {cpu:.1f} s CPU, {peak / 1e9:.2f} GB", file=sys.stderr, flush=True)
     return rows
@@ -130,6 +134,7 @@ def main():
     ap.add_argument("--build", default="build", help="a configured build folder (default: build)")
     ap.add_argument("--cold", nargs="*", metavar="TARGET",
                     help="also time a cold default-preset build of these targets (none named: all)")
+    ap.add_argument("--opt", metavar="LEVEL", help="compile the files at -OLEVEL instead of the build's own level")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="parallel jobs of the cold build")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="VAR=VALUE",
                     help="a cache entry for the cold build's configure (as CI: "
@@ -147,11 +152,12 @@ def main():
     except OSError:
         pass
     git = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True)
-    print(f"lrt {git.stdout.strip()} ({tree}): {os.cpu_count()} CPUs, build {build}, ccache off")
+    level = f", -O{a.opt}" if a.opt else ""
+    print(f"lrt {git.stdout.strip()} ({tree}): {os.cpu_count()} CPUs, build {build}{level}, ccache off")
     print()
     print("| file | CPU s | peak GB |")
     print("|---|---:|---:|")
-    for name, cpu, peak in per_file(build, files):
+    for name, cpu, peak in per_file(build, files, a.opt):
         print(f"| {name} | {cpu:.1f} | {peak / 1e9:.2f} |")
     if a.cold is not None:
         if shutil.which("cmake") is None:
