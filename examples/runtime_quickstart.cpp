@@ -12,6 +12,11 @@
 #include <lrt/runtime/training.hpp>
 
 int main(int argc, char** argv) try {
+  if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {  // no options: an output folder at most
+    const bool help = argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+    std::fprintf(help ? stdout : stderr, "usage: %s [OUT_DIR]\n", argv[0]);
+    return help ? 0 : 2;
+  }
   const std::string out = argc > 1 ? argv[1] : "runs/runtime-quickstart";
   lrt::ModelConfig cfg = lrt::preset("tiny");  // sizes are runtime values
   cfg.sequence_len = 32;

@@ -78,6 +78,11 @@ consumer/host_project/runtime_quickstart rq-cmake > rq-cmake.out 2>&1 ||
   fail "runtime_quickstart (lrt::runtime): $(tail -5 rq-cmake.out)"
 grep -Eq '^sequential bits per byte [0-9.]+$' rq-cmake.out || fail "runtime_quickstart printed: $(cat rq-cmake.out)"
 echo "runtime_quickstart (lrt::runtime): $(grep -E '^sequential bits per byte' rq-cmake.out)"
+consumer/host_project/runtime_quickstart --help | grep -q '^usage: .*runtime_quickstart \[OUT_DIR\]$' ||
+  fail "runtime_quickstart --help printed no usage"
+consumer/host_project/runtime_quickstart --bogus 2> /dev/null
+[ $? -eq 2 ] || fail "runtime_quickstart --bogus did not exit 2"
+[ ! -e --bogus ] || fail "runtime_quickstart --bogus made a folder"
 consumer/host_project/embedded_decode "$ck" "The q" 40 > embedded.out 2>&1 || fail "embedded_decode: $(cat embedded.out)"
 consumer/c_decode "$ck" "The q" 40 > c.out 2>&1 || fail "c_decode: $(cat c.out)"
 cmp -s embedded.out c.out || fail "lrt::embedded printed '$(cat embedded.out)', lrt::c '$(cat c.out)'"

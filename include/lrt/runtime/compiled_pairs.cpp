@@ -6,16 +6,19 @@
 // the headers declare them extern: its compiler parses them but generates none of their code (the
 // README's quick start: about 40 % less compile time). Exported from the library (LRT_API), while
 // everything they call stays the library's own (cmake/runtime_library.cmake).
+#if !defined(LRT_COMPILED_PAIRS)  // the extern declarations give them default visibility (LRT_API)
+#define LRT_COMPILED_PAIRS 1
+#endif
 #include "../decode/decoder.hpp"
 #include "../model/gpt.hpp"
 #include "../train/trainer.hpp"
 
 namespace lrt {
 inline namespace v0 {
-#define LRT_DETAIL_COMPILE_PAIR(V)                        \
-  template class LRT_API Model<V>;                        \
-  template class LRT_API Trainer<V, default_schedule<V>>; \
-  template class LRT_API Decoder<V>;
+#define LRT_DETAIL_COMPILE_PAIR(V)                \
+  template class Model<V>;                        \
+  template class Trainer<V, default_schedule<V>>; \
+  template class Decoder<V>;
 LRT_COMPILED_VARIANTS(LRT_DETAIL_COMPILE_PAIR)
 #undef LRT_DETAIL_COMPILE_PAIR
 }  // namespace v0
