@@ -104,3 +104,21 @@ if(EXISTS "${_build}/runtime_host")
 elseif(EXPECT_RUNTIME AND KIND STREQUAL "find_package")
   message(FATAL_ERROR "[${KIND}] runtime_host was not built")
 endif()
+
+# find_package(lrt COMPONENTS runtime): found with the library installed; without it, refused with
+# the reason.
+if(EXPECT_RUNTIME AND KIND STREQUAL "find_package")
+  set(_req "${CMAKE_COMMAND}" -S "${LRT_SOURCE_DIR}/tests/package/runtime_required" "-DCMAKE_PREFIX_PATH=${_prefix}"
+      "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
+  file(REMOVE_RECURSE "${_work}/required")
+  run_step("configure a project requiring the runtime" ${_req} -B "${_work}/required")
+  file(GLOB _libs "${_prefix}/lib*/*lrt_runtime*")
+  file(REMOVE ${_libs})
+  file(REMOVE_RECURSE "${_work}/required-missing")
+  execute_process(COMMAND ${_req} -B "${_work}/required-missing" RESULT_VARIABLE _rc OUTPUT_VARIABLE _out
+                  ERROR_VARIABLE _out)
+  if(_rc EQUAL 0 OR NOT _out MATCHES "lrt::runtime is not installed under")
+    message(FATAL_ERROR "[${KIND}] without liblrt_runtime, find_package(lrt COMPONENTS runtime) gave (exit ${_rc}):\n${_out}")
+  endif()
+  message(STATUS "[${KIND}] find_package(lrt COMPONENTS runtime) without the library: refused with the reason")
+endif()
