@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   args.option("checkpoint", "FILE", "the checkpoint (or the --out directory of lrt-train)", "", true)
       .option("core", "DIR", "the CORE bundle", std::string(LRT_SOURCE_DIR) + "/tests/data/core/bundle")
       .option("reps", "N", "runs of each form (the median and the median ratio are reported)", "3")
-      .option("threads", "N", tool::threads_help);
+      .shared("threads");
   const int rc = tool::parse_args(args, argc, argv, [&] {
     ckpt = args.str("checkpoint"), dir = args.str("core");
     reps = static_cast<int>(args.integer("reps", 1, 1 << 20));

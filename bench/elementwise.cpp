@@ -66,7 +66,6 @@ struct Options {
   int reps = 11;
   bool quick = false;
   bool json = false;
-  int threads = 0;  // 0: leave LRT_NUM_THREADS alone
   double min_ms = 20.0;
 };
 
@@ -76,13 +75,13 @@ Options parse(int argc, char** argv) {
   args.option("reps", "N", "timed samples per kernel and size (median reported)", "11")
       .flag("quick", "sizes 2^20 and 2^24 only, 5 reps")
       .flag("json", "one JSON object per line on stdout (the table goes to stderr)")
-      .option("threads", "N", "lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)")
+      .shared("threads")
       .option("min-ms", "X", "least duration of one timed sample in ms", "20");
   Options o;
   const int rc = tool::parse_args(args, argc, argv, [&] {
     o.quick = args.has("quick"), o.json = args.has("json");
     o.reps = o.quick && !args.has("reps") ? 5 : static_cast<int>(args.integer("reps", 1, 1 << 30));
-    if (args.has("threads")) o.threads = static_cast<int>(args.integer("threads", 0, 1 << 20));
+    tool::apply_threads(args);
     o.min_ms = args.number("min-ms", 0, 1e9);
   });
   if (rc >= 0) std::exit(rc);
@@ -161,7 +160,6 @@ struct Row {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  if (o.threads > 0) setenv("LRT_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   std::FILE* tab = o.json ? stderr : stdout;
   const int threads = lrt::num_threads();
 #if defined(__AVX512F__)

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       .option("prompt", "N", "prompt tokens per row (exact prefill, not timed)", "32")
       .option("tokens", "N", "timed decode steps per row", "64")
       .option("reps", "N", "repetitions of the three forms (medians reported)", "3")
-      .option("threads", "N", tool::threads_help)
+      .shared("threads")
       .flag("profile", "also print the share of the rows' steps spent in the row-wise products");
   const int rc = tool::parse_args(args, argc, argv, [&] {
     presets = lrt_bench::preset_list(args), weights = args.items("weights");

@@ -342,7 +342,7 @@ int main(int argc, char** argv) {
       .option("turns", "N", "--chat: turns per conversation", "10")
       .option("system", "BYTES", "--chat: the shared system prompt's bytes", "1000")
       .option("ctx", "N", "--chat: positions per request (the server's --ctx)", "4096")
-      .option("threads", "N", tool::threads_help);
+      .shared("threads");
   const int rc = tool::parse_args(args, argc, argv, [&] {
     presets = lrt_bench::preset_list(args);
     chat = args.has("chat");

@@ -12,11 +12,7 @@ int main(int argc, char** argv) {
   tool::Args a("lrt-eval",
                "Bits per byte of a checkpoint on the validation split of PATH (--split all: on all of it), or with "
                "--core DIR its CORE score on a bundle of in-context-learning tasks.");
-  a.option("checkpoint", "FILE",
-           "model.safetensors written by lrt-train, or its --out directory, or an int8/bf16 file of lrt-quantize (or "
-           "release "
-           "weights with --config)",
-           "", true)
+  a.shared("checkpoint")
       .option("data", "PATH", "text file, folder of text files, or the unpacked Brown Corpus (bits per byte)")
       .option("core", "DIR",
               "score CORE on this bundle instead (core.yaml, eval_meta_data.csv, eval_data/: nanochat's "
@@ -24,7 +20,7 @@ int main(int argc, char** argv) {
       .option("max-per-task", "N", "with --core: the first N items of each task after the shuffle (-1: all)", "-1")
       .option("tasks", "A,B", "with --core: only these tasks (their labels in core.yaml)")
       .option("examples", "FILE", "with --core: write each example's outcome to FILE (tab-separated)")
-      .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
+      .shared("config")
       .option("tokenizer", "FILE",
               "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
               "for release weights with --config)")
@@ -52,9 +48,9 @@ int main(int argc, char** argv) {
               "positions (0: none)",
               "0")
       .option("batch-rows", "B", "rows per forward", "16")
-      .option("threads", "N", tool::threads_help)
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
-      .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32");
+      .shared("threads")
+      .shared("device")
+      .shared("precision");
   // Under mpirun: --core's examples spread over the ranks.
   if (const int rc = tool::join_mpi("lrt-eval"); rc != 0) return rc;
   const int rc = tool::run_main(a, [&] {

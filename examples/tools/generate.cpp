@@ -7,22 +7,18 @@
 
 int main(int argc, char** argv) {
   tool::Args a("lrt-generate", "Continues a prompt with a trained model, printing bytes as they come.");
-  a.option("checkpoint", "FILE",
-           "model.safetensors written by lrt-train, or its --out directory, or an int8/bf16 file of lrt-quantize (or "
-           "release "
-           "weights with --config)",
-           "", true)
+  a.shared("checkpoint")
       .option("prompt", "TEXT", "text to continue (a BOS token is put in front)", "")
       .option("prompt-file", "FILE", "read the prompt from FILE ('-': standard input) instead of --prompt")
       .option("max-new-tokens", "N",
               "tokens to generate (generation may run past the training context); auto: sequence_len tokens", "auto")
-      .option("threads", "N", tool::threads_help)
+      .shared("threads")
       .option("temperature", "T", "0 = greedy", "0.8")
       .option("top-k", "K", "keep the K most likely tokens (0: all)", "0")
       .option("top-p", "P", "keep the smallest set with probability >= P", "1")
       .option("seed", "S", "sampling seed", "0")
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
-      .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
+      .shared("device")
+      .shared("precision")
       .option("prefill", "MODE",
               "how the prompt is fed: exact (token by token), zero (no memory, prompt and generation), "
               "interleaved:S (pass 0 + S refinement passes, then exact decoding; exact iff S >= prompt length), "
@@ -34,7 +30,7 @@ int main(int argc, char** argv) {
               "attention sinks: queries also see the first N positions once they leave the window "
               "(exact prefill past the shortest window)",
               "0")
-      .option("config", "FILE", "model config JSON (the release's meta_XXXXXX.json or a bare GPTConfig)")
+      .shared("config")
       .option("tokenizer", "FILE",
               "the BPE tokenizer file the model was trained with (checked against the checkpoint's record; needed "
               "for release weights with --config)")

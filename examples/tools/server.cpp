@@ -44,10 +44,7 @@ int main(int argc, char** argv) {
   tool::Args a("lrt-server",
                "Serves a checkpoint over HTTP with OpenAI's completion API, decoding up to --parallel requests "
                "together (docs/serving.md).");
-  a.option("checkpoint", "FILE",
-           "model.safetensors written by lrt-train, or its run directory, or an int8/bf16 file of lrt-quantize "
-           "(variants baseline, lrt, lrt-release)",
-           "", true)
+  a.shared("checkpoint")
       .option("host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
       .option("port", "N", "port to listen on (0: any free port, printed at start)", "8080")
       .option("parallel", "N", "requests decoded together (rows of the decoder)", "4")
@@ -59,7 +56,7 @@ int main(int argc, char** argv) {
       .option("slot-save-path", "DIR",
               "a folder where POST /slots/{id}?action=save|restore writes and reads sessions (default: off)")
       .option("ctx", "N", "positions per request, prompt (with BOS) and completion (0: the model's sequence_len)", "0")
-      .option("threads", "N", tool::threads_help)
+      .shared("threads")
       .option("api-key", "KEY",
               "require Authorization: Bearer KEY on /v1/*, /tokenize, /detokenize, /metrics and /slots/* (default: "
               "$LRT_API_KEY)")

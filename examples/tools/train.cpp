@@ -98,9 +98,9 @@ int main(int argc, char** argv) {
               "recurrence) or both",
               "parallel")
       .option("seed", "S", "seed of the initialisation and the data order", "0")
-      .option("threads", "N", tool::threads_help)
-      .option("device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu")
-      .option("precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32")
+      .shared("threads")
+      .shared("device")
+      .shared("precision")
       .option("resume", "DIR", "continue from a checkpoint directory written by lrt-train");
   if (const int rc = tool::join_mpi("lrt-train"); rc != 0) return rc;
   tool::set_program_arguments(argc, argv);

@@ -6,11 +6,14 @@
 // (lrt_config mem_offset 1000000), truncated (the file cut in half), dtype (lm_head.weight stored
 // as I64 zeros), missing (no lm_head.weight), shape (transformer.wte.weight's shape transposed),
 // extra (one more tensor, extra.weight); unbuilt (an lrt checkpoint said to read its memory from
-// block 0: a valid checkpoint of a variant no pair of the build has, both/shared/block0).
+// block 0: a valid checkpoint of a variant no pair of the build has, both/shared/block0); badname
+// (the metadata's variant "xyz", lrt_config intact); badjson (the header's JSON cut short by a
+// closing brace where a value begins).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,14 @@ int main(int argc, char** argv) {
     if (what == "truncated") {
       const std::string bytes = lrt::read_file(in, "checkpoint");
       std::ofstream(out, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+      return 0;
+    }
+    if (what == "badjson") {  // {"__metadata__":... -> {"__metadata__"}... (same length)
+      std::string bytes = lrt::read_file(in, "checkpoint");
+      const std::size_t colon = bytes.find(':', 8);
+      if (colon == std::string::npos) throw std::runtime_error("no ':' in the header");
+      bytes[colon] = '}';
+      std::ofstream(out, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       return 0;
     }
     const lrt::st::Reader r = lrt::st::Reader::open(in);
@@ -48,6 +59,8 @@ int main(int argc, char** argv) {
         w.set_metadata(k, j.dump());
       } else if (k == "variant" && what == "unbuilt") {
         w.set_metadata(k, "both/shared/block0");
+      } else if (k == "variant" && what == "badname") {
+        w.set_metadata(k, "xyz");
       } else {
         w.set_metadata(k, v);
       }

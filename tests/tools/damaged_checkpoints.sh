@@ -35,6 +35,8 @@ cases=(
   "missing|no tensor 'lm_head\.weight'"
   "shape|'transformer\.wte\.weight' has shape \(32, 320\)"
   "extra|holds 1 tensor a lrt model of this config does not have, first 'extra\.weight'"
+  "badname|variant 'xyz' is neither a named variant \(.*\) nor a spelling injection/projection/source; its lrt_config structure is lrt \(both/shared/final\)"
+  "badjson|\[safetensors\] '[^']+': invalid JSON header: "
 )
 n_checked=0
 for entry in "${cases[@]}"; do

@@ -56,5 +56,13 @@ refused lrt-generate "--temperature must be in [0, 1e+06], got -1" --checkpoint 
 refused lrt-eval "option '--data' needs a value (PATH)" --checkpoint x --data
 refused lrt-server "--parallel must be in [1, 1024], got 0" -m x --parallel 0
 
+echo "== a shared option (cli/args.hpp, tool::shared_options): one check, one message, in every program"
+for p in "lrt-train --data text.txt --out run" "lrt-eval --checkpoint x" "lrt-generate --checkpoint x" "lrt-server -m x" \
+         "lrt-bench-core --checkpoint x" lrt-bench-rows lrt-bench-server lrt-bench-gemm lrt-bench-elementwise; do
+  read -r -a words <<< "$p"
+  refused "${words[0]}" "--threads must be in [1, 1024], got 0" "${words[@]:1}" --threads 0
+done
+[ ! -e run ] || fail "a refused lrt-train left its --out folder behind"
+
 echo "checked $checked refusals${missing[*]:+; not in this build: ${missing[*]}}"
 [ "$checked" -ge 20 ] || fail "only $checked programs checked"

@@ -79,6 +79,42 @@ inline std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+/// An option that several programs take with one meaning, declared once (shared_options): its
+/// value's placeholder, help and default, and the programs that take it.
+struct SharedOption {
+  const char* name;
+  const char* meta;
+  const char* help;
+  const char* def;
+  bool required;
+  const char* programs;  // space-separated program names (Args::program())
+};
+
+/// The help of --threads N, which apply_threads reads.
+inline constexpr const char* threads_help = "threads of lrt's thread pool (as LRT_NUM_THREADS, which it overrides)";
+
+/// The shared options: a program adds one with Args::shared(name), which refuses a program the
+/// entry does not name, so this table is the list of who takes what (tools.shared_options checks
+/// every program's --help against it). An option whose meaning differs from one program to the
+/// next stays each program's own: lrt-bench's --threads LIST (one run per count), lrt-tokenizer's
+/// and lrt-bench-tokenizer's --threads (threads that split the documents), lrt-quantize's
+/// --checkpoint (f32 only), each benchmark's --reps and --quick.
+inline constexpr SharedOption shared_options[] = {
+    {"checkpoint", "FILE",
+     "model.safetensors written by lrt-train, or its run directory, or an int8/bf16 file of lrt-quantize", "", true,
+     "lrt-eval lrt-generate lrt-server"},
+    {"config", "FILE",
+     "the model config of release weights in --checkpoint (the release's meta_XXXXXX.json or a bare GPTConfig)", "",
+     false, "lrt-eval lrt-generate"},
+    {"threads", "N", threads_help, "", false,
+     "lrt-train lrt-eval lrt-generate lrt-server lrt-bench-core lrt-bench-rows lrt-bench-server lrt-bench-gemm "
+     "lrt-bench-elementwise"},
+    {"device", "NAME", "cpu, or cuda (a build with the CUDA toolkit: docs/gpu.md)", "cpu", false,
+     "lrt-train lrt-eval lrt-generate"},
+    {"precision", "P", "matmul precision: fp32; with --device cuda also tf32 or bf16 (fp32 weights)", "fp32", false,
+     "lrt-train lrt-eval lrt-generate"},
+};
+
 class Args {
  public:
   Args(std::string program, std::string summary) : prog_(std::move(program)), summary_(std::move(summary)) {}
@@ -87,6 +123,20 @@ class Args {
   Args& option(std::string name, std::string meta, std::string help, std::string def = "", bool required = false) {
     opts_.push_back({std::move(name), std::move(meta), std::move(help), std::move(def), required, false, false});
     return *this;
+  }
+  /// Declares the shared option `name` (shared_options) as the table gives it. Throws
+  /// std::logic_error (a mistake in the program, not in its command line) when the table has no
+  /// such option or does not name this program.
+  Args& shared(const std::string& name) {
+    for (const SharedOption& o : shared_options) {
+      if (name != o.name) continue;
+      const std::string progs = std::string(" ") + o.programs + " ";
+      if (progs.find(" " + program() + " ") == std::string::npos)
+        throw std::logic_error("--" + name + " is not shared with " + program() +
+                               ": add it to its programs in shared_options (examples/tools/cli/args.hpp)");
+      return option(o.name, o.meta, o.help, o.def, o.required);
+    }
+    throw std::logic_error("--" + name + " is not in shared_options (examples/tools/cli/args.hpp)");
   }
   Args& flag(std::string name, std::string help) {
     opts_.push_back({std::move(name), "", std::move(help), "", false, true, false});
@@ -241,9 +291,6 @@ class Args {
   std::map<std::string, std::string> values_;
   std::map<std::string, std::string> aliases_;  // spelling -> option name
 };
-
-/// The help of --threads N, which apply_threads reads.
-inline constexpr const char* threads_help = "threads of lrt's thread pool (as LRT_NUM_THREADS, which it overrides)";
 
 /// --threads N: the size of lrt's thread pool (as LRT_NUM_THREADS, which it overrides); call
 /// before anything runs a kernel.

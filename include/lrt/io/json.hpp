@@ -279,7 +279,7 @@ class Parser {
  public:
   static constexpr int max_depth = 128;
 
-  Parser(std::string_view text, std::string_view what) : s_(text), what_(what) {}
+  Parser(std::string_view text, std::string_view what, const char* op = "json") : s_(text), what_(what), op_(op) {}
 
   Value parse_document() {
     skip_ws();
@@ -292,7 +292,7 @@ class Parser {
  private:
   [[noreturn]] void fail(std::string_view reason) const { fail_at(reason, pos_); }
   [[noreturn]] void fail_at(std::string_view reason, std::size_t at) const {
-    ::lrt::throw_error("json", std::string(what_) + ": " + std::string(reason) + " at byte " + std::to_string(at));
+    ::lrt::throw_error(op_, std::string(what_) + ": " + std::string(reason) + " at byte " + std::to_string(at));
   }
 
   bool eof() const { return pos_ >= s_.size(); }
@@ -624,12 +624,15 @@ class Parser {
 
   std::string_view s_;
   std::string_view what_;
+  const char* op_;
   std::size_t pos_ = 0;
 };
 
-/// Parses one JSON text. Errors: lrt::Error("json", "<what>: <reason> at byte N").
-inline Value parse(std::string_view text, std::string_view what = "json") {
-  return Parser(text, what).parse_document();
+/// Parses one JSON text. Errors: lrt::Error(op, "<what>: <reason> at byte N"); op names the
+/// operation the text belongs to ("safetensors" for a checkpoint's header: the same words with
+/// exceptions and without).
+inline Value parse(std::string_view text, std::string_view what = "json", const char* op = "json") {
+  return Parser(text, what, op).parse_document();
 }
 
 }  // namespace json

@@ -489,19 +489,8 @@ class Reader {
     data_start_ = 8 + n;
     const std::uint64_t data_size = size - data_start_;
 
-    json::Value header;
-#if LRT_EXCEPTIONS
-    try {
-      header = json::parse(bytes_.substr(8, n), "header");
-    } catch (const Error& e) {
-      std::string_view what = e.what();
-      if (what.starts_with("[json] ")) what.remove_prefix(7);
-      fail("invalid JSON ",
-           std::string(what));  // "invalid JSON header: ... at byte N"
-    }
-#else
-    header = json::parse(bytes_.substr(8, n), "'" + label_ + "': invalid JSON header");
-#endif
+    // "[safetensors] 'FILE': invalid JSON header: ... at byte N", with exceptions or without.
+    const json::Value header = json::parse(bytes_.substr(8, n), "'" + label_ + "': invalid JSON header", "safetensors");
     if (!header.is_object()) fail("header is a JSON ", kind(header), ", not an object");
 
     for (const auto& [name, e] : header.members()) {

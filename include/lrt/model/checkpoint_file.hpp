@@ -164,15 +164,18 @@ inline CheckpointSchedule checkpoint_schedule(const st::Reader& r, const json::V
     if (const auto l = r.meta("lrt_config"))
       st = structure_from_lrt_config(json::parse(*l, file + " lrt_config"), file);
     const std::optional<VariantStructure> named = parse_variant(*v);
+    // lrt writes the structure's name (variant_name): any other name is a damaged or edited file,
+    // refused even where lrt_config alone would give the structure.
     check(
-        st || named, "checkpoint", file, ": variant '", *v, "' is neither a named variant (",
+        named.has_value(), "checkpoint", file, ": variant '", *v, "' is neither a named variant (",
         [] {
           std::string n;
           for (const NamedVariant& x : named_variants) n += (n.empty() ? "" : ", ") + std::string(x.name);
           return n;
         }(),
-        ") nor a spelling injection/projection/source, and the file has no lrt_config structure");
-    check(!st || !named || *st == *named, "checkpoint", file, ": variant '", *v, "' (", spell(*named),
+        ") nor a spelling injection/projection/source",
+        st ? "; its lrt_config structure is " + variant_label(*st) : std::string(", and the file has no lrt_config"));
+    check(!st || *st == *named, "checkpoint", file, ": variant '", *v, "' (", spell(*named),
           ") contradicts lrt_config's structure ", spell(*st));
     const VariantStructure structure = st ? *st : *named;
     CheckpointSchedule c{variant_name(structure), s ? *s : natural_schedule_spec(structure.recurrent()), {}, structure};

@@ -176,6 +176,14 @@ TEST_CASE("read_checkpoint: each damage refused, naming its cause, in both forms
       if (k == "variant") v = "both/shared/block5";  // agrees with lrt_config: only n_layer is wrong
     };
     refused(edited(bytes, block5), "reads its memory from block 5, but the model_config has n_layer 2");
+    // A name lrt never writes is refused even where lrt_config alone gives the structure.
+    Edit renamed;
+    renamed.meta = [](const std::string& k, std::string& v) {
+      if (k == "variant") v = "xyz";
+    };
+    refused(edited(bytes, renamed),
+            "variant 'xyz' is neither a named variant (baseline, lrt, lrt-release, residual, kv) nor a spelling "
+            "injection/projection/source; its lrt_config structure is lrt (both/shared/final)");
     refused(edited(bytes, json_field("lrt_config", "bos_id", 3)),
             "its tokenizer's BOS is 256, the model_config's bos_id 3");
     Edit sched;
