@@ -15,6 +15,12 @@
 //   dW   dW = X^T dY    (K, M) x (M, N)      "TN"  (X^T is a transposed view; inner dim = tokens)
 // plus a square 1024^3 GEMM.
 //
+// bf16: where the CPU has a bf16 path (lrt/backend/cpu/bf16_gemm.hpp: AVX512-BF16; LRT_CPU_MASK
+// hides it), lrt's bf16 GEMM (bf16 inputs rounded as they are packed, fp32 accumulation) runs on
+// the same operands and pool in the same rotation: the "bf16" column and "bf16/lrt" (its median
+// GFLOP/s over lrt::gemm's fp32). Its error against Eigen's fp32 product is reported apart ("bf16
+// err", max |C - C_eigen| / max |C_eigen|; bf16 keeps 8 bits of each input).
+//
 // Each timed sample runs a shape `iters` times (iters chosen in the warm-up so that a sample
 // lasts >= --min-ms); the three implementations are sampled in turn (lrt, Eigen, cblas, lrt,
 // ...) so that machine drift hits all three alike. The table reports medians over the samples
@@ -35,6 +41,7 @@
 //       bench/gemm.cpp -lfmt -lopenblas -lpthread
 // Without -DLRT_USE_OPENBLAS=1 lrt uses Eigen; add -DLRT_BENCH_HAVE_CBLAS=1 -lopenblas to keep
 // the cblas column.
+#include <lrt/backend/cpu/bf16_gemm.hpp>
 #include <lrt/tensor.hpp>
 
 #include "bench_util.hpp"
@@ -80,7 +87,6 @@ struct Options {
   bool reps_given = false;
   bool quick = false;
   bool json = false;
-  int threads = 0;  // 0: leave LRT_NUM_THREADS alone
   double min_ms = 3.0;
 };
 
@@ -92,14 +98,14 @@ Options parse(int argc, char** argv) {
               "5")
       .flag("quick", "fewer shapes (tokens 256 and 1024, d_model 128 and 512), 3 reps")
       .flag("json", "one JSON object per line on stdout (the table goes to stderr)")
-      .option("threads", "N", "lrt's pool size (sets LRT_NUM_THREADS; default: the environment's)")
+      .shared("threads")
       .option("min-ms", "X", "least duration of one timed sample in ms", "3");
   Options o;
   const int rc = tool::parse_args(args, argc, argv, [&] {
     o.quick = args.has("quick"), o.json = args.has("json");
     o.reps_given = args.has("reps");
     o.reps = o.quick && !args.has("reps") ? 3 : static_cast<int>(args.integer("reps", 1, 1 << 30));
-    if (args.has("threads")) o.threads = static_cast<int>(args.integer("threads", 0, 1 << 20));
+    tool::apply_threads(args);
     o.min_ms = args.number("min-ms", 0, 1e9);
   });
   if (rc >= 0) std::exit(rc);
@@ -118,10 +124,11 @@ struct Problem {
 struct Result {
   Problem p;
   int iters = 0, reps = 0;
-  double lrt = 0, eig = 0, blas = 0;              // median GFLOP/s
-  double lrt_max = 0, eig_max = 0, blas_max = 0;  // fastest sample, GFLOP/s
-  double err = 0;                                 // max |C - C_eigen| / max |C_eigen|
-  double other = 0;                               // other processes' load, CPUs
+  double lrt = 0, eig = 0, blas = 0, bf16 = 0;                  // median GFLOP/s (bf16: 0 without a path)
+  double lrt_max = 0, eig_max = 0, blas_max = 0, bf16_max = 0;  // fastest sample, GFLOP/s
+  double err = 0;                                               // max |C - C_eigen| / max |C_eigen|
+  double bf16_err = 0;                                          // the same for the bf16 product
+  double other = 0;                                             // other processes' load, CPUs
   double ratio() const { return lrt / std::max(eig, blas); }
   double ratio_max() const { return lrt_max / std::max(eig_max, blas_max); }
 };
@@ -142,7 +149,7 @@ double time_sample(int iters, F&& f) {
 
 Result run_problem(const Problem& p, const Options& o) {
   const auto A = operand(p.m, p.k, p.ta, 1), B = operand(p.k, p.n, p.tb, 2);
-  lrt::Tensor<float, 2> C_lrt({p.m, p.n}), C_eig({p.m, p.n}), C_blas({p.m, p.n});
+  lrt::Tensor<float, 2> C_lrt({p.m, p.n}), C_eig({p.m, p.n}), C_blas({p.m, p.n}), C_bf16({p.m, p.n});
   const OtherLoad load;
 
   // lrt: op(A), op(B) as (transposed) views.
@@ -155,6 +162,13 @@ Result run_problem(const Problem& p, const Options& o) {
       lrt::gemm(C_lrt, A, B.t());
     else
       lrt::gemm(C_lrt, A, B);
+  };
+  // bf16 on lrt's pool, from the same stored operands (op(A)[i][k] = A[k][i] when transposed).
+  const bool bf16 = lrt::cpu::bf16_gemm_supported();
+  auto run_bf16 = [&] {
+    lrt::cpu::gemm_bf16(p.m, p.n, p.k, 1.f, lrt::cpu::SgemmOperand{A.data(), A.shape()[1], p.ta},
+                        lrt::cpu::SgemmOperand{B.data(), B.shape()[1], p.tb}, 0.f, C_bf16.data(), p.n,
+                        [](index_t n, auto&& f) { lrt::parallel_for(n, 1, f); });
   };
   // Eigen: Map + noalias product (single thread: no OpenMP in this build).
   const Eigen::Map<const RowMat> Am(A.data(), A.shape()[0], A.shape()[1]), Bm(B.data(), B.shape()[0], B.shape()[1]);
@@ -184,6 +198,7 @@ Result run_problem(const Problem& p, const Options& o) {
 #if BENCH_CBLAS
   t_slowest = std::max(t_slowest, time_sample(1, run_blas));
 #endif
+  if (bf16) t_slowest = std::max(t_slowest, time_sample(1, run_bf16));
   t_lrt = std::min(t_lrt, time_sample(1, run_lrt));
   t_slowest = std::max(t_slowest, t_lrt);
   const int iters = std::clamp(static_cast<int>(std::ceil(o.min_ms * 1e-3 / std::max(t_lrt, 1e-9))), 1, 100000);
@@ -193,9 +208,10 @@ Result run_problem(const Problem& p, const Options& o) {
   r.p = p;
   r.iters = iters;
   r.reps = reps;
-  std::vector<double> tl, te, tbv;
+  std::vector<double> tl, te, tbv, th;
   for (int rep = 0; rep < reps; ++rep) {
     tl.push_back(time_sample(iters, run_lrt));
+    if (bf16) th.push_back(time_sample(iters, run_bf16));
     te.push_back(time_sample(iters, run_eig));
 #if BENCH_CBLAS
     tbv.push_back(time_sample(iters, run_blas));
@@ -207,22 +223,28 @@ Result run_problem(const Problem& p, const Options& o) {
   r.eig = gf(median(te));
   r.lrt_max = gf(*std::min_element(tl.begin(), tl.end()));
   r.eig_max = gf(*std::min_element(te.begin(), te.end()));
+  if (!th.empty()) {
+    r.bf16 = gf(median(th));
+    r.bf16_max = gf(*std::min_element(th.begin(), th.end()));
+  }
   if (!tbv.empty()) {
     r.blas = gf(median(tbv));
     r.blas_max = gf(*std::min_element(tbv.begin(), tbv.end()));
   }
 
   // lrt against Eigen (and cblas against Eigen: the two references must agree too).
-  double dmax = 0, cmax = 0;
+  double dmax = 0, cmax = 0, hmax = 0;
   for (index_t i = 0; i < p.m * p.n; ++i) {
     const float ref = C_eig.data()[i];
     cmax = std::max(cmax, double(std::fabs(ref)));
+    if (bf16) hmax = std::max(hmax, double(std::fabs(C_bf16.data()[i] - ref)));
     dmax = std::max(dmax, double(std::fabs(C_lrt.data()[i] - ref)));
 #if BENCH_CBLAS
     dmax = std::max(dmax, double(std::fabs(C_blas.data()[i] - ref)));
 #endif
   }
   r.err = dmax / std::max(cmax, 1e-30);
+  r.bf16_err = hmax / std::max(cmax, 1e-30);
   return r;
 }
 
@@ -266,7 +288,6 @@ struct Stats {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  if (o.threads > 0) setenv("LRT_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   std::FILE* tab = o.json ? stderr : stdout;
 
   const int threads = lrt::num_threads();
@@ -297,23 +318,27 @@ int main(int argc, char** argv) {
              "lrt-bench-gemm: lrt::gemm backend {} | lrt threads {} | Eigen {}.{}.{} ({}, 1 "
              "thread) | cblas: {} (core {}, 1 thread)\n"
              "{} shapes, {} reps (median), samples >= {} ms; GFLOP/s = 2*M*N*K / time; "
-             "lrt/best: medians, (max): fastest samples; other: CPUs used by other processes\n\n",
+             "lrt/best: medians, (max): fastest samples; other: CPUs used by other processes\n"
+             "bf16 path: {}{}\n\n",
              backend, threads, EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, simd,
-             BENCH_CBLAS ? blas_config : std::string("not built in"), blas_core, ps.size(), o.reps, o.min_ms);
+             BENCH_CBLAS ? blas_config : std::string("not built in"), blas_core, ps.size(), o.reps, o.min_ms,
+             lrt::cpu::bf16_path_name(lrt::cpu::cpu_bf16_path()),
+             lrt::cpu::bf16_gemm_supported() ? "" : std::string(" (") + lrt::cpu::bf16_missing() + ": no bf16 column)");
   if (o.json) {
     fmt::print(
         "{{\"kind\":\"config\",\"bench\":\"gemm\",\"backend\":\"{}\",\"threads\":{},"
         "\"eigen_simd\":\"{}\",\"cblas\":{},\"cblas_core\":\"{}\",\"reps\":{},\"min_ms\":{},"
-        "\"quick\":{}}}\n",
-        backend, threads, simd, BENCH_CBLAS ? "true" : "false", blas_core, o.reps, o.min_ms, o.quick);
+        "\"quick\":{},\"bf16_path\":\"{}\"}}\n",
+        backend, threads, simd, BENCH_CBLAS ? "true" : "false", blas_core, o.reps, o.min_ms, o.quick,
+        lrt::cpu::bf16_path_name(lrt::cpu::cpu_bf16_path()));
     std::fflush(stdout);
   }
   fmt::print(tab,
              "{:<9} {:<4} {:>4} {:>4} | {:>4} {:>4} {:>4} {:<2} | {:>6} {:>6} {:>6} | {:>8} "
-             "{:>5} {:>9} | {:>5}\n",
+             "{:>5} {:>9} | {:>6} {:>8} {:>8} | {:>5}\n",
              "layer", "pass", "tok", "d", "M", "N", "K", "op", "lrt", "eigen", "cblas", "lrt/best", "(max)",
-             "cblas/eig", "other");
-  fmt::print(tab, "{:-<97}\n", "");
+             "cblas/eig", "bf16", "bf16/lrt", "bf16 err", "other");
+  fmt::print(tab, "{:-<124}\n", "");
   std::fflush(tab);
 
   const OtherLoad total_load;
@@ -325,12 +350,14 @@ int main(int argc, char** argv) {
     const bool bad = !(r.err < 1e-4);
     fmt::print(tab,
                "{:<9} {:<4} {:>4} {:>4} | {:>4} {:>4} {:>4} {:<2} | {:>6.1f} {:>6.1f} {:>6} | "
-               "{:>8.2f} {:>5.2f} {:>9} | {:>4.2f}{}{}{}\n",
+               "{:>8.2f} {:>5.2f} {:>9} | {:>6} {:>8} {:>8} | {:>4.2f}{}{}{}\n",
                p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), r.lrt, r.eig,
                BENCH_CBLAS ? fmt::format("{:.1f}", r.blas) : std::string("-"), r.ratio(), r.ratio_max(),
-               BENCH_CBLAS ? fmt::format("{:.2f}", r.blas / r.eig) : std::string("-"), r.other,
-               r.other > 0.25 ? "*" : " ", r.ratio() < 0.9 ? "  <0.9" : "",
-               bad ? fmt::format("  MISMATCH rel err {:.2e}", r.err) : "");
+               BENCH_CBLAS ? fmt::format("{:.2f}", r.blas / r.eig) : std::string("-"),
+               r.bf16 > 0 ? fmt::format("{:.1f}", r.bf16) : std::string("-"),
+               r.bf16 > 0 ? fmt::format("{:.2f}", r.bf16 / r.lrt) : std::string("-"),
+               r.bf16 > 0 ? fmt::format("{:.1e}", r.bf16_err) : std::string("-"), r.other, r.other > 0.25 ? "*" : " ",
+               r.ratio() < 0.9 ? "  <0.9" : "", bad ? fmt::format("  MISMATCH rel err {:.2e}", r.err) : "");
     std::fflush(tab);
     if (o.json) {
       fmt::print(
@@ -339,11 +366,12 @@ int main(int argc, char** argv) {
           "\"iters\":{},\"reps\":{},\"gflops_lrt\":{:.3f},\"gflops_eigen\":{:.3f},"
           "\"gflops_cblas\":{},\"gflops_lrt_max\":{:.3f},\"gflops_eigen_max\":{:.3f},"
           "\"gflops_cblas_max\":{},\"ratio_lrt_vs_best\":{:.4f},\"ratio_lrt_vs_best_max\":{:.4f},"
-          "\"other_cpus\":{:.3f},\"rel_err\":{:.3e}}}\n",
+          "\"other_cpus\":{:.3f},\"rel_err\":{:.3e},\"gflops_bf16\":{},\"bf16_rel_err\":{}}}\n",
           p.name, p.pass, p.tokens, p.d, p.m, p.n, p.k, op_code(p), backend, threads, r.iters, r.reps, r.lrt, r.eig,
           BENCH_CBLAS ? fmt::format("{:.3f}", r.blas) : std::string("null"), r.lrt_max, r.eig_max,
           BENCH_CBLAS ? fmt::format("{:.3f}", r.blas_max) : std::string("null"), r.ratio(), r.ratio_max(), r.other,
-          r.err);
+          r.err, r.bf16 > 0 ? fmt::format("{:.3f}", r.bf16) : std::string("null"),
+          r.bf16 > 0 ? fmt::format("{:.3e}", r.bf16_err) : std::string("null"));
       std::fflush(stdout);
     }
   }
@@ -351,7 +379,7 @@ int main(int argc, char** argv) {
   const double other = total_load.cpus();
 
   // Summary over the transformer shapes (the square one excluded).
-  Stats best, best_max, own, own_max, be, be_max;
+  Stats best, best_max, own, own_max, be, be_max, half, half_max;
   int mismatches = 0, suspect = 0;
   const Result* worst = nullptr;
   for (const Result& r : rs) {
@@ -367,9 +395,13 @@ int main(int argc, char** argv) {
       be.add(r.blas / r.eig);
       be_max.add(r.blas_max / r.eig_max);
     }
+    if (r.bf16 > 0) {
+      half.add(r.bf16 / r.lrt, 1.6);
+      half_max.add(r.bf16_max / r.lrt_max, 1.6);
+    }
     if (!worst || r.ratio() < worst->ratio()) worst = &r;
   }
-  fmt::print(tab, "{:-<97}\n", "");
+  fmt::print(tab, "{:-<124}\n", "");
   fmt::print(tab,
              "{} transformer shapes; medians (fastest samples):\n"
              "  lrt / best of Eigen, cblas:  geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f}), "
@@ -384,6 +416,10 @@ int main(int argc, char** argv) {
   if (BENCH_CBLAS)
     fmt::print(tab, "  cblas / Eigen:               geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f})\n", be.geomean(),
                be_max.geomean(), be.min, be_max.min);
+  if (half.n)
+    fmt::print(tab, "  bf16 / lrt fp32 ({}):     geomean {:.3f} ({:.3f}), min {:.3f} ({:.3f}), below 1.6: {} ({})\n",
+               lrt::cpu::bf16_path_name(lrt::cpu::cpu_bf16_path()), half.geomean(), half_max.geomean(), half.min,
+               half_max.min, half.below, half_max.below);
   fmt::print(tab, "  other processes used {:.2f} CPUs on average; {} shapes above 0.25 (*)\n", other, suspect);
   if (mismatches) fmt::print(tab, "{} shapes MISMATCH (rel err >= 1e-4)\n", mismatches);
   fmt::print(tab, "total {:.1f} s\n", secs);
@@ -395,10 +431,10 @@ int main(int argc, char** argv) {
         "\"min_ratio_lrt_vs_best_max\":{:.4f},\"below_0_9_max\":{},"
         "\"geomean_ratio_lrt_vs_own_backend\":{:.4f},\"min_ratio_lrt_vs_own_backend\":{:.4f},"
         "\"geomean_cblas_over_eigen\":{},\"other_cpus\":{:.3f},\"suspect_shapes\":{},"
-        "\"mismatches\":{},\"seconds\":{:.1f}}}\n",
+        "\"mismatches\":{},\"seconds\":{:.1f},\"geomean_ratio_bf16_vs_lrt\":{}}}\n",
         backend, threads, best.n, best.geomean(), best.min, best.below, best_max.geomean(), best_max.min,
         best_max.below, own.geomean(), own.min, BENCH_CBLAS ? fmt::format("{:.4f}", be.geomean()) : std::string("null"),
-        other, suspect, mismatches, secs);
+        other, suspect, mismatches, secs, half.n ? fmt::format("{:.4f}", half.geomean()) : std::string("null"));
   }
   return mismatches ? 1 : 0;
 }
