@@ -122,8 +122,9 @@ struct Options {
   int reps = 3;
   double config_budget_s = 40;
   // worker mode (hidden): one configuration, printed as one kResultPrefix line per result
-  std::string worker;  // "", "train", "decode"
-  std::string preset, variant;
+  std::vector<std::string> precisions{"fp32"};  // training rows: fp32 and/or bf16 (lrt::cpu::set_cpu_matmul)
+  std::string worker;                           // "", "train", "decode"
+  std::string preset, variant, precision = "fp32";
   index_t batch = 1;
   std::string decoder = "graph";
   double r_ref = 0, triad = 0;  // GFLOP/s, GB/s
@@ -158,6 +159,10 @@ Options parse(int argc, char** argv) {
               "--config-budget-s, at least 2; --quick: 1)",
               "3")
       .option("config-budget-s", "X", "seconds a training configuration should take", "40")
+      .option("precision", "LIST",
+              "the training rows' matrix products: fp32 and/or bf16 (bf16 inputs, fp32 accumulation, on lrt's bf16 "
+              "kernels: AVX512-BF16; each a row of its own)",
+              "fp32")
       .flag("no-train", "skip the training part")
       .flag("no-decode", "skip the decode part")
       // The child processes' options (one configuration each, re-executed from /proc/self/exe).
@@ -184,6 +189,14 @@ Options parse(int argc, char** argv) {
     o.reps = static_cast<int>(args.integer("reps", 1, most));
     o.config_budget_s = args.number("config-budget-s", positive, 1e12);
     o.worker = args.str("worker"), o.preset = args.str("preset"), o.variant = args.str("variant");
+    o.precisions = args.items("precision");
+    for (const auto& p : o.precisions) {
+      if (p != "fp32" && p != "bf16") throw tool::UsageError("--precision: unknown '" + p + "' (known: fp32, bf16)");
+      if (p == "bf16" && !lrt::cpu::bf16_gemm_supported())
+        throw tool::UsageError(std::string("--precision bf16 needs AVX512-BF16 (vdpbf16ps) or AMX: ") +
+                               lrt::cpu::bf16_missing());
+    }
+    o.precision = o.precisions.front();  // a worker's (one item)
     if (args.has("batch")) o.batch = args.integer("batch", 1, most);
     if (args.has("decoder")) o.decoder = args.str("decoder");
     if (args.has("r-ref")) o.r_ref = args.number("r-ref", positive, 1e300);
@@ -378,6 +391,7 @@ int train_worker(const Options& o) {
   const index_t T = cfg.sequence_len;
   const index_t B = o.batch_tokens > 0 ? std::max<index_t>(1, o.batch_tokens / T) : train_batch_rows(o.preset);
   const index_t micro = o.batch_tokens > 0 ? 0 : train_micro_rows(o.preset);
+  if (o.precision == "bf16") lrt::cpu::set_cpu_matmul(lrt::cpu::CpuMatmul::bf16);  // before the first product
   const std::unique_ptr<lrt::runtime::Model> model = lrt::runtime::make_model(o.variant, cfg, 1);
   std::vector<std::string> docs;  // B + 1 documents of T random bytes: one row each
   std::mt19937_64 rng(5);
@@ -429,7 +443,8 @@ int train_worker(const Options& o) {
       "\"step_s\":{},\"fwd_bwd_s\":{},\"opt_s\":{},\"flops_per_token\":{},\"pass_factor\":{},\"r_ref_gflops\":{},"
       "\"tokens_per_s_fwd_bwd\":{},\"mfu_fwd_bwd\":{},\"gemm_share\":{},\"gemm_gflops_per_thread\":{},\"tensor_peak_"
       "mib\":{},"
-      "\"peak_rss_mib\":{},\"os_threads\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{}}}\n",
+      "\"peak_rss_mib\":{},\"os_threads\":{},\"warmup_s\":{},\"reps\":{},\"loss\":{},\"other_load_cpus\":{},"
+      "\"precision\":\"{}\",\"cpu_matmul\":\"{}\"}}\n",
       kResultPrefix, o.preset, o.variant, sched, threads, json_number(tps), json_number(F * pf * tps / r_ref), B,
       micro > 0 ? micro : B, T, B * T, json_number(step), json_number(fb), json_number(opt), json_number(F), pf,
       json_number(o.r_ref), json_number(tps_fb), json_number(F * pf * tps_fb / r_ref),
@@ -437,7 +452,7 @@ int train_worker(const Options& o) {
       kGemmTimer && g_sum.ns > 0 ? json_number(double(g_sum.flops) / double(g_sum.ns), 4) : std::string("null"),
       json_number(tensor_peak, 5), json_number(lrt_bench::proc_status_mib("VmHWM"), 5),
       json_number(lrt_bench::proc_status_value("Threads")), json_number(warm), reps, json_number(loss),
-      json_number(other, 3));
+      json_number(other, 3), o.precision, lrt::cpu::cpu_matmul_name());
   std::fflush(stdout);
   return 0;
 }
@@ -654,6 +669,7 @@ struct Report {
       shape = field(j, "micro_rows") < field(j, "batch_rows")
                   ? fmt::format("{}({})x{}", field(j, "batch_rows"), field(j, "micro_rows"), field(j, "seq_len"))
                   : fmt::format("{}x{}", field(j, "batch_rows"), field(j, "seq_len"));
+      if (sfield(j, "precision") == "bf16") shape += " bf16";
       ms = field(j, "step_s") * 1e3;
       opt = fmt_or_dash(100 * field(j, "opt_s") / field(j, "step_s"), "{:.0f}");
     } else {
@@ -687,8 +703,9 @@ struct Report {
     for (const auto& j : rows)
       if (sfield(j, "name") == kind && sfield(j, "preset") == p && sfield(j, "variant") == v &&
           field(j, "threads") == thr &&
-          (kind == "train" || (field(j, "batch") == batch && field(j, "context") == ctx &&
-                               sfield(j, "decoder") == decoder && sfield(j, "weights") == weights)))
+          (kind == "train" ? sfield(j, "precision") == weights
+                           : (field(j, "batch") == batch && field(j, "context") == ctx &&
+                              sfield(j, "decoder") == decoder && sfield(j, "weights") == weights)))
         return &j;
     return nullptr;
   }
@@ -812,11 +829,13 @@ int run_parent(const Options& o) {
   if (o.train)
     for (const auto& p : o.presets)
       for (const auto& v : o.variants)
-        for (int t : o.threads) {
-          auto args = common("train", p, v, t);
-          if (o.quick) args.push_back("--quick");
-          run_child(args, t, fmt::format("train {} {} threads {}", p, v, t));
-        }
+        for (int t : o.threads)
+          for (const auto& prec : o.precisions) {  // side by side: the precisions of a configuration in turn
+            auto args = common("train", p, v, t);
+            args.insert(args.end(), {"--precision", prec});
+            if (o.quick) args.push_back("--quick");
+            run_child(args, t, fmt::format("train {} {} threads {} {}", p, v, t, prec));
+          }
   if (o.decode)
     for (const auto& p : o.presets)
       for (const auto& v : o.variants)
@@ -867,6 +886,18 @@ int run_parent(const Options& o) {
                           field(*l, "flops_per_token") * field(*l, "pass_factor") / field(*b, "flops_per_token"));
       }
       if (!line.empty()) fmt::print(tab, "train {:<6}{}\n", p, line);
+      for (const auto& v : o.variants)  // bf16 against fp32, with the share of the step in GEMMs
+        for (int t : o.threads) {
+          const auto* f = rep.find("train", p, v, t, 0, 0, "graph", "fp32");
+          const auto* h = rep.find("train", p, v, t, 0, 0, "graph", "bf16");
+          if (f && h)
+            fmt::print(tab,
+                       "train {:<6} {:<8} {}T: bf16/fp32 tokens/s {:.2f}x (GEMM share of a step: fp32 {:.0f}%, {} "
+                       "{:.0f}%; GEMM GFLOP/s per thread {:.1f} -> {:.1f}); loss after the steps {:.4f} / {:.4f}\n",
+                       p, v, t, field(*h, "tokens_per_s") / field(*f, "tokens_per_s"), 100 * field(*f, "gemm_share"),
+                       sfield(*h, "cpu_matmul"), 100 * field(*h, "gemm_share"), field(*f, "gemm_gflops_per_thread"),
+                       field(*h, "gemm_gflops_per_thread"), field(*f, "loss"), field(*h, "loss"));
+        }
       if (o.threads.size() >= 2)
         for (const auto& v : o.variants) {
           const auto* a = rep.find("train", p, v, o.threads[0]);

@@ -9,9 +9,15 @@ the 15 tanh soft cap, cross-entropy. One step = forward, backward and AdamW over
 128, small 16 x 256, medium 32 x 256), fp32. lrt's step runs Muon on the block matrices, which
 costs more than AdamW: the comparison favours PyTorch.
 
+--precision bf16: the forward under torch.autocast("cpu", dtype=torch.bfloat16) (its matmuls on
+bf16 inputs, oneDNN's bf16 kernels where the CPU has them, fp32 weights and optimizer state), the
+reference for lrt-bench --precision bf16.
+
 Usage (Debian 12: apt-get install python3-torch, PyTorch 1.13 on Debian's OpenBLAS):
   OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/torch_train_step.py --preset small --threads 1
   build/bin/lrt-bench --presets small --variants baseline --threads 1 --no-decode
+  /usr/bin/python3 bench/torch_train_step.py --preset small --threads 1 --precision bf16
+  build/bin/lrt-bench --presets small --variants baseline --threads 1 --no-decode --precision bf16
 Run them one after the other, twice, alternating: the machine's speed drifts. Where Debian's
 OpenBLAS takes the CPU for an older one (OPENBLAS_VERBOSE=2 prints its core), give PyTorch the
 right kernels with OPENBLAS_CORETYPE (SkylakeX on a CPU with AVX-512) for a fair comparison.
@@ -115,6 +121,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=5, help="timed steps (median reported)")
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="bf16: the forward under torch.autocast on the CPU (bf16 matmuls)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
@@ -126,7 +134,8 @@ def main():
     times = []
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
-        loss = model(x, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -134,7 +143,7 @@ def main():
             times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     print(
-        f"torch {torch.__version__} {args.preset} baseline, {args.threads} thread(s), {rows}x{T}: "
+        f"torch {torch.__version__} {args.preset} baseline {args.precision}, {args.threads} thread(s), {rows}x{T}: "
         f"{rows * T / med:.0f} tokens/s, {med * 1e3:.1f} ms/step (median of {len(times)}), "
         f"loss {loss.item():.3f}, {sum(p.numel() for p in model.parameters())} parameters"
     )

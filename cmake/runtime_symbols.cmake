@@ -15,7 +15,7 @@ if(NOT _rc EQUAL 0)
 endif()
 # What may stay global: the runtime's entry points, the C API, the classes thrown or called across
 # the library, and the process-wide state of lrt/core/config.hpp's list.
-set(_state "ThreadPool::global\\(\\)|cpu::CachingAllocator::global\\(\\)|cpu::detail::gemm_state\\(\\)|cpu::gemm_choice\\(\\)|cpu::detail::rowwise_level_slot\\(\\)|cpu::detail::gemm_profile_slot\\(\\)|detail::device_allocations\\(\\)|detail::error_handler_slot\\(\\)|detail::in_pool_task|ad::detail::grad_mode")
+set(_state "ThreadPool::global\\(\\)|cpu::CachingAllocator::global\\(\\)|cpu::detail::gemm_state\\(\\)|cpu::gemm_choice\\(\\)|cpu::detail::rowwise_level_slot\\(\\)|cpu::detail::gemm_profile_slot\\(\\)|cpu::detail::cpu_matmul_slot\\(\\)|detail::device_allocations\\(\\)|detail::error_handler_slot\\(\\)|detail::in_pool_task|ad::detail::grad_mode")
 set(_allowed
   "^lrt_[a-z_]+$"
   "^lrt::v0::runtime::(open_decoding|decoding_variants|decoding_variant_names|detail::register_decoding|checkpoint_model_file|quantize_checkpoint_file|sample|Text::(vocab_size|encode|token_text)|make_model|open_model|model_pairs|products|detail::register_model|Score::(bits_per_byte|loss))(\\[abi:cxx11\\])?\\("

@@ -237,8 +237,9 @@ inline std::string cuda_pairs_text() {
   return list;
 }
 
-/// --device cpu|cuda and --precision fp32|tf32|bf16, checked: tf32 and bf16 are GPU options, and
-/// --device cuda needs a build that holds CUDA sessions.
+/// --device cpu|cuda and --precision fp32|tf32|bf16, checked: tf32 is a GPU option, bf16 on the
+/// CPU needs its bf16 instructions (lrt::cpu::bf16_gemm_supported), and --device cuda needs a
+/// build that holds CUDA sessions.
 inline DeviceChoice device_choice(const Args& a) {
   DeviceChoice d;
   const std::string dev = a.str("device"), prec = a.str("precision");
@@ -252,11 +253,15 @@ inline DeviceChoice device_choice(const Args& a) {
     d.precision = Precision::bf16;
   else if (prec != "fp32")
     throw UsageError(fmt::format("--precision must be fp32, tf32 or bf16, got '{}'", prec));
-  if (d.device == DeviceKind::cpu && d.precision != Precision::fp32)
-    throw UsageError(fmt::format(
-        "--precision {} is a GPU option (a cuBLAS compute mode): the CPU computes in fp32; drop --precision or add "
-        "--device cuda",
-        prec));
+  if (d.device == DeviceKind::cpu && d.precision == Precision::tf32)
+    throw UsageError(
+        "--precision tf32 is a GPU option (a cuBLAS compute mode): on the CPU, fp32 or bf16; drop --precision or add "
+        "--device cuda");
+  if (d.device == DeviceKind::cpu && d.precision == Precision::bf16 && !lrt::cpu::bf16_gemm_supported())
+    throw UsageError(
+        fmt::format("--precision bf16 on the CPU needs AVX512-BF16 (vdpbf16ps) or AMX: {}; drop "
+                    "--precision, or add --device cuda",
+                    lrt::cpu::bf16_missing()));
   if (d.device == DeviceKind::cuda && cuda_pairs_text().empty())
     throw UsageError(
         "--device cuda: this build has no CUDA (CMake found no nvcc, or it was configured with "
@@ -272,6 +277,11 @@ inline DeviceChoice device_choice(const Args& a) {
 
 /// "cpu" or "cuda: NAME (N GiB), bf16 matmuls".
 inline std::string describe(const DeviceChoice& d, const Session& s) {
+  if (d.device == DeviceKind::cpu && d.precision == Precision::bf16)
+    return fmt::format(
+        "cpu, {} thread{} (--threads, LRT_NUM_THREADS), {} matmuls (fp32 accumulation, weights, "
+        "activations and optimizer state)",
+        lrt::num_threads(), lrt::num_threads() == 1 ? "" : "s", lrt::cpu::cpu_matmul_name());
   if (d.device == DeviceKind::cpu)
     return fmt::format("cpu, {} thread{} (--threads, LRT_NUM_THREADS), GEMM via {}", lrt::num_threads(),
                        lrt::num_threads() == 1 ? "" : "s", lrt::cpu::gemm_summary());
@@ -282,7 +292,11 @@ inline std::string describe(const DeviceChoice& d, const Session& s) {
 /// The session of `pair` on the chosen device.
 inline std::unique_ptr<Session> make_session(const Entry& pair, const DeviceChoice& d, const lrt::ModelConfig& cfg,
                                              std::uint64_t seed = 0) {
-  if (d.device == DeviceKind::cpu) return pair.make_cpu(cfg, seed);
+  if (d.device == DeviceKind::cpu) {
+    // bf16 GEMMs from the first product on (device_choice checked that the CPU has them).
+    lrt::cpu::set_cpu_matmul(d.precision == Precision::bf16 ? lrt::cpu::CpuMatmul::bf16 : lrt::cpu::CpuMatmul::fp32);
+    return pair.make_cpu(cfg, seed);
+  }
   for (const DeviceEntry& e : device_registry())
     if (e.device == d.device && e.structure == pair.structure && e.schedule == pair.schedule)
       return e.make(cfg, seed, d.precision);
@@ -697,6 +711,18 @@ inline TrainSettings train_settings(const Entry& pair, const Args& a) {
   budget_forwards = a.has("budget-forwards") ? a.number("budget-forwards", 1, 1e18) : 0;
 
   device = device_choice(a);
+  // A run trained with bf16 products on the CPU continues with them (bit for bit, on the same
+  // path), unless --precision says otherwise.
+  if (st.resume && device.device == DeviceKind::cpu && !a.has("precision"))
+    if (const auto m = lrt::st::Reader::open(st.from.model_path()).meta("cpu_matmul"); m && m->starts_with("bf16")) {
+      if (!lrt::cpu::bf16_gemm_supported())
+        throw UsageError(
+            fmt::format("--resume '{}' was trained with {} matrix products, which need AVX512-BF16 "
+                        "(vdpbf16ps) or AMX: {}; give --precision fp32 to continue it in fp32",
+                        a.str("resume"), *m, lrt::cpu::bf16_missing()));
+      device.precision = Precision::bf16;
+      fmt::print("--precision bf16: the matrix products the run resumed was trained with ({})\n", *m);
+    }
   return st;
 }
 
@@ -1357,6 +1383,9 @@ int report_run(const Entry& pair, const TrainSettings& st, const TrainData& d, S
   summary["params"] = tr.num_params(), summary["matmul_params"] = tr.num_matmul_params();
   summary["train_seconds"] = train_seconds, summary["eval_seconds"] = eval_seconds, summary["wall_seconds"] = now();
   summary["run_seconds"] = log.seconds_before + now();  // over the run's resumes (log.csv's seconds)
+  summary["device"] = to_string(st.device.device), summary["precision"] = to_string(st.device.precision);
+  if (st.device.device == DeviceKind::cpu)  // the products' path: "fp32", or "bf16 (avx512_bf16)"
+    summary["cpu_matmul"] = lrt::cpu::cpu_matmul_name();
   if (replan.budget > 0) {  // --time: how the plan changed, and the time the run took against it
     const double run_s = replan.spent_before + now();
     std::string how = replan.changes.empty() ? fmt::format("the plan of {} steps held", replan.planned)
@@ -1444,8 +1473,10 @@ inline int train_run(const Entry& pair, const tool::Args& a) {
   if (st.tune_split) tr.set_metadata("held_out", "tune");  // lrt-eval --split tune checks it
   tr.set_metadata("train_data", data_print);
   // The CPU's GEMM path (lrt, openblas or eigen), which a --resume takes again.
-  if (st.device.device == DeviceKind::cpu)
+  if (st.device.device == DeviceKind::cpu) {
     tr.set_metadata("cpu_gemm", lrt::cpu::gemm_path_key(lrt::cpu::gemm_choice().path));
+    tr.set_metadata("cpu_matmul", lrt::cpu::cpu_matmul_name());  // "fp32", or "bf16 (avx512_bf16)"
+  }
   if (group != nullptr) {
     tr.set_group(group, {{"arguments", program_arguments()}});
     fmt::print("data-parallel: {} ranks ({}), {} rows each per step, micro-batches of {} rows\n", group->size(),

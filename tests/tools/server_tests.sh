@@ -135,6 +135,24 @@ expect 2 "no such file" "$bin/lrt-server" -m missing.safetensors
 expect 2 "--chat-template expects none or plain" "$bin/lrt-server" -m byte_lrt --chat-template chatml
 expect 2 "--parallel must be in" "$bin/lrt-server" -m byte_lrt --parallel 0
 expect 2 "--port must be in" "$bin/lrt-server" -m byte_lrt --port 70000
+# --api-key guards /detokenize too, and its help says so.
+"$bin/lrt-server" --help | tr -s ' \n' ' ' | grep -q -- "--api-key KEY require Authorization: Bearer KEY on /v1/\*, /tokenize, /detokenize" ||
+  fail "lrt-server --help: --api-key does not name /detokenize"
+echo "ok - --api-key's help names /detokenize"
+# An IPv6 host is printed in brackets in the start line's URL (where the machine has ::1).
+if grep -q "^0\{31\}1 " /proc/net/if_inet6 2>/dev/null; then
+  "$bin/lrt-server" -m byte_lrt --host ::1 --port 0 2>v6.log &
+  v6=$!
+  for _ in $(seq 1 400); do
+    grep -q "listening on" v6.log && break
+    sleep 0.05
+  done
+  kill -TERM "$v6" && wait "$v6" || true
+  grep -qE "^lrt-server: listening on http://\[::1\]:[0-9]+ " v6.log || fail "--host ::1: $(head -1 v6.log)"
+  echo "ok - --host ::1: $(grep -o 'http://[^ ]*' v6.log | head -1)"
+else
+  echo "skip - --host ::1: this machine has no IPv6 loopback"
+fi
 head -c 300 byte_lrt/model.safetensors >damaged.safetensors
 expect 1 "damaged.safetensors" "$bin/lrt-server" -m damaged.safetensors --port 0
 # Every variant of the build's pairs is served (the runtime's table), with lrt-generate's texts.

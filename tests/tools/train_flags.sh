@@ -61,6 +61,28 @@ cmp -s a/model.safetensors b/model.safetensors || fail "the resumed run's model 
 cmp -s a/optim.safetensors b/optim.safetensors || fail "the resumed run's optimizer state differs"
 pass "a resume without the flags ends byte-identical"
 
+# --precision bf16 on the CPU (bf16 products, fp32 accumulation), where the CPU has them: named on
+# the device line, in summary.json and the checkpoint; a resume takes it again and ends
+# byte-identical; the products differ from fp32's.
+if LRT_CPU_MASK= "$train" $common --precision bf16 --steps 8 --out h > h.out 2>&1; then
+  grep -q '^lrt-train: device cpu, 1 thread .*, bf16 (avx512_bf16) matmuls' h.out || fail "bf16 device line: $(grep device h.out)"
+  grep -q '"precision":"bf16"' h/summary.json && grep -q '"cpu_matmul":"bf16 (avx512_bf16)"' h/summary.json ||
+    fail "summary.json: $(cat h/summary.json)"
+  meta h/model.safetensors | grep -q 'cpu_matmul":"bf16 (avx512_bf16)' || fail "model.safetensors: no cpu_matmul"
+  "$train" --data corpus.txt --eval-tokens 512 --resume h/checkpoints/step-000004 --out i > i.out 2>&1 ||
+    fail "bf16 resume exited with $?: $(tail -3 i.out)"
+  grep -q -- '^--precision bf16: the matrix products the run resumed was trained with' i.out || fail "resume: $(head -3 i.out)"
+  cmp -s h/model.safetensors i/model.safetensors || fail "the resumed bf16 run's model differs"
+  cmp -s h/optim.safetensors i/optim.safetensors || fail "the resumed bf16 run's optimizer state differs"
+  "$train" $common --steps 8 --out f > f.out 2>&1 || fail "fp32 run: $(tail -3 f.out)"
+  cmp -s f/model.safetensors h/model.safetensors && fail "bf16 and fp32 runs ended with the same model"
+  pass "--precision bf16: recorded, resumed byte-identical, not fp32's products"
+elif grep -q -- "--precision bf16 on the CPU needs AVX512-BF16" h.out; then
+  echo "skip: --precision bf16: $(head -1 h.out)"
+else
+  fail "--precision bf16: $(tail -3 h.out)"
+fi
+
 # Resumed at the horizon (N = the checkpoint's step): nothing to train, but the summary has the
 # checkpoint's scores, the same as the run that wrote it.
 "$train" --data corpus.txt --eval-tokens 512 --resume a --steps 8 --out c > c.out 2>&1 ||

@@ -4,6 +4,7 @@
 // OpenBLAS core and LRT_GEMM.
 #include "../test_util.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -224,6 +225,35 @@ TEST_CASE("this process's GEMM path (LRT_TEST_GEMM_EXPECT: the path the environm
     // OpenBLAS told it runs AVX-512 kernels, on a CPU with AVX-512: the first fit.
     CHECK(c.path == GemmPath::openblas);
     CHECK(c.why.find("also fit: lrt AVX-512") != std::string::npos);
+  }
+}
+
+TEST_CASE("--precision bf16 on the CPU: every float GEMM on the bf16 kernels, whatever its shape, until set back") {
+  if (!lrt::cpu::bf16_gemm_supported()) {
+    MESSAGE("skipped: " << lrt::cpu::bf16_missing());
+    CHECK_THROWS_WITH_AS(lrt::cpu::set_cpu_matmul(lrt::cpu::CpuMatmul::bf16),
+                         doctest::Contains("bf16 matrix products need AVX512-BF16"), lrt::Error);
+    return;
+  }
+  struct Restore {  // the process's other tests run in fp32
+    ~Restore() { lrt::cpu::set_cpu_matmul(lrt::cpu::CpuMatmul::fp32); }
+  } restore;
+  for (auto [M, N, K] :
+       {std::array<index_t, 3>{1, 48, 40}, {7, 33, 65}, {300, 96, 130}}) {  // a row, a block, rows over the pool
+    CAPTURE(M);
+    const lrt::Tensor<float, 2> A = lrt::uniform<float>(lrt::Shape<2>{M, K}, 1, 0, -1.f, 1.f);
+    const lrt::Tensor<float, 2> B =
+        lrt::uniform<float>(lrt::Shape<2>{N, K}, 2, 0, -1.f, 1.f);  // used as B^T, as a layer's weights
+    lrt::Tensor<float, 2> fp32({M, N}), bf16({M, N}), want({M, N});
+    lrt::gemm(fp32, A, B.t());
+    lrt::cpu::set_cpu_matmul(lrt::cpu::CpuMatmul::bf16);
+    CHECK(lrt::cpu::cpu_matmul_name() == "bf16 (avx512_bf16)");
+    lrt::gemm(bf16, A, B.t());
+    lrt::cpu::set_cpu_matmul(lrt::cpu::CpuMatmul::fp32);
+    lrt::cpu::gemm_bf16_reference(M, N, K, 1.f, SgemmOperand{A.data(), K, false}, SgemmOperand{B.data(), K, true}, 0.f,
+                                  want.data(), N);
+    CHECK(std::memcmp(bf16.data(), want.data(), sizeof(float) * std::size_t(M * N)) == 0);
+    CHECK(std::memcmp(bf16.data(), fp32.data(), sizeof(float) * std::size_t(M * N)) != 0);  // it did change
   }
 }
 

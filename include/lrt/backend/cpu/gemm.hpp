@@ -16,6 +16,10 @@
 // of C, in fixed blocks so that results do not depend on the thread count), so no BLAS or OpenMP
 // pool ever runs beside it. double-precision products (tests and checks) run on OpenBLAS where it
 // is the fp32 path, else on Eigen.
+// set_cpu_matmul(CpuMatmul::bf16) sends every float GEMM of the process instead to lrt's bf16
+// kernels (backend/cpu/bf16_gemm.hpp: the operands rounded to bf16, fp32 accumulation) where the
+// CPU has them: --precision bf16 on the CPU. The fused attention kernel and the decoders' row-wise
+// products (rowwise_product, gemv) are not GEMMs and stay fp32.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +40,7 @@
 #include "../../core/error.hpp"
 #include "../../tensor/linalg.hpp"
 #include "device.hpp"
+#include "bf16_gemm.hpp"
 #include "rowwise.hpp"
 #include "sgemm.hpp"
 
@@ -68,6 +73,36 @@ LRT_API inline std::atomic<GemmProfile*>& gemm_profile_slot() noexcept {
 
 /// Installs (or, with nullptr, removes) the GEMM profile counters; returns the previous ones.
 inline GemmProfile* set_gemm_profile(GemmProfile* p) noexcept { return detail::gemm_profile_slot().exchange(p); }
+
+/// The arithmetic of this process's float GEMMs on the CPU: fp32, or bf16 inputs with fp32
+/// accumulation (lrt's bf16 kernels, on the path cpu_bf16_path() names).
+enum class CpuMatmul : int { fp32 = 0, bf16 = 1 };
+
+namespace detail {
+LRT_API inline std::atomic<int>& cpu_matmul_slot() noexcept {
+  static std::atomic<int> slot{0};
+  return slot;
+}
+}  // namespace detail
+
+inline CpuMatmul cpu_matmul() noexcept {
+  return static_cast<CpuMatmul>(detail::cpu_matmul_slot().load(std::memory_order_relaxed));
+}
+
+/// Sets the arithmetic of the float GEMMs that follow (set it before the first, and keep it for a
+/// run: a model trained in bf16 continues bit for bit only in bf16, on the same path). bf16 on a
+/// CPU without a bf16 path throws lrt::Error naming what it lacks.
+inline void set_cpu_matmul(CpuMatmul m) {
+  check(m == CpuMatmul::fp32 || bf16_gemm_supported(), "cpu matmul",
+        "bf16 matrix products need AVX512-BF16 (vdpbf16ps) or AMX: ", bf16_missing());
+  detail::cpu_matmul_slot().store(static_cast<int>(m), std::memory_order_relaxed);
+}
+
+/// "fp32", or "bf16 (avx512_bf16)": the arithmetic of the float GEMMs and the path that runs it.
+inline std::string cpu_matmul_name() {
+  return cpu_matmul() == CpuMatmul::fp32 ? std::string("fp32")
+                                         : std::string("bf16 (") + bf16_path_name(cpu_bf16_path()) + ")";
+}
 
 /// The libraries an fp32 GEMM can run on.
 enum class GemmPath { lrt, openblas, eigen };
@@ -481,8 +516,9 @@ struct GemmBackend<cpu::Device> {
   /// lrt's kernels over all M rows: each panel of op(B) packed once (by the pool), then the
   /// blocks of rows on the pool (within a task of the pool, on its thread). Counted in the
   /// GemmProfile as the thread-time of its parts.
+  /// bf16 (cpu_matmul()): the same on lrt's bf16 kernels, whatever M.
   static void run_lrt(cpu::SimdLevel level, index_t M, index_t N, index_t K, float alpha, const MatRef<float>& a,
-                      const MatRef<float>& b, float beta, float* C, index_t ldc) {
+                      const MatRef<float>& b, float beta, float* C, index_t ldc, bool bf16 = false) {
     cpu::GemmProfile* prof = cpu::detail::gemm_profile_slot().load(std::memory_order_relaxed);
     const auto par = [prof](index_t n, auto&& f) {
       parallel_for(n, 1, [&](index_t b0, index_t b1) {
@@ -494,8 +530,12 @@ struct GemmBackend<cpu::Device> {
         prof->ns.fetch_add(static_cast<std::int64_t>(ns), std::memory_order_relaxed);
       });
     };
-    cpu::sgemm(level, M, N, K, alpha, cpu::SgemmOperand{a.p, a.ld, a.trans}, cpu::SgemmOperand{b.p, b.ld, b.trans},
-               beta, C, ldc, par);
+    if (bf16)
+      cpu::gemm_bf16(M, N, K, alpha, cpu::SgemmOperand{a.p, a.ld, a.trans}, cpu::SgemmOperand{b.p, b.ld, b.trans}, beta,
+                     C, ldc, par);
+    else
+      cpu::sgemm(level, M, N, K, alpha, cpu::SgemmOperand{a.p, a.ld, a.trans}, cpu::SgemmOperand{b.p, b.ld, b.trans},
+                 beta, C, ldc, par);
     if (prof) {
       prof->flops.fetch_add(2 * std::int64_t(M) * std::int64_t(N) * std::int64_t(K), std::memory_order_relaxed);
       prof->calls.fetch_add(1, std::memory_order_relaxed);
@@ -511,6 +551,12 @@ struct GemmBackend<cpu::Device> {
     auto one = [&](index_t i) {
       const MatRef<T> ai{a.p + i * sa, a.ld, a.trans}, bi{b.p + i * sb, b.ld, b.trans};
       T* ci = C + i * sc;
+      if constexpr (std::is_same_v<T, float>) {
+        if (cpu::cpu_matmul() == cpu::CpuMatmul::bf16) {  // every float GEMM, whatever its shape
+          run_lrt(cpu::SimdLevel::none, M, N, K, alpha, ai, bi, beta, ci, ldc, true);
+          return;
+        }
+      }
       if (M < 2 * block_rows) {
         cpu::detail::gemm1(M, N, K, alpha, ai, bi, beta, ci, ldc);
         return;
