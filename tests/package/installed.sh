@@ -37,7 +37,7 @@ if [ "$(uname -m)" = x86_64 ] && command -v objdump > /dev/null; then
     /%[yz]mm/ { n[f]++ }
     END { for (f in n) print n[f] "\t" f }' > avx_functions.txt
   total=$(awk -F'\t' '{ s += $1 } END { print s + 0 }' avx_functions.txt)
-  kernels='(avx2|avx512|Avx2|Avx512|fold8|fold16|in_register)'
+  kernels='(avx2|avx512|Avx2|Avx512|fold8|fold16|in_register|bf16_kernels::)'  # bf16_kernels: AVX512-BF16
   if grep -vE "$kernels" avx_functions.txt > avx_elsewhere.txt; then
     fail "liblrt_c.a holds AVX instructions outside the run-time-chosen kernels: $(head -5 avx_elsewhere.txt)"
   fi
