@@ -3,21 +3,27 @@
 //   KvWindow            where layer l keeps its keys: window(l) + 1 of them in 2 (window(l) + 1)
 //                       slots (or the capacity), the newest window moved to the front when the
 //                       buffer is full, so rows run past the training context;
-//   ring_read_slot/ring_write_slot   the memory ring: the last k source states, position t in
+//   KvWindow::slide, KvWindow::load  the copies into a row's buffer: a step's, a whole prompt's;
+//   ring_read_slot/ring_write_slot/ring_load   the memory ring: the last k source states, position t in
 //                       slot t % k, read k positions later (the BOS cut is reads_state,
-//                       decode/prefill_mode.hpp);
-//   interleaved_subset  the position subsets of interleaved prefill: the training schedule's own
-//                       rule (model/training_schedules/subsets.hpp, which Interleaved<S> reads);
-//   fixed_point_frontier  how far fixed-point and approximate prefill know the exact states.
+//                       model/training_schedules/pass_plan.hpp);
+//   fixed_point_frontier  how far fixed-point and approximate prefill know the exact states;
+//   prompt_status, step_status  the checks of a prompt and of a step's token, one wording for
+//                       both decoders.
+// The interleaved subsets, the memory's BOS cut and the pass loop are the training schedules'
+// (model/training_schedules/pass_plan.hpp): one definition for training and both prefills.
 // What one decoder has and the other lacks is named in each one's header.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 
+#include "../core/status.hpp"
 #include "../model/config.hpp"
-#include "../model/training_schedules/subsets.hpp"
+#include "../model/training_schedules/pass_plan.hpp"
+#include "prefill_mode.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -44,12 +50,33 @@ struct KvWindow {
   /// How far the buffer's content moves toward the front when the newest position becomes t:
   /// positions base(t) .. t-1 go from slots shift(t) .. to 0 .. (0: nothing moves).
   index_t shift(index_t t) const noexcept { return t > 0 ? base(t) - base(t - 1) : 0; }
+
+  // The two copies into a row's buffer, written once for both decoders (each passes its own copy:
+  // tensor slices, memmove):
+  /// Before position t's key is written: when the base advances, positions base(t)..t-1 move from
+  /// slots shift(t).. to 0.. (disjoint: shift(t) > keys - 1): move(from_slot, count).
+  template <class Move>
+  void slide(index_t t, Move&& move) const {
+    if (const index_t s = shift(t)) move(s, t - base(t));
+  }
+  /// A row loaded with positions 0..n-1 at once (a prefill's buffers, saved states): positions
+  /// base(n-1)..n-1, what a step at n - 1 leaves, go to slots 0..: copy(first_position, count).
+  template <class Copy>
+  void load(index_t n, Copy&& copy) const {
+    const index_t lo = base(n - 1);
+    copy(lo, n - lo);
+  }
 };
 
 /// The memory ring's slot of the state position t reads (s_{t-k}; 0 before k, where none is read).
 constexpr index_t ring_read_slot(index_t k, index_t t) noexcept { return t >= k ? (t - k) % k : 0; }
 /// The slot position t's state and token go to.
 constexpr index_t ring_write_slot(index_t k, index_t t) noexcept { return t % k; }
+/// A ring loaded with positions 0..n-1 at once: the last k of them, put(position, slot).
+template <class Put>
+void ring_load(index_t k, index_t n, Put&& put) {
+  for (index_t p = std::max<index_t>(0, n - k); p < n; ++p) put(p, ring_write_slot(k, p));
+}
 
 /// Fixed-point prefill (LeanDecoder): after a pass that recomputed positions F..P-1, the states
 /// `now` and those of the pass before `before` ((P, d) each, row p the state of position p) say
@@ -73,6 +100,48 @@ index_t fixed_point_frontier(const T* now, const T* before, index_t d, index_t P
   }
   converged = q == P;
   return converged ? P : q + k;
+}
+
+/// The checks of a prompt a decoder (`who`: "decoder", "lean decoder") feeds the way `mode` says,
+/// written once for both: not empty, at most `capacity` tokens (0: no limit), a valid mode
+/// parameter, token ids in the vocabulary. row >= 0 names the row ("the prompt of row 1"). What
+/// only one decoder checks (the lean decoder's workspace, Decoder's sinks and modes) is its own.
+inline Status prompt_status(const char* who, const ModelConfig& c, std::span<const index_t> prompt,
+                            const PrefillMode& mode, index_t capacity, index_t row = -1) {
+  const index_t P = static_cast<index_t>(prompt.size());
+  using K = PrefillMode::Kind;
+  const auto fail = [&](const auto&... parts) {
+    return row < 0 ? Status::error(StatusCode::invalid_argument, who, "the prompt", parts...)
+                   : Status::error(StatusCode::invalid_argument, who, "the prompt of row ", row, parts...);
+  };
+  if (P < 1) return fail(" is empty");
+  if (capacity > 0 && P > capacity) return fail(" has ", P, " tokens, more than the capacity ", capacity);
+  if (mode.kind == K::Interleaved && mode.passes < 1)
+    return Status::error(StatusCode::invalid_argument, who, "interleaved prefill needs S >= 1 refinement passes, got ",
+                         mode.passes);
+  if (mode.kind == K::Approximate && !(std::isfinite(mode.tolerance) && mode.tolerance > 0))
+    return Status::error(StatusCode::invalid_argument, who, "approximate prefill needs a tolerance > 0, got ",
+                         mode.tolerance);
+  for (index_t tok : prompt)
+    if (tok < 0 || tok >= c.vocab_size)
+      return Status::error(StatusCode::invalid_argument, who, "token id ", tok, " outside the vocabulary [0, ",
+                           c.vocab_size, ")");
+  return {};
+}
+
+/// The checks of token `tok` fed to row `row` at position t, both decoders': an id in the
+/// vocabulary, a position below the capacity (0: no limit) and below 2^40.
+inline Status step_status(const char* who, const ModelConfig& c, index_t row, index_t t, index_t tok,
+                          index_t capacity) {
+  if (tok < 0 || tok >= c.vocab_size)
+    return Status::error(StatusCode::invalid_argument, who, "token id ", tok, " outside the vocabulary [0, ",
+                         c.vocab_size, ")");
+  if (capacity > 0 && t >= capacity)
+    return Status::error(StatusCode::state, who, "context full: position ", t, " of row ", row,
+                         " is past the capacity ", capacity, " (capacity 0: no limit)");
+  if (t >= (index_t{1} << 40))
+    return Status::error(StatusCode::state, who, "position ", t, " of row ", row, " is past 2^40");
+  return {};
 }
 
 }  // namespace v0

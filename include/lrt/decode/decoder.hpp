@@ -25,8 +25,11 @@
 // (the eager path; graphs refuse sinks).
 //
 // Shared with LeanDecoder (decode/lean.hpp): the block's forward (model/block.hpp, here on the
-// tape), the cache geometry, the memory ring's slots and the interleaved subsets
-// (decode/decode_state.hpp). LeanDecoder's alone: fixed-point and approximate prefill, packed
+// tape), the cache geometry and its two copies (a step's slide, a prompt's load), the memory
+// ring's slots, the prompt and step checks (decode/decode_state.hpp), and the pass plan: the
+// interleaved subsets, the memory's BOS cut and the pass loop (model/training_schedules/
+// pass_plan.hpp; this decoder's interleaved prefill is the training schedule's subset_passes).
+// LeanDecoder's alone: fixed-point and approximate prefill, packed
 // int8/bf16 weights, and state in the caller's arena with no allocation at all.
 //
 // Allocation: after start-up a CPU step allocates nothing from the system: the tape is a detached
@@ -319,15 +322,14 @@ class Decoder {
     for (std::size_t l = 0; l < L; ++l) {
       const index_t li = static_cast<index_t>(l);
       for (std::size_t i = 0; i < step_.rows.size(); ++i) {
-        const index_t b = step_.rows[i], t = step_.tpos[step_.lock ? 0 : i], nb = kv_.base(li, t);
-        if (const index_t shift = kv_.win[l].shift(t)) {
-          // Positions nb..t-1 move from slots sinks+shift.. to sinks.. (disjoint: shift > keys - 1).
+        const index_t b = step_.rows[i], t = step_.tpos[step_.lock ? 0 : i];
+        kv_.win[l].slide(t, [&](index_t from, index_t count) {  // the slots after the sinks
           for (Tensor<T, 4, D>* cache : {&kv_.k[l], &kv_.v[l]}) {
             const auto row = cache->slice(0, b, b + 1);
-            row.slice(1, sinks_, sinks_ + t - nb) =
-                TensorView<const T, 4, D>(row.slice(1, sinks_ + shift, sinks_ + t - nb + shift));
+            row.slice(1, sinks_, sinks_ + count) =
+                TensorView<const T, 4, D>(row.slice(1, sinks_ + from, sinks_ + from + count));
           }
-        }
+        });
         // The window starts at ws; sinks below it go into the slots just before ws's (keys of
         // positions < ws, which no later query reads, or the reserved first `sinks` slots).
         const index_t ws = t - std::min(t, c.window(li)), ns = std::min(sinks_, ws);
@@ -352,18 +354,10 @@ class Decoder {
   const Tensor<T, 2, D>& prefill_rows(const std::vector<std::span<const index_t>>& prompts, PrefillMode mode) {
     const ModelConfig& c = m_->config();
     bool same = true;
-    for (std::size_t b = 0; b < prompts.size(); ++b) {
-      const index_t P = static_cast<index_t>(prompts[b].size());
-      check(P >= 1, "decoder", "the prompt of row ", b, " is empty");
-      check(cap_ == 0 || P <= cap_, "decoder", "the prompt of row ", b, " has ", P,
-            " tokens, more than the decoder's capacity ", cap_);
-      for (index_t tok : prompts[b])
-        check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ", c.vocab_size,
-              ")");
+    for (std::size_t b = 0; b < prompts.size(); ++b) {  // both decoders' checks (decode_state.hpp)
+      throw_if_error(prompt_status("decoder", c, prompts[b], mode, cap_, static_cast<index_t>(b)));
       same = same && prompts[b].size() == prompts[0].size();
     }
-    check(mode.kind != PrefillMode::Kind::Interleaved || mode.passes >= 1, "decoder",
-          "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes);
     check(!mode.parallel_passes(), "decoder", "prefill ", mode.name(),
           " runs on the lean decoder (lrt::LeanDecoder, decode/lean.hpp, CPU); this decoder takes exact, zero or "
           "interleaved:S");
@@ -413,9 +407,10 @@ class Decoder {
     const Tensor<index_t, 2, D> ids = lrt::on_device<D>(std::move(ids_host));
     const PrefillState<T, D> st = interleaved_prefill(*m_, ids, S);
     for (std::size_t l = 0; l < kv_.k.size(); ++l) {  // positions base..P-1 into their slots
-      const index_t lo = kv_.base(static_cast<index_t>(l), P - 1);
-      kv_.k[l].slice(0, b0, b0 + nb).slice(1, sinks_, sinks_ + P - lo) = st.k[l].view().slice(1, lo, P);
-      kv_.v[l].slice(0, b0, b0 + nb).slice(1, sinks_, sinks_ + P - lo) = st.v[l].view().slice(1, lo, P);
+      kv_.win[l].load(P, [&](index_t lo, index_t count) {
+        kv_.k[l].slice(0, b0, b0 + nb).slice(1, sinks_, sinks_ + count) = st.k[l].view().slice(1, lo, lo + count);
+        kv_.v[l].slice(0, b0, b0 + nb).slice(1, sinks_, sinks_ + count) = st.v[l].view().slice(1, lo, lo + count);
+      });
       if (sinks_ > 0) {  // the first positions, kept aside
         const index_t ns = std::min(sinks_, P);
         kv_.sk[l].slice(0, b0, b0 + nb).slice(1, 0, ns) = st.k[l].view().slice(1, 0, ns);
@@ -423,12 +418,11 @@ class Decoder {
       }
     }
     if constexpr (V::recurrent) {  // the ring holds s_p of the last k prompt positions
-      const index_t k = c.mem_offset;
-      for (index_t p = std::max<index_t>(0, P - k); p < P; ++p) {
-        mem_.states.view().select(0, mem_.write_slot(k, p)).slice(0, b0, b0 + nb) = st.source.view().select(1, p);
+      ring_load(c.mem_offset, P, [&](index_t p, index_t slot) {
+        mem_.states.view().select(0, slot).slice(0, b0, b0 + nb) = st.source.view().select(1, p);
         for (index_t b = b0; b < b0 + nb; ++b)
-          mem_.keep_token(k, b, p, prompts[static_cast<std::size_t>(b)][static_cast<std::size_t>(p)]);
-      }
+          mem_.tokens(slot, b) = prompts[static_cast<std::size_t>(b)][static_cast<std::size_t>(p)];
+      });
     }
     logits_.slice(0, b0, b0 + nb) = st.logits;
     for (index_t b = b0; b < b0 + nb; ++b) pos_[static_cast<std::size_t>(b)] = P;
@@ -457,11 +451,7 @@ class Decoder {
       const index_t b = row(i), tok = tokens[static_cast<std::size_t>(i)];
       check(b >= 0 && b < B_ && (i == 0 || b > row(i - 1)), "decoder", "rows must be ascending and in [0, ", B_, ")");
       const index_t t = pos_[static_cast<std::size_t>(b)];
-      check(cap_ == 0 || t < cap_, "decoder", "context full: position ", t, " of row ", b,
-            " is past the decoder's capacity ", cap_, " (capacity 0: no limit)");
-      check(t < (index_t{1} << 40), "decoder", "position ", t, " of row ", b, " is past 2^40");
-      check(tok >= 0 && tok < c.vocab_size, "decoder", "token id ", tok, " outside the vocabulary [0, ", c.vocab_size,
-            ")");
+      throw_if_error(step_status("decoder", c, b, t, tok, cap_));  // both decoders' (decode_state.hpp)
       rows_.push_back(b), tpos_.push_back(t);
     }
     const bool lock = step_.lock = n == B_ && lockstep();

@@ -28,9 +28,11 @@
 // variant (tests/unit/decode/test_lean.cpp); exact prefill is one step per prompt token. The cache is the Decoder's
 // too: layer l keeps window(l) + 1 keys in 2 (window(l) + 1) slots (or the capacity) and moves the newest window to the
 // front when it reaches the end, so rows run past the training context. Shared with Decoder: the block's forward
-// (model/block.hpp: model_forward run by DirectExec below; Decoder runs it on the tape), the cache geometry, the memory
-// ring's slots, the interleaved subsets (decode/decode_state.hpp). Decoder's alone: attention sinks, ragged batches of
-// the autodiff model (its rows agree with a row alone within rounding: the BLAS products of several rows), devices
+// (model/block.hpp: model_forward run by DirectExec below; Decoder runs it on the tape), the cache geometry and its two
+// copies (a step's slide, a prompt's load), the memory ring's slots, the prompt and step checks
+// (decode/decode_state.hpp), and the pass plan: the interleaved subsets, the memory's BOS cut and the pass loop
+// (model/training_schedules/pass_plan.hpp, which training runs too). Decoder's alone: attention sinks, ragged batches
+// of the autodiff model (its rows agree with a row alone within rounding: the BLAS products of several rows), devices
 // other than the CPU and CUDA graphs.
 //
 // Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
@@ -282,7 +284,7 @@ class LeanDecoder {
   /// an empty context if it is not in use.
   Status try_step(index_t token) {
     if (!ract_[0]) {
-      if (Status s = token_status(token); !s.ok()) return s;
+      if (Status s = step_status("lean decoder", c_, 0, 0, token, cap_); !s.ok()) return s;
       ract_[0] = 1, rpos_[0] = 0, rzero_[0] = 0;
     }
     const index_t row = 0;
@@ -340,12 +342,8 @@ class LeanDecoder {
           fails(s, !seen_[r], "row ", r, " is given twice"))
         return s;
       seen_[r] = 1;
-      if (s = token_status(tokens[static_cast<std::size_t>(i)]); !s.ok()) return s;
-      if (cap_ > 0 && rpos_[r] >= cap_)
-        return Status::error(StatusCode::state, "lean decoder", "context full: position ", rpos_[r], " of row ", r,
-                             " is past the capacity ", cap_, " (capacity 0: no limit)");
-      if (rpos_[r] >= (index_t{1} << 40))
-        return Status::error(StatusCode::state, "lean decoder", "position ", rpos_[r], " of row ", r, " is past 2^40");
+      if (s = step_status("lean decoder", c_, r, rpos_[r], tokens[static_cast<std::size_t>(i)], cap_); !s.ok())
+        return s;
     }
     if (n > 0) step_rows(rows.data(), tokens.data(), n);
     return s;
@@ -387,30 +385,19 @@ class LeanDecoder {
   /// The row's logits are unset until its first step. On an error nothing has changed.
   template <class StateAt>
   Status try_join_state(std::span<const index_t> tokens, StateAt&& state, index_t& row) {
-    const index_t n = static_cast<index_t>(tokens.size());
     Status s = prompt_status(tokens, PrefillMode{});
     if (!s.ok()) return s;
     const std::uint8_t* free = std::find(ract_, ract_ + R_, std::uint8_t{0});
     if (free == ract_ + R_)
       return Status::error(StatusCode::state, "lean decoder", "every row is in use (", R_,
                            " rows, Options::rows): leave() one first");
-    const index_t r = static_cast<index_t>(free - ract_), D = c_.kv_dim(), d = c_.n_embd, k = c_.mem_offset;
-    for (index_t l = 0; l < c_.n_layer; ++l) {  // the window of each layer, as after a step at n - 1
-      const std::size_t ls = static_cast<std::size_t>(l);
-      const index_t lo = base(l, n - 1);
-      for (index_t p = lo; p < n; ++p) {
-        const T* at = static_cast<const T*>(state(p)) + 2 * l * D;
-        std::memcpy(kcache(ls, r) + (p - lo) * D, at, static_cast<std::size_t>(D) * sizeof(T));
-        std::memcpy(vcache(ls, r) + (p - lo) * D, at + D, static_cast<std::size_t>(D) * sizeof(T));
-      }
-    }
-    if constexpr (V::recurrent)
-      for (index_t p = std::max<index_t>(0, n - k); p < n; ++p) {
-        std::memcpy(ring(r) + ring_write_slot(k, p) * d, static_cast<const T*>(state(p)) + 2 * c_.n_layer * D,
-                    static_cast<std::size_t>(d) * sizeof(T));
-        ring_tokens(r)[static_cast<std::size_t>(ring_write_slot(k, p))] = tokens[static_cast<std::size_t>(p)];
-      }
-    ract_[r] = 1, rpos_[r] = n, rzero_[r] = 0;
+    const index_t r = static_cast<index_t>(free - ract_), D = c_.kv_dim();
+    const auto at = [&](index_t p) { return static_cast<const T*>(state(p)); };
+    load_row(
+        r, tokens, [&](index_t l, index_t p) { return at(p) + 2 * l * D; },
+        [&](index_t l, index_t p) { return at(p) + 2 * l * D + D; },
+        [&](index_t p) { return at(p) + 2 * c_.n_layer * D; });
+    ract_[r] = 1, rzero_[r] = 0;
     row = r;
     return s;
   }
@@ -427,28 +414,15 @@ class LeanDecoder {
     if (!cond) s = Status::error(StatusCode::invalid_argument, "lean decoder", parts...);
     return !cond;
   }
-  Status token_status(index_t tok) const {
-    Status s;
-    fails(s, tok >= 0 && tok < c_.vocab_size, "token id ", tok, " outside the vocabulary [0, ", c_.vocab_size, ")");
-    return s;
-  }
-  /// The checks of a prompt fed the way `mode` says (prefill, join).
+  /// The checks of a prompt fed the way `mode` says (prefill, join): both decoders' (prompt_status,
+  /// decode_state.hpp), then the workspace's room for the whole-prompt modes.
   Status prompt_status(std::span<const index_t> prompt, const PrefillMode& mode) const {
+    Status s = lrt::prompt_status("lean decoder", c_, prompt, mode, cap_);
     const index_t P = static_cast<index_t>(prompt.size());
-    using K = PrefillMode::Kind;
-    Status s;
-    if (fails(s, P >= 1, "the prompt is empty") ||
-        fails(s, cap_ == 0 || P <= cap_, "the prompt has ", P, " tokens, more than the capacity ", cap_) ||
-        fails(s, mode.kind != K::Interleaved || mode.passes >= 1,
-              "interleaved prefill needs S >= 1 refinement passes, got ", mode.passes) ||
-        fails(s, mode.kind != K::Approximate || (std::isfinite(mode.tolerance) && mode.tolerance > 0),
-              "approximate prefill needs a tolerance > 0, got ", mode.tolerance) ||
-        fails(s, mode.kind == K::Exact || P <= max_prompt_, "a ", mode.name(), " prefill of ", P,
-              " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
-              "; exact prefill takes any length)"))
-      return s;
-    for (index_t tok : prompt)
-      if (s = token_status(tok); !s.ok()) return s;
+    if (s.ok())
+      fails(s, mode.kind == PrefillMode::Kind::Exact || P <= max_prompt_, "a ", mode.name(), " prefill of ", P,
+            " tokens needs max_prompt >= ", P, " (this decoder was laid out for ", max_prompt_,
+            "; exact prefill takes any length)");
     return s;
   }
   static Status options_status(const Options& o) {
@@ -871,9 +845,10 @@ class LeanDecoder {
       const index_t r = rows[i], t = rpos_[r], tok = toks[i];
       for (index_t l = 0; l < c_.n_layer; ++l) {  // the window moves to the front when the buffer is full
         const std::size_t ls = static_cast<std::size_t>(l);
-        if (const index_t shift = win_[l].shift(t))
+        win_[l].slide(t, [&](index_t from, index_t count) {
           for (T* cache : {kcache(ls, r), vcache(ls, r)})
-            std::memmove(cache, cache + shift * D, static_cast<std::size_t>((t - base(l, t)) * D) * sizeof(T));
+            std::memmove(cache, cache + from * D, static_cast<std::size_t>(count * D) * sizeof(T));
+        });
       }
       qpos_[i] = t, tok_[i] = tok;
       if (use_memory) {  // m~_t = s_{t-k}, or 0 where the row reads no state
@@ -963,16 +938,15 @@ class LeanDecoder {
     ++stats_.passes, stats_.positions += n;
   }
 
-  /// Memory rows for positions pos from the source states in `from` (m~_p = s_{p-k}, or 0).
+  /// Memory rows for positions pos from the source states in `from` (m~_p = s_{p-k}, or 0 where the
+  /// pass plan's memory rule reads none).
   void memory_rows(std::span<const index_t> prompt, std::span<const index_t> pos, const T* from) {
-    const index_t d = c_.n_embd, k = c_.mem_offset;
+    const index_t d = c_.n_embd;
+    const auto token_at = [&](index_t j) { return prompt[static_cast<std::size_t>(j)]; };
     for (std::size_t i = 0; i < pos.size(); ++i) {
-      const index_t p = pos[i];
       T* row = mem_ + static_cast<index_t>(i) * d;
-      const bool reads = reads_state(c_, p, prompt[static_cast<std::size_t>(p)],
-                                     [&](index_t j) { return prompt[static_cast<std::size_t>(j)]; });
-      if (reads)
-        std::memcpy(row, from + (p - k) * d, static_cast<std::size_t>(d) * sizeof(T));
+      if (const index_t src = memory_source(c_, pos[i], token_at); src >= 0)
+        std::memcpy(row, from + src * d, static_cast<std::size_t>(d) * sizeof(T));
       else
         std::fill(row, row + d, T(0));
     }
@@ -987,15 +961,18 @@ class LeanDecoder {
     if (mode.kind == K::Zero || !V::recurrent) {
       pass(r, prompt, all, nullptr);
       stats_.converged = true;
-    } else if (mode.kind == K::Interleaved) {
-      pass(r, prompt, all, nullptr);  // pass 0: zero memory
-      const index_t S = interleaved_subset_count(P, mode.passes);
-      for (index_t i = 0; i < S; ++i) {  // the schedule's subsets, each reading the latest states
-        const index_t m = interleaved_subset(P, mode.passes, i, sub_);
-        const std::span<const index_t> sub(sub_, static_cast<std::size_t>(m));
-        memory_rows(prompt, sub, src_);
-        pass(r, prompt, sub, mem_);
-      }
+    } else if (mode.kind == K::Interleaved) {  // the schedule's pass loop, each subset reading the latest states
+      run_subset_passes(
+          all, interleaved_subset_count(P, mode.passes),
+          [&](index_t i) {
+            return std::span<const index_t>(sub_,
+                                            static_cast<std::size_t>(interleaved_subset(P, mode.passes, i, sub_)));
+          },
+          [&](std::span<const index_t> pos, bool memory) {
+            if (memory) memory_rows(prompt, pos, src_);
+            pass(r, prompt, pos, memory ? mem_ : nullptr);
+          },
+          [](std::span<const index_t>, bool) {});
     } else {  // fixed-point / approximate
       std::fill(mem_, mem_ + P * d, T(0));
       pass(r, prompt, all, mem_);  // pass 0: every position reads zero memory (exact below k)
@@ -1015,22 +992,37 @@ class LeanDecoder {
     load(r, prompt);  // the logits: from the last pass that computed position P - 1
   }
 
-  /// The window of each layer (positions base(l, P-1)..P-1) into its cache, the last k source
-  /// states and tokens into the ring; the position becomes P.
-  void load(index_t r, std::span<const index_t> prompt) {
-    const index_t P = static_cast<index_t>(prompt.size()), D = c_.kv_dim(), d = c_.n_embd, k = c_.mem_offset;
+  /// Row r loaded with positions 0..n-1 = prompt.size() - 1 at once (the whole-prompt passes'
+  /// workspace, saved states): each layer's window into its cache (KvWindow::load), the last k
+  /// source states and tokens into the ring (ring_load); the position becomes n. key(l, p),
+  /// value(l, p), source(p): where position p's key and value in layer l and its source state are.
+  template <class Key, class Value, class Source>
+  void load_row(index_t r, std::span<const index_t> prompt, Key&& key, Value&& value, Source&& source) {
+    const index_t n = static_cast<index_t>(prompt.size()), D = c_.kv_dim(), d = c_.n_embd;
+    const auto put = [](T* to, const T* from, index_t count) {
+      std::memcpy(to, from, static_cast<std::size_t>(count) * sizeof(T));
+    };
     for (index_t l = 0; l < c_.n_layer; ++l) {
       const std::size_t ls = static_cast<std::size_t>(l);
-      const index_t lo = base(l, P - 1);
-      std::memcpy(kcache(ls, r), wk_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
-      std::memcpy(vcache(ls, r), wv_[ls] + lo * D, static_cast<std::size_t>((P - lo) * D) * sizeof(T));
+      win_[l].load(n, [&](index_t lo, index_t count) {
+        for (index_t i = 0; i < count; ++i)
+          put(kcache(ls, r) + i * D, key(l, lo + i), D), put(vcache(ls, r) + i * D, value(l, lo + i), D);
+      });
     }
     if constexpr (V::recurrent)
-      for (index_t p = std::max<index_t>(0, P - k); p < P; ++p) {
-        std::memcpy(ring(r) + ring_write_slot(k, p) * d, src_ + p * d, static_cast<std::size_t>(d) * sizeof(T));
-        ring_tokens(r)[static_cast<std::size_t>(ring_write_slot(k, p))] = prompt[static_cast<std::size_t>(p)];
-      }
-    rpos_[r] = P;
+      ring_load(c_.mem_offset, n, [&](index_t p, index_t slot) {
+        put(ring(r) + slot * d, source(p), d);
+        ring_tokens(r)[static_cast<std::size_t>(slot)] = prompt[static_cast<std::size_t>(p)];
+      });
+    rpos_[r] = n;
+  }
+  /// The row from the whole-prompt passes' workspace.
+  void load(index_t r, std::span<const index_t> prompt) {
+    const index_t D = c_.kv_dim(), d = c_.n_embd;
+    load_row(
+        r, prompt, [&](index_t l, index_t p) { return wk_[static_cast<std::size_t>(l)] + p * D; },
+        [&](index_t l, index_t p) { return wv_[static_cast<std::size_t>(l)] + p * D; },
+        [&](index_t p) { return src_ + p * d; });
   }
 
   struct Free {

@@ -1,6 +1,7 @@
 // lrt/decode/prefill_mode.hpp: what both decoders (decode/decoder.hpp, decode/lean.hpp) share
 // without either's machinery: how a prompt is fed (PrefillMode, spec §6, plus the lean decoder's
-// parallel fixed-point modes) and the memory's BOS cut (reads_state, spec §3.1).
+// parallel fixed-point modes). The memory's BOS cut (reads_state, spec §3.1) is the pass plan's
+// (model/training_schedules/pass_plan.hpp), which this header brings.
 #pragma once
 
 #include <charconv>
@@ -10,6 +11,7 @@
 
 #include "../core/error.hpp"
 #include "../model/config.hpp"
+#include "../model/training_schedules/pass_plan.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -87,22 +89,6 @@ struct PrefillMode {
   }
   friend bool operator==(const PrefillMode&, const PrefillMode&) = default;
 };
-
-/// The memory's BOS cut (spec §3.1): whether a row fed token `tok` at position t reads the state
-/// s_{t-k} (m~_t = s_{t-k}) or none (m~_t = 0): none before k tokens (t < k), nor with
-/// reset_at_bos when the config's BOS id lies in tokens t-k+1..t (`token_at(j)` gives the row's
-/// token at position j, for the k - 1 positions before t; then tok).
-template <class TokenAt>
-bool reads_state(const ModelConfig& c, index_t t, index_t tok, TokenAt&& token_at) {
-  const index_t k = c.mem_offset;
-  if (t < k) return false;
-  if (!c.reset_at_bos) return true;
-  const index_t bos = c.bos();
-  if (tok == bos) return false;
-  for (index_t j = t - k + 1; j < t; ++j)
-    if (token_at(j) == bos) return false;
-  return true;
-}
 
 }  // namespace v0
 }  // namespace lrt

@@ -226,8 +226,7 @@ std::vector<LayerMemoryStats> memory_statistics(const Model<V, T, D>& m, const T
       const auto qpos = IndexList<D>::range(0, Tt);
       const auto rope = ad::RopeTable<T, D>::make(qpos, c.head_dim(), c.rope_bf16_tables);
       const auto p0 = m.forward(ids, rope, m.standard_attend(qpos));
-      const typename M::Var3 mem =
-          sched_detail::shift_memory(p0.source, all, c.mem_offset, ids, c.reset_at_bos, c.bos());
+      const typename M::Var3 mem = sched_detail::shift_memory(p0.source, all, ids, c);
       const typename M::Observe observe = [&](index_t l, const typename M::Var4& g_rec, const typename M::Var4&) {
         const auto& g = lrt::on_device<cpu::Device>(g_rec.value());
         double sum = 0, sq = 0;

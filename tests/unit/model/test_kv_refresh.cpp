@@ -158,7 +158,7 @@ Tensor<double, 3> refresh_reference(const M& m, const Tensor<index_t, 2>& ids, i
     if (U.empty()) return;
     const auto [pos, rope] = rope_of(U);
     const lrt::IndexList<lrt::cpu::Device> idx(U);
-    const auto mem = lrt::sched_detail::shift_memory(Sbuf, U, c.mem_offset, ids, c.reset_at_bos, index_t{256});
+    const auto mem = lrt::sched_detail::shift_memory(Sbuf, U, ids, c);
     const typename M::Attend attend = [&](index_t l, const Var4& q, const Var4& k, const Var4& v) {
       Kb = ad::scatter(Kb, 1, idx, k), Vb = ad::scatter(Vb, 1, idx, v);
       return ad::attention(q, Kb, Vb, pos, c.window(l));  // (unused: only the K/V rows matter)
@@ -173,7 +173,7 @@ Tensor<double, 3> refresh_reference(const M& m, const Tensor<index_t, 2>& ids, i
     for (index_t p = i; p < T; p += S) P.push_back(p);
     const auto [pos, rope] = rope_of(P);
     const lrt::IndexList<lrt::cpu::Device> idx(P);
-    const auto mem = lrt::sched_detail::shift_memory(Sbuf, P, c.mem_offset, ids, c.reset_at_bos, index_t{256});
+    const auto mem = lrt::sched_detail::shift_memory(Sbuf, P, ids, c);
     const typename M::Attend attend = [&](index_t l, const Var4& q, const Var4& k, const Var4& v) {
       Kb = ad::scatter(Kb, 1, idx, k), Vb = ad::scatter(Vb, 1, idx, v);
       return ad::attention(q, Kb, Vb, pos, c.window(l));

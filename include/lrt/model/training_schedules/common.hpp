@@ -2,7 +2,7 @@
 // (ScheduleOptions), what its passes hand back (PassResult, ScheduleResult, PrefillState), the
 // contract a schedule type meets (the TrainingSchedule concept), and the pass machinery the
 // schedules are built from (shift_memory, score; the interleaved passes, subset_passes with
-// kv_refresh, are in interleaved.hpp).
+// kv_refresh, are in interleaved.hpp; the memory rule and the pass loop in pass_plan.hpp).
 // A schedule is one type in one file of this folder (standard, interleaved, multirefine, chunked,
 // exact) that carries its own facts: spelling, pass factor, the options it takes and its passes.
 // Shapes: B batch, T time, d width, Hkv KV heads, Dh head dim, P a position subset.
@@ -17,6 +17,7 @@
 
 #include "../gpt.hpp"
 #include "../schedule_options.hpp"
+#include "pass_plan.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -84,28 +85,21 @@ Tensor<index_t, 2, D> columns(const Tensor<index_t, 2, D>& x, const std::vector<
   return lrt::on_device<D>(std::move(y));
 }
 
-/// Whether row b's memory at position p is cut by a BOS in tokens p-k+1..p (ResetAtBOS).
-/// ids: host-readable (B, T).
-inline bool bos_cut(const Tensor<index_t, 2>& ids, index_t b, index_t p, index_t k, index_t bos) {
-  for (index_t j = std::max<index_t>(0, p - k + 1); j <= p; ++j)
-    if (ids(b, j) == bos) return true;
-  return false;
-}
-
-/// m~ at positions P from source states S (B, T, d): row p reads S[p - k] when p >= k and the
-/// ResetAtBOS rule allows, else 0 (spec §3.1). Differentiable in S. As one gather of the rows
-/// that read something (flat (b, p - k) -> flat (b, i)), so it runs on any device.
+/// m~ at positions P from source states S (B, T, d): row p reads S[p - k] where the memory rule
+/// says it reads a state (memory_source, pass_plan.hpp), else 0 (spec §3.1). Differentiable in S.
+/// As one gather of the rows that read something (flat (b, p - k) -> flat (b, i)), so it runs on
+/// any device.
 template <class T, Device D>
-ad::Var<T, 3, D> shift_memory(const ad::Var<T, 3, D>& S, const std::vector<index_t>& P, index_t k,
-                              const Tensor<index_t, 2, D>& ids, bool reset_at_bos, index_t bos) {
+ad::Var<T, 3, D> shift_memory(const ad::Var<T, 3, D>& S, const std::vector<index_t>& P,
+                              const Tensor<index_t, 2, D>& ids, const ModelConfig& c) {
   const index_t B = S.shape()[0], Ts = S.shape()[1], d = S.shape()[2], n = static_cast<index_t>(P.size());
   const auto& ids_h = lrt::host_readable(ids);
   std::vector<index_t> src, dst;  // flat source rows of S (B*Ts, d) -> flat rows of y (B*n, d)
   for (index_t b = 0; b < B; ++b)
     for (index_t i = 0; i < n; ++i) {
-      const index_t p = P[static_cast<std::size_t>(i)];
-      if (p >= k && !(reset_at_bos && bos_cut(ids_h, b, p, k, bos))) {
-        src.push_back(b * Ts + p - k);
+      const index_t from = memory_source(c, P[static_cast<std::size_t>(i)], [&](index_t j) { return ids_h(b, j); });
+      if (from >= 0) {
+        src.push_back(b * Ts + from);
         dst.push_back(b * n + i);
       }
     }

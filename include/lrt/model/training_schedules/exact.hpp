@@ -44,7 +44,8 @@ struct Exact {
         if (c.reset_at_bos) {
           const auto& ids_h = lrt::host_readable(ids);
           Tensor<T, 3> mask(Shape<3>{B, 1, 1});
-          for (index_t b = 0; b < B; ++b) mask(b, 0, 0) = sched_detail::bos_cut(ids_h, b, t, k, c.bos()) ? T(0) : T(1);
+          for (index_t b = 0; b < B; ++b)
+            mask(b, 0, 0) = reads_state(c, t, ids_h(b, t), [&](index_t j) { return ids_h(b, j); }) ? T(1) : T(0);
           mem = mem * ad::constant(lrt::on_device<D>(std::move(mask)));
         }
       }

@@ -2,14 +2,16 @@
 // parallel training: a zero-memory pass over all positions fills the K/V buffers, then the S
 // subsets p mod S == i are refined in turn, each writing its fresh K/V and source states back.
 // All of it is here: the subsets (interleaved_subsets), the passes (subset_passes, which
-// Chunked<C> shares with contiguous subsets), kv_refresh for KV/Both variants (KvRefresh), the
+// Chunked<C> shares with contiguous subsets; its loop is pass_plan.hpp's run_subset_passes, which
+// the lean decoder's prefill runs too), kv_refresh for KV/Both variants (KvRefresh), the
 // schedule type, and the interleaved prefill of a prompt for decoding (spec §6).
 #pragma once
 
 #include <algorithm>
+#include <span>
 
-#include "subsets.hpp"
 #include "common.hpp"
+#include "pass_plan.hpp"
 
 namespace lrt {
 inline namespace v0 {
@@ -19,7 +21,7 @@ namespace sched_detail {
 /// The subsets p mod n == i of positions 0..Tt-1, n = min(S, Tt) (no empty subset, [O] spec §4.2);
 /// none for S = 0.
 inline std::vector<std::vector<index_t>> interleaved_subsets(index_t Tt, index_t S) {
-  const index_t n = interleaved_subset_count(Tt, S);  // subsets.hpp: the rule prefill reads too
+  const index_t n = interleaved_subset_count(Tt, S);  // pass_plan.hpp: the rule prefill reads too
   std::vector<std::vector<index_t>> sub(static_cast<std::size_t>(n));
   std::vector<index_t> pos(static_cast<std::size_t>(std::max<index_t>(Tt, 1)));
   for (index_t i = 0; i < n; ++i)
@@ -81,7 +83,7 @@ struct KvRefresh {
     const IndexList<D> ui(U);
     const Tensor<index_t, 1, D> up = ui.tensor();
     const auto rope_u = ad::RopeTable<T, D>::make(up.view(), c.head_dim(), c.rope_bf16_tables);
-    const ad::Var<T, 3, D> mem = shift_memory(Sbuf, U, c.mem_offset, ids, c.reset_at_bos, c.bos());
+    const ad::Var<T, 3, D> mem = shift_memory(Sbuf, U, ids, c);
     constexpr bool shared = M::variant::projection == Projection::Shared;
     Var4 kfb, vfb;  // Shared: one projection for all layers
     if constexpr (shared) {
@@ -145,26 +147,21 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
     return score(m, ad::slice(h, 1, i, i + 1), Tensor<index_t, 2, D>(targets.view().slice(1, i, i + 1)), {Tt - 1}, loss,
                  true);
   };
-  auto p0 = m.forward(ids, rope, attend0, nullptr, refresh ? &observe : nullptr);
   std::vector<index_t> all(static_cast<std::size_t>(Tt));
   std::iota(all.begin(), all.end(), index_t{0});
-  r.passes.push_back(pass_scores(p0.h, tg, all, losses[0]));
-  ad::Var<T, 3, D> Sbuf = p0.source;
-  std::vector<char> visited;
-  const std::vector<index_t>* last_subset = nullptr;
-  if constexpr (M::variant::kv) {
-    if (refresh) {
-      visited.assign(static_cast<std::size_t>(Tt), 0);
-      for (const auto& P : subsets)
-        if (!P.empty()) last_subset = &P;
-      refresh->refresh(Sbuf, all, Kb, Vb);  // after pass 0: every row is stale
+  ad::Var<T, 3, D> Sbuf;
+  std::vector<char> visited;  // kv_refresh: the positions a subset pass has computed (none before pass 0 ends)
+  const auto pass = [&](std::span<const index_t> positions, bool memory) {
+    if (!memory) {  // pass 0: zero memory, all positions; fills the buffers
+      auto p0 = m.forward(ids, rope, attend0, nullptr, refresh ? &observe : nullptr);
+      r.passes.push_back(pass_scores(p0.h, tg, all, losses[0]));
+      Sbuf = p0.source;
+      return;
     }
-  }
-  for (const std::vector<index_t>& P : subsets) {
-    if (P.empty()) continue;
+    const std::vector<index_t> P(positions.begin(), positions.end());
     const IndexList<D> idx(P);
     const auto rope_p = ad::RopeTable<T, D>::make(idx, c.head_dim(), c.rope_bf16_tables);
-    ad::Var<T, 3, D> M_ = shift_memory(Sbuf, P, k, ids, c.reset_at_bos, c.bos());
+    ad::Var<T, 3, D> M_ = shift_memory(Sbuf, P, ids, c);
     if (chunk_zero_interior) {  // interior positions of a chunk (p - k inside it) read zero memory
       Tensor<T, 3> mask(Shape<3>{1, static_cast<index_t>(P.size()), 1});  // broadcast over b and channels
       for (std::size_t i = 0; i < P.size(); ++i)
@@ -184,16 +181,27 @@ ScheduleResult<T, D> subset_passes(const M& m, const Tensor<index_t, 2, D>& ids,
     Sbuf = ad::scatter(Sbuf, 1, idx, pp.source);
     losses.emplace_back();
     r.passes.push_back(pass_scores(pp.h, tg_p, P, losses.back()));
+  };
+  // kv_refresh: after pass 0 every row is stale; after a subset pass, the rows no pass has visited
+  // (nothing reads the buffers after the last pass).
+  const auto after = [&]([[maybe_unused]] std::span<const index_t> positions, [[maybe_unused]] bool last) {
     if constexpr (M::variant::kv) {
-      if (refresh && &P != last_subset) {  // nothing reads the buffers after the last pass
-        for (index_t p : P) visited[static_cast<std::size_t>(p)] = 1;
-        std::vector<index_t> U;
-        for (index_t p = 0; p < Tt; ++p)
-          if (!visited[static_cast<std::size_t>(p)]) U.push_back(p);
-        refresh->refresh(Sbuf, U, Kb, Vb);
+      if (!refresh || last) return;
+      if (visited.empty()) {  // after pass 0
+        visited.assign(static_cast<std::size_t>(Tt), 0);
+        refresh->refresh(Sbuf, all, Kb, Vb);
+        return;
       }
+      for (index_t p : positions) visited[static_cast<std::size_t>(p)] = 1;
+      std::vector<index_t> U;
+      for (index_t p = 0; p < Tt; ++p)
+        if (!visited[static_cast<std::size_t>(p)]) U.push_back(p);
+      refresh->refresh(Sbuf, U, Kb, Vb);
     }
-  }
+  };
+  run_subset_passes(
+      all, static_cast<index_t>(subsets.size()),
+      [&](index_t i) { return std::span<const index_t>(subsets[static_cast<std::size_t>(i)]); }, pass, after);
   if (PrefillState<T, D>* st = out.prefill) {  // interleaved_prefill: keep the final buffers
     for (std::size_t l = 0; l < Kb.size(); ++l) st->k.emplace_back(Kb[l].value()), st->v.emplace_back(Vb[l].value());
     st->source = Sbuf.value();

@@ -26,7 +26,7 @@ struct MultiRefine {
                                   const Tensor<index_t, 2, D>& tg, const ScheduleOptions& o) {
     using M = Model<V, T, D>;
     const ModelConfig& c = m.config();
-    const index_t Tt = ids.shape()[1], k = c.mem_offset;
+    const index_t Tt = ids.shape()[1];
     std::vector<index_t> all(static_cast<std::size_t>(Tt));
     std::iota(all.begin(), all.end(), index_t{0});
     const auto qpos = IndexList<D>::range(0, Tt);
@@ -39,9 +39,7 @@ struct MultiRefine {
     typename M::Var3 prev;
     for (int pass = 0; pass <= K; ++pass) {
       typename M::Var3 mem;
-      if (pass > 0)
-        mem = sched_detail::shift_memory(o.detach ? sched_detail::detached(prev) : prev, all, k, ids, c.reset_at_bos,
-                                         c.bos());
+      if (pass > 0) mem = sched_detail::shift_memory(o.detach ? sched_detail::detached(prev) : prev, all, ids, c);
       auto p = m.forward(ids, rope, m.standard_attend(qpos), pass > 0 ? &mem : nullptr);
       r.passes.push_back(sched_detail::score(m, p.h, tg, all, losses[static_cast<std::size_t>(pass)], o.keep_logits));
       prev = p.source;
