@@ -167,15 +167,13 @@ class SessionOf final : public Session {
     return tr().save(dir, extra);
   }
 
-  /// On the CPU without sinks: the lean decoder (its steps give the Decoder's logits bit for bit);
-  /// otherwise the Decoder.
+  /// On the CPU: the lean decoder (its steps give the Decoder's logits bit for bit, with sinks
+  /// too); otherwise the Decoder.
   void start_decoding(lrt::index_t sinks) override {
     lean_.reset(), decoder_.reset();
     if constexpr (std::is_same_v<D, lrt::cpu::Device>) {
-      if (sinks == 0) {
-        lean_.emplace(lrt::lean_weights(model_, &packed_));
-        return;
-      }
+      lean_.emplace(lrt::lean_weights(model_, &packed_), lean_options(sinks, -1));
+      return;
     }
     decoder_.emplace(model_, 1, 0, sinks);
   }
@@ -184,13 +182,13 @@ class SessionOf final : public Session {
       if (lean_) {
         const auto P = static_cast<lrt::index_t>(prompt.size());
         if (mode.kind != lrt::PrefillMode::Kind::Exact && P > lean_->max_prompt())  // a workspace for this prompt
-          lean_.emplace(lrt::lean_weights(model_, &packed_), typename lrt::LeanDecoder<V, float>::Options{0, P});
+          lean_.emplace(lrt::lean_weights(model_, &packed_), lean_options(lean_->sinks(), P));
         lean_->prefill(prompt, mode);
         return;
       }
     }
     lrt::check(!mode.parallel_passes(), "generate", "prefill ", mode.name(),
-               " runs on the lean CPU decoder: use --device cpu without --sinks");
+               " runs on the lean CPU decoder: use --device cpu");
     dec().prefill(prompt, mode);
   }
   void step(lrt::index_t token) override {
@@ -213,6 +211,12 @@ class SessionOf final : public Session {
   lrt::index_t position() const override { return lean_ ? lean_->position() : decoder_ ? decoder_->position() : 0; }
 
  private:
+  /// The lean decoder's options: `sinks`, and a workspace for prompts of max_prompt tokens (-1: sequence_len).
+  static typename lrt::LeanDecoder<V, float>::Options lean_options(lrt::index_t sinks, lrt::index_t max_prompt) {
+    typename lrt::LeanDecoder<V, float>::Options o;
+    o.max_prompt = max_prompt, o.sinks = sinks;
+    return o;
+  }
   lrt::Trainer<V, Sched, float, D>& tr() const {
     lrt::check(trainer_ != nullptr, "session", "start_training() first");
     return *trainer_;

@@ -104,10 +104,11 @@ index_t fixed_point_frontier(const T* now, const T* before, index_t d, index_t P
 
 /// The checks of a prompt a decoder (`who`: "decoder", "lean decoder") feeds the way `mode` says,
 /// written once for both: not empty, at most `capacity` tokens (0: no limit), a valid mode
-/// parameter, token ids in the vocabulary. row >= 0 names the row ("the prompt of row 1"). What
-/// only one decoder checks (the lean decoder's workspace, Decoder's sinks and modes) is its own.
+/// parameter, token ids in the vocabulary, and with attention sinks a whole-prompt mode only on
+/// prompts of at most the shortest window + 1 tokens (its passes attend without sinks). row >= 0
+/// names the row ("the prompt of row 1"). The lean decoder's workspace check is its own.
 inline Status prompt_status(const char* who, const ModelConfig& c, std::span<const index_t> prompt,
-                            const PrefillMode& mode, index_t capacity, index_t row = -1) {
+                            const PrefillMode& mode, index_t capacity, index_t sinks = 0, index_t row = -1) {
   const index_t P = static_cast<index_t>(prompt.size());
   using K = PrefillMode::Kind;
   const auto fail = [&](const auto&... parts) {
@@ -122,6 +123,13 @@ inline Status prompt_status(const char* who, const ModelConfig& c, std::span<con
   if (mode.kind == K::Approximate && !(std::isfinite(mode.tolerance) && mode.tolerance > 0))
     return Status::error(StatusCode::invalid_argument, who, "approximate prefill needs a tolerance > 0, got ",
                          mode.tolerance);
+  if (sinks > 0 && mode.kind != K::Exact) {
+    index_t shortest = c.window(0);
+    for (index_t l = 1; l < c.n_layer; ++l) shortest = std::min(shortest, c.window(l));
+    if (P > shortest + 1)
+      return fail(" has ", P, " tokens: with attention sinks a ", mode.name(),
+                  " prefill takes at most the shortest window + 1 = ", shortest + 1, " (use exact prefill)");
+  }
   for (index_t tok : prompt)
     if (tok < 0 || tok >= c.vocab_size)
       return Status::error(StatusCode::invalid_argument, who, "token id ", tok, " outside the vocabulary [0, ",

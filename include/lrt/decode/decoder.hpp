@@ -28,9 +28,9 @@
 // tape), the cache geometry and its two copies (a step's slide, a prompt's load), the memory
 // ring's slots, the prompt and step checks (decode/decode_state.hpp), and the pass plan: the
 // interleaved subsets, the memory's BOS cut and the pass loop (model/training_schedules/
-// pass_plan.hpp; this decoder's interleaved prefill is the training schedule's subset_passes).
-// LeanDecoder's alone: fixed-point and approximate prefill, packed
-// int8/bf16 weights, and state in the caller's arena with no allocation at all.
+// pass_plan.hpp; this decoder's interleaved prefill is the training schedule's subset_passes), and
+// attention sinks (LeanDecoder::Options::sinks, bit for bit). LeanDecoder's alone: fixed-point and approximate prefill,
+// packed int8/bf16 weights, and state in the caller's arena with no allocation at all.
 //
 // Allocation: after start-up a CPU step allocates nothing from the system: the tape is a detached
 // graph kept by the decoder, tensors come from the caching allocator, and after the first step of
@@ -355,20 +355,12 @@ class Decoder {
     const ModelConfig& c = m_->config();
     bool same = true;
     for (std::size_t b = 0; b < prompts.size(); ++b) {  // both decoders' checks (decode_state.hpp)
-      throw_if_error(prompt_status("decoder", c, prompts[b], mode, cap_, static_cast<index_t>(b)));
+      throw_if_error(prompt_status("decoder", c, prompts[b], mode, cap_, sinks_, static_cast<index_t>(b)));
       same = same && prompts[b].size() == prompts[0].size();
     }
     check(!mode.parallel_passes(), "decoder", "prefill ", mode.name(),
           " runs on the lean decoder (lrt::LeanDecoder, decode/lean.hpp, CPU); this decoder takes exact, zero or "
           "interleaved:S");
-    if (sinks_ > 0 && mode.kind != PrefillMode::Kind::Exact) {  // the parallel passes attend without sinks
-      index_t shortest = c.window(0);
-      for (index_t l = 1; l < c.n_layer; ++l) shortest = std::min(shortest, c.window(l));
-      for (std::size_t b = 0; b < prompts.size(); ++b)
-        check(static_cast<index_t>(prompts[b].size()) <= shortest + 1, "decoder", "the prompt of row ", b, " has ",
-              prompts[b].size(), " tokens: with attention sinks a ", mode.name(),
-              " prefill takes at most the shortest window + 1 = ", shortest + 1, " (use exact prefill)");
-    }
     reset();
     mode_ = mode;
     if (mode.kind == PrefillMode::Kind::Exact) {  // token by token; rows drop out when their prompt ends

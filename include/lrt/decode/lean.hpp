@@ -31,8 +31,9 @@
 // (model/block.hpp: model_forward run by DirectExec below; Decoder runs it on the tape), the cache geometry and its two
 // copies (a step's slide, a prompt's load), the memory ring's slots, the prompt and step checks
 // (decode/decode_state.hpp), and the pass plan: the interleaved subsets, the memory's BOS cut and the pass loop
-// (model/training_schedules/pass_plan.hpp, which training runs too). Decoder's alone: attention sinks, ragged batches
-// of the autodiff model (its rows agree with a row alone within rounding: the BLAS products of several rows), devices
+// (model/training_schedules/pass_plan.hpp, which training runs too), and attention sinks (Options::sinks: the
+// Decoder's, bit for bit, tests/unit/decode/test_past_context.cpp). Decoder's alone: ragged batches of the autodiff
+// model (its rows agree with a row alone within rounding: the BLAS products of several rows), devices
 // other than the CPU and CUDA graphs.
 //
 // Whole-prompt passes (prefill modes zero, interleaved:S, fixed-point, approximate:TOL) run the
@@ -171,6 +172,11 @@ class LeanDecoder {
     /// batched BLAS product (lrt::gemm), whose rounding depends on how many rows a step has.
     /// Packed (int8, bf16) products are per row either way.
     bool batch_invariant = true;
+    /// Attention sinks (0: none, the model's own attention, what training computes): each query
+    /// also attends to its row's first `sinks` positions once they leave its window (Decoder's
+    /// sinks, bit for bit). The whole-prompt modes then take prompts of at most the shortest
+    /// window + 1 tokens (their passes attend without sinks).
+    index_t sinks = 0;
   };
 
   explicit LeanDecoder(LeanWeights<T> w) : LeanDecoder(std::move(w), Options{}) {}
@@ -186,7 +192,7 @@ class LeanDecoder {
     LeanWeights<T> none;
     none.config = c;
     LeanDecoder probe(Unchecked{}, std::move(none));
-    probe.cap_ = o.capacity, probe.max_prompt_ = prompt_room(c, o), probe.R_ = o.rows;
+    probe.cap_ = o.capacity, probe.max_prompt_ = prompt_room(c, o), probe.R_ = o.rows, probe.sinks_ = o.sinks;
     return probe.carve(nullptr) + 63;
   }
 
@@ -215,6 +221,8 @@ class LeanDecoder {
 
   const ModelConfig& config() const noexcept { return c_; }
   index_t capacity() const noexcept { return cap_; }
+  /// The attention sinks (Options::sinks).
+  index_t sinks() const noexcept { return sinks_; }
   index_t max_prompt() const noexcept { return max_prompt_; }
   /// The position of row 0's next token (the number of tokens it was fed).
   index_t position() const noexcept { return rpos_ ? rpos_[0] : 0; }
@@ -417,7 +425,7 @@ class LeanDecoder {
   /// The checks of a prompt fed the way `mode` says (prefill, join): both decoders' (prompt_status,
   /// decode_state.hpp), then the workspace's room for the whole-prompt modes.
   Status prompt_status(std::span<const index_t> prompt, const PrefillMode& mode) const {
-    Status s = lrt::prompt_status("lean decoder", c_, prompt, mode, cap_);
+    Status s = lrt::prompt_status("lean decoder", c_, prompt, mode, cap_, sinks_);
     const index_t P = static_cast<index_t>(prompt.size());
     if (s.ok())
       fails(s, mode.kind == PrefillMode::Kind::Exact || P <= max_prompt_, "a ", mode.name(), " prefill of ", P,
@@ -429,7 +437,8 @@ class LeanDecoder {
     Status s;
     if (fails(s, o.rows >= 1, "rows must be >= 1, got ", o.rows) ||
         fails(s, o.capacity >= 0, "capacity must be >= 0 (0: no limit), got ", o.capacity) ||
-        fails(s, o.max_prompt >= -1, "max_prompt must be >= -1 (-1: sequence_len), got ", o.max_prompt))
+        fails(s, o.max_prompt >= -1, "max_prompt must be >= -1 (-1: sequence_len), got ", o.max_prompt) ||
+        fails(s, o.sinks >= 0, "the number of attention sinks must be >= 0, got ", o.sinks))
       return s;
     fails(s, o.arena != nullptr || o.arena_bytes == 0, "arena_bytes is ", o.arena_bytes, " without an arena");
     return s;
@@ -519,16 +528,18 @@ class LeanDecoder {
       p = base ? reinterpret_cast<U*>(base + at) : nullptr;
       at += static_cast<std::size_t>(count) * sizeof(U);
     };
-    take(win_, L), take(kc_, L), take(vc_, L), take(wk_, L), take(wv_, L);
+    take(win_, L), take(kc_, L), take(vc_, L), take(wk_, L), take(wv_, L), take(sk_, L), take(sv_, L);
     index_t most = 1;
+    const index_t S = sinks_;
     for (index_t l = 0; l < L; ++l) {
       const KvWindow win = KvWindow::of(c_, l, cap_);
-      const index_t N = win.slots;
+      const index_t N = win.slots + S;  // the sinks' slots in front of the window's
       most = std::max(most, N);
-      T *kc, *vc, *wk = nullptr, *wv = nullptr;
+      T *kc, *vc, *wk = nullptr, *wv = nullptr, *sk = nullptr, *sv = nullptr;
       take(kc, R * N * D), take(vc, R * N * D);
+      if (S > 0) take(sk, R * S * D), take(sv, R * S * D);
       if (max_prompt_ > 0) take(wk, max_prompt_ * D), take(wv, max_prompt_ * D);
-      if (base) win_[l] = win, kc_[l] = kc, vc_[l] = vc, wk_[l] = wk, wv_[l] = wv;
+      if (base) win_[l] = win, kc_[l] = kc, vc_[l] = vc, wk_[l] = wk, wv_[l] = wv, sk_[l] = sk, sv_[l] = sv;
     }
     take(qpos_, n), take(sub_, n), take(tok_, n);
     take(rpos_, R), take(ract_, R), take(rzero_, R), take(seen_, R), take(srow_, R), take(stok_, R);
@@ -549,7 +560,7 @@ class LeanDecoder {
 
   /// Lays out the state in the caller's arena or one allocation (after validate()).
   Status init(const Options& o) {
-    cap_ = o.capacity, R_ = o.rows, invariant_ = o.batch_invariant;
+    cap_ = o.capacity, R_ = o.rows, invariant_ = o.batch_invariant, sinks_ = o.sinks;
     max_prompt_ = prompt_room(c_, o);
     const std::size_t need = carve(nullptr);
     std::byte* base = nullptr;
@@ -807,9 +818,16 @@ class LeanDecoder {
   /// The position in slot 0 of layer l's cache while the newest position is t (KvWindow::base).
   index_t base(index_t l, index_t t) const noexcept { return win_[l].base(t); }
 
-  /// Row r's cache of layer l: (slots, D).
-  T* kcache(std::size_t l, index_t r) const noexcept { return kc_[l] + r * win_[l].slots * c_.kv_dim(); }
-  T* vcache(std::size_t l, index_t r) const noexcept { return vc_[l] + r * win_[l].slots * c_.kv_dim(); }
+  /// Row r's cache of layer l: (slots, D), after `sinks` slots in front of it (slots -sinks..-1).
+  T* kcache(std::size_t l, index_t r) const noexcept {
+    return kc_[l] + (r * (win_[l].slots + sinks_) + sinks_) * c_.kv_dim();
+  }
+  T* vcache(std::size_t l, index_t r) const noexcept {
+    return vc_[l] + (r * (win_[l].slots + sinks_) + sinks_) * c_.kv_dim();
+  }
+  /// Row r's sinks of layer l: the keys and values of its first `sinks` positions, (sinks, D).
+  T* ksinks(std::size_t l, index_t r) const noexcept { return sk_[l] + r * sinks_ * c_.kv_dim(); }
+  T* vsinks(std::size_t l, index_t r) const noexcept { return sv_[l] + r * sinks_ * c_.kv_dim(); }
   T* ring(index_t r) const noexcept { return ring_ + r * c_.mem_offset * c_.n_embd; }
   index_t* ring_tokens(index_t r) const noexcept { return ring_tok_ + r * c_.mem_offset; }
 
@@ -880,16 +898,26 @@ class LeanDecoder {
     for (index_t i = 0; i < n; ++i) ++rpos_[rows[i]];
   }
 
-  /// One query at position t against layer l's cache: its key and value into slot t - base, then
-  /// attention over the window (cpu::attention_forward's arithmetic for one query row: scores by
-  /// lrt::gemm, the kernel's softmax row, probabilities times values by lrt::gemm, then / sum).
+  /// One query at position t against layer l's cache: its key and value into slot t - base (and,
+  /// among the first `sinks` positions, into the sinks), the sinks that left the window into the
+  /// slots just before it (Decoder::make_room: slots of positions no later query reads, or the
+  /// ones in front), then attention over those slots and the window (cpu::attention_forward's
+  /// arithmetic for one query row: scores by lrt::gemm, the kernel's softmax row, probabilities
+  /// times values by lrt::gemm, then / sum).
   void attend_one(index_t l, index_t r, index_t t, const T* q, const T* k, const T* v, T* y) {
     const std::size_t ls = static_cast<std::size_t>(l);
     T *const kc = kcache(ls, r), *const vc = vcache(ls, r);
     const index_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.head_dim(), D = c_.kv_dim();
-    const index_t nb = base(l, t), slot = t - nb, lo = t - std::min(t, c_.window(l)) - nb, m = slot - lo + 1;
-    std::memcpy(kc + slot * D, k, static_cast<std::size_t>(D) * sizeof(T));
-    std::memcpy(vc + slot * D, v, static_cast<std::size_t>(D) * sizeof(T));
+    const index_t nb = base(l, t), slot = t - nb, ws = t - std::min(t, c_.window(l)), ns = std::min(sinks_, ws);
+    const index_t lo = ws - nb - ns, m = slot - lo + 1;
+    const std::size_t row = static_cast<std::size_t>(D) * sizeof(T);
+    std::memcpy(kc + slot * D, k, row);
+    std::memcpy(vc + slot * D, v, row);
+    if (t < sinks_) std::memcpy(ksinks(ls, r) + t * D, k, row), std::memcpy(vsinks(ls, r) + t * D, v, row);
+    if (ns > 0) {
+      std::memcpy(kc + lo * D, ksinks(ls, r), static_cast<std::size_t>(ns) * row);
+      std::memcpy(vc + lo * D, vsinks(ls, r), static_cast<std::size_t>(ns) * row);
+    }
     const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
     const index_t group = H / Hkv;
     for (index_t h = 0; h < H; ++h) {
@@ -1008,6 +1036,8 @@ class LeanDecoder {
         for (index_t i = 0; i < count; ++i)
           put(kcache(ls, r) + i * D, key(l, lo + i), D), put(vcache(ls, r) + i * D, value(l, lo + i), D);
       });
+      for (index_t p = 0; p < std::min(sinks_, n); ++p)  // the first positions, kept aside
+        put(ksinks(ls, r) + p * D, key(l, p), D), put(vsinks(ls, r) + p * D, value(l, p), D);
     }
     if constexpr (V::recurrent)
       ring_load(c_.mem_offset, n, [&](index_t p, index_t slot) {
@@ -1031,7 +1061,7 @@ class LeanDecoder {
 
   LeanWeights<T> w_;
   ModelConfig c_;
-  index_t cap_ = 0, max_prompt_ = 0, R_ = 1;
+  index_t cap_ = 0, max_prompt_ = 0, R_ = 1, sinks_ = 0;
   bool invariant_ = true;
   PrefillMode mode_;
   PrefillStats stats_;
@@ -1039,8 +1069,9 @@ class LeanDecoder {
   std::size_t state_size_ = 0;
   // The state (in own_ or the arena, laid out by carve()):
   KvWindow* win_ = nullptr;                                      // per layer: the cache's geometry
-  T **kc_ = nullptr, **vc_ = nullptr;                            // per layer: cache (R, slots, D)
+  T **kc_ = nullptr, **vc_ = nullptr;                            // per layer: cache (R, sinks + slots, D)
   T **wk_ = nullptr, **wv_ = nullptr;                            // per layer: workspace (max_prompt, D)
+  T **sk_ = nullptr, **sv_ = nullptr;                            // per layer: sinks (R, sinks, D)
   T* ring_ = nullptr;                                            // (R, k, d) source states, position t in slot t % k
   index_t* ring_tok_ = nullptr;                                  // (R, k) their tokens
   index_t *rpos_ = nullptr, *srow_ = nullptr, *stok_ = nullptr;  // (R) per row: next position; a step's rows, tokens

@@ -155,7 +155,7 @@ TEST_CASE("decode state: one wording for a bad prompt and a bad step") {
   const std::vector<index_t> ok{1, 2, 3}, bad{1, 12}, none;
   using M = lrt::PrefillMode;
   CHECK(lrt::prompt_status("decoder", c, ok, M{}, 0).ok());
-  CHECK(std::string(lrt::prompt_status("decoder", c, none, M{}, 0, 1).message()) ==
+  CHECK(std::string(lrt::prompt_status("decoder", c, none, M{}, 0, 0, 1).message()) ==
         "[decoder] the prompt of row 1 is empty");
   CHECK(std::string(lrt::prompt_status("lean decoder", c, none, M{}, 0).message()) ==
         "[lean decoder] the prompt is empty");

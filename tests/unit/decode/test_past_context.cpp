@@ -5,6 +5,7 @@
 #include <lrt/decode.hpp>
 #include <lrt/model/training_schedule.hpp>
 
+#include <cstring>
 #include <set>
 #include <span>
 #include <string>
@@ -148,6 +149,90 @@ Tensor<double, 3> sink_reference(const lrt::Model<V, double>& m, const Tensor<in
   return out;
 }
 
+/// The lean decoder with `S` sinks against the Decoder's (bit for bit) and the reference ref
+/// (B, N, V): row 0 from a prompt past the window through exact prefill; row 1 joined from row 0's
+/// saved states at q (the sinks come from them), then both stepped on row 0's tokens; a short
+/// prompt through interleaved prefill; a long one refused.
+template <class V>
+void check_lean_sinks(const lrt::Model<V, double>& m, const Tensor<index_t, 2>& ids, const Tensor<double, 3>& ref,
+                      index_t S) {
+  const lrt::ModelConfig& c = m.config();
+  const index_t T = c.sequence_len, N = ids.shape()[1], Vv = c.vocab_size, P = 2 * T + 3, q = 3 * T + 1;
+  typename lrt::LeanDecoder<V, double>::Options o;
+  o.rows = 2, o.sinks = S;
+  auto lean = lrt::make_lean_decoder(m, o);
+  CHECK(lean.sinks() == S);
+  lrt::Decoder<V, double> dec(m, 1, 0, S);
+  const auto same = [&](index_t r, const Tensor<double, 2>& lg) {
+    return std::memcmp(lean.logits(r).data(), lg.data(), static_cast<std::size_t>(Vv) * sizeof(double)) == 0;
+  };
+  std::vector<index_t> row0;
+  for (index_t t = 0; t < P; ++t) row0.push_back(ids(0, t));
+  const index_t r0 = lean.join(row0);
+  CHECK(same(r0, dec.prefill(std::span<const index_t>(row0))));
+  std::vector<std::vector<double>> states;  // row 0's, position by position
+  const auto save = [&] {
+    states.emplace_back(static_cast<std::size_t>(lean.position_state_size()));
+    REQUIRE(lean.try_save_position(r0, states.back()).ok());
+  };
+  bool bits = true;
+  double w = 0;
+  index_t r1 = -1;
+  for (index_t t = P; t < N; ++t) {
+    const index_t tok = ids(0, t);
+    if (t == q) {  // row 1 from row 0's states of positions 0..q-1 (saved since P) and a replay below P
+      lrt::LeanDecoder<V, double> replay = lrt::make_lean_decoder(m, o);
+      std::vector<std::vector<double>> early;
+      for (index_t p = 0; p < P; ++p) {
+        replay.step(ids(0, p));
+        early.emplace_back(static_cast<std::size_t>(replay.position_state_size()));
+        REQUIRE(replay.try_save_position(0, early.back()).ok());
+      }
+      std::vector<index_t> toks(row0);
+      for (index_t p = P; p < q; ++p) toks.push_back(ids(0, p));
+      REQUIRE(lean.try_join_state(
+                      toks,
+                      [&](index_t p) {
+                        return p < P ? early[static_cast<std::size_t>(p)].data()
+                                     : states[static_cast<std::size_t>(p - P)].data();
+                      },
+                      r1)
+                  .ok());
+    }
+    const std::vector<index_t> rows = r1 < 0 ? std::vector<index_t>{r0} : std::vector<index_t>{r0, r1};
+    lean.step(rows, std::vector<index_t>(rows.size(), tok));
+    if (r1 < 0) save();
+    const auto& lg = dec.step(std::vector<index_t>{tok});
+    for (const index_t r : rows) bits = bits && same(r, lg);
+    for (index_t v = 0; v < Vv; ++v)
+      w = std::max(w, std::abs(lean.logits(r0)[static_cast<std::size_t>(v)] - ref(0, t, v)));
+  }
+  CHECK(r1 >= 0);
+  CHECK(bits);
+  CHECK(w < 1e-12);
+  // Whole-prompt modes: within the shortest window, as the Decoder's; past it, refused alike.
+  index_t shortest = c.window(0);
+  for (index_t l = 1; l < c.n_layer; ++l) shortest = std::min(shortest, c.window(l));
+  o.max_prompt = std::max(T, shortest + 1);
+  lrt::LeanDecoder<V, double> short_lean = lrt::make_lean_decoder(m, o);
+  lrt::Decoder<V, double> short_dec(m, 1, 0, S);
+  const std::vector<index_t> pr(row0.begin(), row0.begin() + shortest + 1);
+  const auto mode = lrt::PrefillMode::interleaved(2);
+  short_lean.prefill(pr, mode);
+  short_dec.prefill(std::span<const index_t>(pr), mode);
+  w = 0;
+  for (index_t t = shortest + 1; t < N; ++t) {
+    short_lean.step(ids(0, t));
+    const auto& lg = short_dec.step(std::vector<index_t>{ids(0, t)});
+    for (index_t v = 0; v < Vv; ++v)
+      w = std::max(w, std::abs(short_lean.logits()[static_cast<std::size_t>(v)] - lg(0, v)));
+  }
+  CHECK(w < 1e-12);
+  CHECK_THROWS_WITH_AS(short_lean.prefill(row0, mode), doctest::Contains("use exact prefill"), lrt::Error);
+  o.sinks = -1;
+  CHECK_THROWS_WITH_AS(lrt::make_lean_decoder(m, o), doctest::Contains("attention sinks must be >= 0"), lrt::Error);
+}
+
 template <class V>
 void check_sinks(const std::string& name, lrt::ModelConfig c) {
   CAPTURE(name);
@@ -170,6 +255,7 @@ void check_sinks(const std::string& name, lrt::ModelConfig c) {
       for (index_t v = 0; v < Vv; ++v) w = std::max(w, std::abs(lg(b, v) - ref(b, t, v)));
   }
   CHECK(w < 1e-12);
+  check_lean_sinks(m, ids, ref, S);
   // A long prompt through interleaved:S >= P (the sinks come from the prefill's buffers), then
   // ragged rows: row 1 restarts from a one-token prompt and stays behind.
   const index_t P = 3 * T + 1;
